@@ -1,0 +1,132 @@
+"""The activities of an agent run: prepare (snapshot), one model turn, one tool call.
+
+Everything that touches the machine happens here, worker-side, so its answer is
+recorded in history: the agent's tools and instructions, which calls need
+approval (a scope resolves real paths), the model's turn, a tool's output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import timedelta
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.models import ChatInput, ChatTurn, PrepareInput, PrepareOutput, ToolInput, ToolOutput
+from signoff.agent import AgentSnapshot, ChatClientAgent
+from signoff.chat.base import ChatClient, ChatOptions
+from signoff.contract import AgentSnapshotModel
+from signoff.dispatch import execute_call, gated_call_ids
+from signoff.errors import ConfigError, ProviderError
+from signoff.messages import ChatMessage
+
+HEARTBEAT_EVERY = 2.0
+
+
+@contextlib.asynccontextmanager
+async def heartbeating(every: float = HEARTBEAT_EVERY) -> AsyncIterator[None]:
+    """Heartbeat in the background: a dead worker is noticed, a cancel is delivered."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(every)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
+class AgentActivities:
+    """The activities, bound to the worker's agents and its default chat client.
+
+    Args:
+        agents: the agents this worker serves, by name.
+        default_client: a factory for the chat client of agents that bring none
+            (called once, lazily, so a worker without model config still starts).
+    """
+
+    def __init__(
+        self, agents: Mapping[str, ChatClientAgent], default_client: Callable[[], ChatClient] | None = None
+    ) -> None:
+        self._agents = dict(agents)
+        self._default_factory = default_client
+        self._default: ChatClient | None = None
+        self._snapshots: dict[str, AgentSnapshot] = {}
+
+    def _agent(self, name: str) -> ChatClientAgent:
+        agent = self._agents.get(name)
+        if agent is None:
+            known = ", ".join(sorted(self._agents)) or "none"
+            raise ApplicationError(
+                f"unknown agent {name!r} (known agents: {known})", type="UnknownAgent", non_retryable=True
+            )
+        return agent
+
+    def _snapshot(self, name: str) -> AgentSnapshot:
+        if name not in self._snapshots:
+            self._snapshots[name] = self._agent(name).snapshot([])
+        return self._snapshots[name]
+
+    def _client(self, agent: ChatClientAgent) -> ChatClient:
+        if agent.chat_client is not None:
+            return agent.chat_client
+        if self._default is None:
+            if self._default_factory is None:
+                raise ApplicationError(f"agent {agent.name!r} has no chat client", non_retryable=True)
+            try:
+                self._default = self._default_factory()
+            except ConfigError as exc:
+                raise ApplicationError(str(exc), type="ConfigError", non_retryable=True) from exc
+        return self._default
+
+    @activity.defn(name="signoff.prepare")
+    async def prepare(self, input: PrepareInput) -> PrepareOutput:
+        """Snapshot the agent for this run, and gate a resumed transcript's open calls."""
+        snapshot = self._snapshot(input.agent)
+        model = AgentSnapshotModel(
+            agent=input.agent,
+            instructions=snapshot.instructions,
+            tools=snapshot.specs,
+            idempotent={t.name: bool(t.idempotent) for t in snapshot.registry},
+        )
+        return PrepareOutput(snapshot=model, gated=gated_call_ids(snapshot.registry, input.open_calls))
+
+    @activity.defn(name="signoff.chat")
+    async def chat(self, input: ChatInput) -> ChatTurn:
+        """One model turn, streamed; which of its calls need approval."""
+        agent = self._agent(input.agent)
+        client = self._client(agent)
+        system = [ChatMessage.system(input.instructions)] if input.instructions else []
+        options = ChatOptions(model=input.model, temperature=input.temperature)
+        try:
+            async with heartbeating():
+                response = await client.complete(system + input.messages, input.tools, options)
+        except ProviderError as exc:
+            raise _provider_failure(exc) from None
+        calls = response.message.tool_calls or []
+        return ChatTurn(response=response, gated=gated_call_ids(self._snapshot(input.agent).registry, calls))
+
+    @activity.defn(name="signoff.tool")
+    async def tool(self, input: ToolInput) -> ToolOutput:
+        """Run one tool call; its own failure is the message `Error: ...`."""
+        registry = self._snapshot(input.agent).registry
+        async with heartbeating():
+            return ToolOutput(content=await execute_call(registry, input.call))
+
+    @property
+    def all(self) -> list[Callable]:
+        return [self.prepare, self.chat, self.tool]
+
+
+def _provider_failure(exc: ProviderError) -> ApplicationError:
+    """Map a provider's status to Temporal's retry behaviour (the client never retries)."""
+    if exc.retryable:
+        delay = timedelta(seconds=exc.retry_after) if exc.retry_after else None
+        return ApplicationError(str(exc), exc.status, type="ProviderError", next_retry_delay=delay)
+    return ApplicationError(str(exc), exc.status, type="ProviderError", non_retryable=True)

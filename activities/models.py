@@ -1,0 +1,43 @@
+"""One input and one output model per activity, so fields can be added compatibly."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from signoff.contract import AgentSnapshotModel
+from signoff.messages import ChatMessage, ChatResponse, ToolCall, ToolSpec
+
+
+class PrepareInput(BaseModel):
+    agent: str
+    open_calls: list[ToolCall] = Field(default_factory=list)
+    """Unanswered calls of a resumed transcript, to be checked against the registry."""
+
+
+class PrepareOutput(BaseModel):
+    snapshot: AgentSnapshotModel
+    gated: list[str] = Field(default_factory=list)
+
+
+class ChatInput(BaseModel):
+    agent: str
+    instructions: str = ""
+    tools: list[ToolSpec] = Field(default_factory=list)
+    messages: list[ChatMessage]
+    model: str | None = None
+    temperature: float | None = None
+
+
+class ChatTurn(BaseModel):
+    response: ChatResponse
+    gated: list[str] = Field(default_factory=list)
+    """Ids of the calls whose tool needs approval, decided by the worker's registry."""
+
+
+class ToolInput(BaseModel):
+    agent: str
+    call: ToolCall
+
+
+class ToolOutput(BaseModel):
+    content: str

@@ -1,0 +1,286 @@
+"""Agents: their definition (`AgentBuilder`) and the in-process driver of the loop.
+
+`ChatClientAgent.run()` is the original API: a stream of `AgentEvent`s that ends
+with a finish event — `awaiting_approval` when gated calls wait — and a next
+`run()` with `AgentRunOptions(tool_approval_responses=[...])` resumes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TypeVar
+
+from signoff.approvals import ToolApprovalResponse
+from signoff.chat.base import ChatClient, ChatOptions
+from signoff.dispatch import execute_call, gated_call_ids
+from signoff.errors import UsageError
+from signoff.loop import DEFAULT_MAX_ROUNDS, AgentLoop, AwaitApproval, CallModel, Finish, RunTools
+from signoff.messages import (
+    AgentEvent,
+    ChatMessage,
+    ChatResponse,
+    ErrorEvent,
+    FinishEvent,
+    FinishReason,
+    TextEvent,
+    ToolSpec,
+)
+from signoff.tools.base import Tool, tool_spec
+from signoff.tools.context import ContextProvider
+from signoff.tools.registry import ToolRegistry
+
+T = TypeVar("T")
+
+
+class CancellationToken:
+    """Stops a run cleanly (finish reason `cancelled`) when `cancel()` is called."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
+@dataclass
+class AgentRunOptions:
+    """Per-run options (the original `AgentRunOptions`)."""
+
+    tool_approval_responses: list[ToolApprovalResponse] = field(default_factory=list)
+    max_rounds: int | None = None
+    model: str | None = None
+    temperature: float | None = None
+    cancellation: CancellationToken | None = None
+
+
+@dataclass
+class AgentSession:
+    """An in-memory session: keeps the transcript between runs."""
+
+    messages: list[ChatMessage] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AgentSnapshot:
+    """What a run is started with: instructions and tools, fixed for the run."""
+
+    instructions: str
+    registry: ToolRegistry
+
+    @property
+    def specs(self) -> list[ToolSpec]:
+        return [tool_spec(t) for t in self.registry]
+
+    @property
+    def descriptions(self) -> dict[str, str]:
+        return {t.name: t.description for t in self.registry}
+
+
+class ChatClientAgent:
+    """An agent: instructions, a chat client, tools and context providers."""
+
+    def __init__(
+        self,
+        name: str,
+        instructions: str,
+        chat_client: ChatClient | None,
+        tools: Sequence[Tool],
+        context_providers: Sequence[ContextProvider] = (),
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
+    ) -> None:
+        self.name = name
+        self.instructions = instructions
+        self.chat_client = chat_client
+        self.tools = list(tools)
+        self.context_providers = list(context_providers)
+        self.max_rounds = max_rounds
+        self.snapshot([])  # a duplicate tool name is an error now, not at the first run
+
+    def snapshot(self, messages: list[ChatMessage]) -> AgentSnapshot:
+        """Instructions and tools for a request: the agent's own plus each provider's."""
+        parts = [self.instructions] if self.instructions else []
+        registry = ToolRegistry()
+        for tool in self.tools:
+            registry.register(tool)
+        for provider in self.context_providers:  # the original on_invoking() chain
+            context = provider.on_invoking(messages)
+            parts.extend(context.instructions)
+            for tool in context.tools:
+                registry.register(tool)
+        return AgentSnapshot(instructions="\n\n".join(p for p in parts if p), registry=registry)
+
+    async def run(
+        self,
+        messages: str | ChatMessage | Sequence[ChatMessage] = (),
+        session: AgentSession | None = None,
+        options: AgentRunOptions | None = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Run until the model stops, approvals are needed, or rounds run out.
+
+        Yields events; the last is a `FinishEvent`. Provider errors are yielded as
+        an `ErrorEvent`, then raised.
+        """
+        if self.chat_client is None:
+            raise UsageError(f"agent {self.name!r} has no chat client; use with_chat_client(...)")
+        options = options or AgentRunOptions()
+        history = (session.messages if session else []) + _as_messages(messages)
+        loop = AgentLoop(history, {}, max_rounds=options.max_rounds or self.max_rounds)
+        snapshot = self._refresh(loop)
+        loop.resume(options.tool_approval_responses, gated_call_ids(snapshot.registry, _open(history)), _now())
+        try:
+            async for event in self._drive(loop, options):
+                yield event
+        finally:
+            if session is not None:
+                session.messages = loop.messages
+
+    async def _drive(self, loop: AgentLoop, options: AgentRunOptions) -> AsyncIterator[AgentEvent]:
+        token = options.cancellation or CancellationToken()
+        chat_options = ChatOptions(model=options.model, temperature=options.temperature)
+        while True:
+            for event in loop.drain_events():
+                yield event
+            if token.cancelled:
+                loop.cancel(_now())
+                continue
+            action = loop.next_action()
+            if isinstance(action, Finish):
+                return
+            if isinstance(action, AwaitApproval):
+                yield FinishEvent(reason=FinishReason.AWAITING_APPROVAL, usage=loop.state.usage)
+                return
+            if isinstance(action, RunTools):
+                await self._run_tools(loop, action, token)
+                continue
+            assert isinstance(action, CallModel)
+            async for event in self._call_model(loop, chat_options, token):
+                yield event
+
+    async def _call_model(
+        self, loop: AgentLoop, chat_options: ChatOptions, token: CancellationToken
+    ) -> AsyncIterator[AgentEvent]:
+        snapshot = self._refresh(loop)
+        prompt = ([ChatMessage.system(snapshot.instructions)] if snapshot.instructions else []) + loop.messages
+        deltas: asyncio.Queue[str] = asyncio.Queue()
+        assert self.chat_client is not None
+        request = self.chat_client.complete(prompt, snapshot.specs, chat_options, on_text=deltas.put_nowait)
+        task: asyncio.Task[ChatResponse] = asyncio.ensure_future(request)
+        stop = asyncio.ensure_future(token.wait())
+        try:
+            while True:
+                getter = asyncio.ensure_future(deltas.get())
+                done, _ = await asyncio.wait({task, getter, stop}, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    yield TextEvent(text=getter.result())
+                    continue
+                getter.cancel()
+                if task in done:
+                    break
+                return  # cancelled: the next step of the drive finishes the run
+            response = task.result()
+        except Exception as exc:
+            yield ErrorEvent(message=str(exc))
+            raise
+        finally:
+            task.cancel()
+            stop.cancel()
+        calls = response.message.tool_calls or []
+        loop.apply_model_turn(response, gated_call_ids(snapshot.registry, calls), _now(), text_streamed=True)
+
+    async def _run_tools(self, loop: AgentLoop, action: RunTools, token: CancellationToken) -> None:
+        registry = self._refresh(loop).registry
+        for call in action.calls:
+            result = await _unless_cancelled(execute_call(registry, call), token)
+            if result is None:
+                return
+            loop.apply_tool_result(call.id, result)
+
+    def _refresh(self, loop: AgentLoop) -> AgentSnapshot:
+        snapshot = self.snapshot(loop.messages)
+        loop.state.tools = snapshot.descriptions
+        return snapshot
+
+
+class AgentBuilder:
+    """Builds an agent: `AgentBuilder("ops").with_instructions(...).with_tool(...).build()`."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._instructions = ""
+        self._client: ChatClient | None = None
+        self._tools: list[Tool] = []
+        self._providers: list[ContextProvider] = []
+        self._max_rounds = DEFAULT_MAX_ROUNDS
+
+    def with_instructions(self, instructions: str) -> AgentBuilder:
+        self._instructions = instructions
+        return self
+
+    def with_chat_client(self, client: ChatClient) -> AgentBuilder:
+        self._client = client
+        return self
+
+    def with_tool(self, tool: Tool) -> AgentBuilder:
+        self._tools.append(tool)
+        return self
+
+    def with_tools(self, tools: Sequence[Tool]) -> AgentBuilder:
+        self._tools.extend(tools)
+        return self
+
+    def with_context_provider(self, provider: ContextProvider) -> AgentBuilder:
+        self._providers.append(provider)
+        return self
+
+    def with_max_rounds(self, max_rounds: int) -> AgentBuilder:
+        if max_rounds < 1:
+            raise UsageError("max_rounds must be at least 1")
+        self._max_rounds = max_rounds
+        return self
+
+    def build(self) -> ChatClientAgent:
+        return ChatClientAgent(
+            self._name, self._instructions, self._client, self._tools, self._providers, self._max_rounds
+        )
+
+
+async def _unless_cancelled(work: Awaitable[T], token: CancellationToken) -> T | None:
+    task = asyncio.ensure_future(work)
+    stop = asyncio.ensure_future(token.wait())
+    await asyncio.wait({task, stop}, return_when="FIRST_COMPLETED")
+    stop.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    return None
+
+
+def _as_messages(messages: str | ChatMessage | Sequence[ChatMessage]) -> list[ChatMessage]:
+    if isinstance(messages, str):
+        return [ChatMessage.user(messages)]
+    if isinstance(messages, ChatMessage):
+        return [messages]
+    return list(messages)
+
+
+def _open(history: list[ChatMessage]) -> list:
+    for message in reversed(history):
+        if message.role == "assistant":
+            return list(message.tool_calls or [])
+        if message.role != "tool":
+            return []
+    return []
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)

@@ -1,0 +1,49 @@
+"""Errors raised by signoff.
+
+    SignoffError
+    ├── ConfigError        configuration that cannot work (checked when it is built)
+    ├── UsageError         a developer's misuse of the API (duplicate tool name, unknown agent)
+    ├── ProviderError      the model provider answered non-2xx: status, message, Retry-After
+    └── StreamError        the provider's stream broke off or could not be read
+
+Every message says what happened and, where it can, what to do.
+"""
+
+from __future__ import annotations
+
+
+class SignoffError(Exception):
+    """Base of every error signoff raises on purpose."""
+
+
+class ConfigError(SignoffError):
+    """Configuration that cannot work; raised when the config is built."""
+
+
+class UsageError(SignoffError):
+    """The API was used in a way it cannot serve."""
+
+
+class ProviderError(SignoffError):
+    """The model provider answered with a non-2xx status.
+
+    Attributes:
+        status: the HTTP status code.
+        message: the provider's own error message (never the API key).
+        retry_after: seconds from the `Retry-After` header, when given.
+    """
+
+    def __init__(self, status: int, message: str, retry_after: float | None = None) -> None:
+        self.status = status
+        self.message = message
+        self.retry_after = retry_after
+        super().__init__(f"provider returned HTTP {status}: {message}")
+
+    @property
+    def retryable(self) -> bool:
+        """Whether trying again may help: 408, 409, 429 and 5xx."""
+        return self.status in (408, 409, 429) or self.status >= 500
+
+
+class StreamError(SignoffError):
+    """The provider's response stream ended early or could not be parsed."""

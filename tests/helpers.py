@@ -1,0 +1,79 @@
+"""Helpers for the Temporal tests: an agent-run harness and waiting without sleeps."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from temporalio.client import Client, WorkflowHandle
+
+from signoff.agent import ChatClientAgent
+from signoff.chat.config import LLMConfig
+from signoff.chat.openai import OpenAIChatClient
+from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
+from signoff.defaults import default_agent
+from signoff.tools.scope import ScopePolicy, WorkspaceScope
+from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
+from worker import build_worker
+
+T = TypeVar("T")
+
+
+async def assert_eventually(check: Callable[[], Awaitable[T]], timeout: float = 10.0) -> T:
+    """Retry `check` (an async callable that asserts) until it passes or time runs out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await check()
+        except (AssertionError, Exception):
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.05)
+
+
+def call(name: str, call_id: str | None = None, **arguments: Any):
+    from signoff.messages import ToolCall
+
+    return ToolCall(id=call_id or f"call_{name}", name=name, arguments=json.dumps(arguments))
+
+
+def agents_for(workspace: Path, policy: ScopePolicy = ScopePolicy.APPROVE_OUTSIDE, extra: Sequence[ChatClientAgent] = ()) -> dict[str, ChatClientAgent]:
+    agents = {"default": default_agent(WorkspaceScope(workspace, policy))}
+    agents.update({a.name: a for a in extra})
+    return agents
+
+
+@asynccontextmanager
+async def running_worker(
+    client: Client, task_queue: str, model: ScriptedModelServer, agents: dict[str, ChatClientAgent], **options: Any
+) -> AsyncIterator[None]:
+    config = LLMConfig(base_url=model.base_url, model="scripted")
+    worker = build_worker(client, agents, task_queue, default_client=lambda: OpenAIChatClient(config), **options)
+    async with worker:
+        yield
+
+
+async def start_run(client: Client, task_queue: str, prompt: str | None = "go", **kwargs: Any) -> WorkflowHandle:
+    options = kwargs.pop("options", None) or RunOptions()
+    run_input = AgentRunInput(prompt=prompt, options=options, **kwargs)
+    return await client.start_workflow(
+        "AgentRun", run_input, id=f"run-{uuid.uuid4()}", task_queue=task_queue, result_type=AgentRunResult
+    )
+
+
+async def wait_pending(handle: WorkflowHandle, count: int = 1, timeout: float = 10.0) -> list[dict[str, Any]]:
+    async def check() -> list[dict[str, Any]]:
+        pending = await handle.query("pending_approvals")
+        assert len(pending) == count, pending
+        return pending
+
+    return await assert_eventually(check, timeout)
+
+
+__all__ = ["Reply", "ScriptedModelServer", "ScriptedRequest"]
