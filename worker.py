@@ -81,6 +81,16 @@ def default_chat_client() -> ChatClient:
     return OpenAIChatClient(LLMConfig.from_env())
 
 
+def sandbox_runner() -> SandboxedWorkflowRunner:
+    """The workflow sandbox, with signoff's core passed through.
+
+    The sandbox re-runs the workflow module per run; passing the core through means
+    its pydantic models are built once per process, not once per workflow.
+    """
+    passthrough = ("signoff", "activities", "pydantic", "pydantic_core", "annotated_types", "httpx", "httpx_sse")
+    return SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules(*passthrough))
+
+
 def build_worker(
     client: Client,
     agents: Mapping[str, ChatClientAgent],
@@ -90,18 +100,13 @@ def build_worker(
 ) -> Worker:
     """A worker for `AgentRun` and its activities, serving `agents` (by name)."""
     activities = AgentActivities(agents, default_client)
-    # The sandbox re-runs the workflow module per run; pass the core through so its
-    # pydantic models are built once per process, not once per workflow.
-    restrictions = SandboxRestrictions.default.with_passthrough_modules(
-        "signoff", "activities", "pydantic", "pydantic_core", "annotated_types", "httpx", "httpx_sse"
-    )
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[AgentRun],
         activities=activities.all,
-        workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions),
+        workflow_runner=sandbox_runner(),
         **options,
     )
 

@@ -150,7 +150,7 @@ class ChatClientAgent:
         while True:
             for event in loop.drain_events():
                 yield event
-            if token.cancelled:
+            if token.cancelled and loop.state.finish_reason is None:
                 loop.cancel(_now())
                 continue
             action = loop.next_action()

@@ -1,0 +1,40 @@
+"""`ApprovalRequiredTool`: every call of the wrapped tool waits for a human."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from signoff.tools.base import Tool, ToolResult
+
+
+class ApprovalRequiredTool:
+    """Forwards everything to `inner`; only `requires_approval` answers True.
+
+    The model sees the same name, description and schema, and an approved call
+    runs exactly as the inner tool would.
+    """
+
+    # Declared for type checkers, never assigned: reads fall through to `__getattr__`,
+    # so the wrapper always shows the inner tool's current values.
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    idempotent: bool
+    kind: str
+
+    def __init__(self, inner: Tool) -> None:
+        self.inner = inner
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute == "inner":  # not set yet (e.g. while copying): avoid recursing
+            raise AttributeError(attribute)
+        return getattr(self.inner, attribute)
+
+    async def execute(self, arguments: dict[str, Any]) -> ToolResult:
+        return await self.inner.execute(arguments)
+
+    def requires_approval(self, arguments: dict[str, Any]) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return f"ApprovalRequiredTool({self.inner!r})"

@@ -1,0 +1,97 @@
+"""Continue-as-new: a long run stays bounded, and a paused run survives it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+
+from signoff.contract import AgentRunResult
+from tests.conftest import start_dev_server
+from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, assert_eventually, call, running_worker, start_run
+
+SUGGEST_AFTER_EVENTS = 30
+
+
+@pytest.fixture(scope="module")
+async def small_history_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A dev server that suggests continue-as-new after a few events."""
+    env = await start_dev_server(
+        "--dynamic-config-value", f"limit.historyCount.suggestContinueAsNew={SUGGEST_AFTER_EVENTS}"
+    )
+    yield env
+    await env.shutdown()
+
+
+def rounds_then_gate(auto_rounds: int):
+    def script(request: ScriptedRequest) -> Reply:
+        if request.round <= auto_rounds:
+            return Reply.tool_calls([call("list_dir", f"call_{request.round}")])
+        if request.round == auto_rounds + 1:
+            return Reply.tool_calls([call("run_command", "call_gate", command="echo gated")])
+        return Reply.text(f"{sum(m.role == 'tool' for m in request.messages)} tool messages")
+
+    return script
+
+
+async def run_ids(client: Client, workflow_id: str) -> list[str]:
+    return [w.run_id async for w in client.list_workflows(f'WorkflowId="{workflow_id}"')]
+
+
+async def test_long_run_continues_as_new_and_keeps_its_transcript(
+    small_history_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    client, queue = small_history_env.client, f"tq-{uuid.uuid4()}"
+    with ScriptedModelServer(rounds_then_gate(8)) as model:
+        async with running_worker(client, queue, model, agents_for(tmp_path)):
+            handle = await start_run(client, queue, options={"max_rounds": 20})
+            latest = client.get_workflow_handle(handle.id)
+
+            async def paused() -> None:
+                assert len(await latest.query("pending_approvals")) == 1
+
+            await assert_eventually(paused, 20)
+            await latest.execute_update("submit_tool_approval", {"call_id": "call_gate", "approved": True})
+            result: AgentRunResult = await handle.result()
+    assert result.text == "9 tool messages"
+    assert result.rounds == 10 and len(result.messages) == 1 + 9 * 2 + 1
+    assert [a.call_id for a in result.approvals] == ["call_gate"]
+
+    async def several_runs() -> None:
+        assert len(await run_ids(client, handle.id)) > 1
+
+    await assert_eventually(several_runs)
+
+
+async def test_run_paused_across_continue_as_new_resumes_with_one_decision(
+    small_history_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    client, queue = small_history_env.client, f"tq-{uuid.uuid4()}"
+    with ScriptedModelServer(rounds_then_gate(3)) as model:
+        async with running_worker(client, queue, model, agents_for(tmp_path)):
+            handle = await start_run(client, queue, options={"approval_timeout_seconds": 3600})
+            latest = client.get_workflow_handle(handle.id)
+
+            async def paused() -> list:
+                pending = await latest.query("pending_approvals")
+                assert len(pending) == 1
+                return pending
+
+            (before,) = await assert_eventually(paused, 20)
+            first_run = (await latest.describe()).run_id
+            for _ in range(SUGGEST_AFTER_EVENTS):  # each signal is a workflow task: history grows past the limit
+                await latest.signal("tool_approval", {"call_id": "not-a-call", "approved": True})
+
+            async def continued() -> None:
+                assert (await latest.describe()).run_id != first_run
+                assert await latest.query("pending_approvals") == [before]
+
+            await assert_eventually(continued, 20)
+            await latest.execute_update("submit_tool_approval", {"call_id": "call_gate", "approved": True})
+            result: AgentRunResult = await handle.result()
+    assert result.messages[-2].content == "exit code: 0\ngated\n"
+    assert result.approvals[0].requested_at is not None and result.approvals[0].approved

@@ -1,0 +1,47 @@
+"""Determinism: committed histories replay, and a worker without a cache replays every step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client, WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, call, running_worker, start_run, wait_pending
+from worker import sandbox_runner
+from workflows.agent_run import AgentRun
+
+HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+
+
+def replayer() -> Replayer:
+    return Replayer(workflows=[AgentRun], data_converter=pydantic_data_converter, workflow_runner=sandbox_runner())
+
+
+def test_every_history_shape_is_committed() -> None:
+    assert {p.stem for p in HISTORIES} >= {"approved", "denied", "timed_out", "continued_as_new"}
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+async def test_committed_history_replays(path: Path) -> None:
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    await replayer().replay_workflow(history)
+
+
+async def test_run_completes_with_every_step_replayed(client: Client, task_queue: str, tmp_path: Path) -> None:
+    def script(request: ScriptedRequest) -> Reply:
+        if request.round == 1:
+            return Reply.tool_calls([call("run_command", "call_1", command="echo a"), call("list_dir", "call_2")])
+        return Reply.text("done")
+
+    with ScriptedModelServer(script) as model:
+        async with running_worker(client, task_queue, model, agents_for(tmp_path), max_cached_workflows=0):
+            handle = await start_run(client, task_queue)
+            await wait_pending(handle)
+            await handle.execute_update("submit_tool_approval", {"call_id": "call_1", "approved": True})
+            result = await handle.result()
+        history = await handle.fetch_history()
+    assert result.text == "done" and result.messages[2].content == "exit code: 0\na\n"
+    await replayer().replay_workflow(history)
