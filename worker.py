@@ -133,14 +133,22 @@ async def ensure_search_attributes(client: Client, namespace: str) -> None:
 
 
 async def open_client(settings: WorkerSettings) -> tuple[Client, EmbeddedServer | None]:
-    """Connect, starting the embedded dev server when nothing is configured or listening."""
+    """Connect, starting the embedded dev server when nothing is configured or listening.
+
+    The caller stops the returned server; if connecting fails, it is stopped here.
+    """
     server = None
     if not settings.address_given and not is_listening(settings.address):
         server = await asyncio.to_thread(EmbeddedServer().start)
         print(f"signoff: started the embedded Temporal dev server at {server.address} "
               f"(data in {server.data_dir}/, Web UI {server.ui_url})", flush=True)
-    client = await connect(settings.address, settings.namespace)
-    await ensure_search_attributes(client, settings.namespace)
+    try:
+        client = await connect(settings.address, settings.namespace)
+        await ensure_search_attributes(client, settings.namespace)
+    except BaseException:
+        if server:
+            server.stop()
+        raise
     return client, server
 
 
@@ -149,13 +157,13 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
     settings = settings or WorkerSettings.from_env()
     agents = load_agents(agent_modules)
     client, server = await open_client(settings)
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-    worker = build_worker(client, agents, settings.task_queue, graceful_shutdown_timeout=timedelta(seconds=10))
-    print(f"signoff: worker on task queue {settings.task_queue!r} at {settings.address}, "
-          f"agents: {', '.join(sorted(agents))}", flush=True)
     try:
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+        worker = build_worker(client, agents, settings.task_queue, graceful_shutdown_timeout=timedelta(seconds=10))
+        print(f"signoff: worker on task queue {settings.task_queue!r} at {settings.address}, "
+              f"agents: {', '.join(sorted(agents))}", flush=True)
         async with worker:
             await stop.wait()
             print("signoff: shutting down", flush=True)

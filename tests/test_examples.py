@@ -1,0 +1,45 @@
+"""The shipped example of your own agents, served by a worker and run end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from signoff.messages import ToolCall
+from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, running_worker, start_run, wait_pending
+from worker import load_agents
+
+
+def ops_script(request: ScriptedRequest) -> Reply:
+    if request.round == 1:
+        return Reply.tool_calls(
+            [
+                ToolCall(id="call_s", name="get_status", arguments='{"service": "billing"}'),
+                ToolCall(id="call_d", name="deploy_service", arguments='{"service": "billing", "version": "2.0"}'),
+            ]
+        )
+    if request.round == 2:
+        return Reply.tool_calls([ToolCall(id="call_s2", name="get_status", arguments='{"service": "billing"}')])
+    return Reply.text(request.last.content or "")
+
+
+async def test_ops_agent_deploys_only_after_approval(
+    client: Client, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SIGNOFF_WORKSPACE", str(tmp_path))
+    agents = load_agents(["examples.ops_agents"])
+    assert sorted(agents) == ["default", "ops"]
+    with ScriptedModelServer(ops_script) as model:
+        async with running_worker(client, task_queue, model, agents):
+            handle = await start_run(client, task_queue, "deploy billing 2.0", agent="ops")
+            (pending,) = await wait_pending(handle)
+            assert pending["name"] == "deploy_service"
+            assert not (tmp_path / "deployments.json").exists()
+            await handle.execute_update("submit_tool_approval", {"call_id": "call_d", "approved": True})
+            result = await handle.result()
+    assert result.messages[2].content == "billing is not deployed"
+    assert result.text == "billing is at version 2.0"
+    assert json.loads((tmp_path / "deployments.json").read_text()) == {"billing": "2.0"}

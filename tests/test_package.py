@@ -1,0 +1,45 @@
+"""The package's shape: what it exports, and what the core must never import."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import signoff
+
+ROOT = Path(__file__).parent.parent
+LOOP_MAY_IMPORT = {
+    "__future__", "json", "collections.abc", "dataclasses", "datetime", "enum", "typing", "pydantic",
+    "signoff.approvals", "signoff.messages",
+}  # fmt: skip
+
+
+def test_public_names_are_exported_and_importable() -> None:
+    assert len(signoff.__all__) == len(set(signoff.__all__))
+    for name in signoff.__all__:
+        assert getattr(signoff, name) is not None
+    assert {"AgentBuilder", "ApprovalRequiredTool", "ToolApprovalResponse", "WorkspaceScope", "tool"} <= set(
+        signoff.__all__
+    )
+
+
+def test_core_does_not_import_temporalio() -> None:
+    code = "import sys, signoff, signoff.testing, signoff.defaults; print('temporalio' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_loop_imports_nothing_that_does_io_or_reads_clock_or_env() -> None:
+    tree = ast.parse((ROOT / "signoff" / "loop.py").read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(node.module or "")
+    assert imported <= LOOP_MAY_IMPORT, imported - LOOP_MAY_IMPORT
+    source = (ROOT / "signoff" / "loop.py").read_text()
+    for forbidden in ("datetime.now", "utcnow", "time.time", "os.environ", "uuid", "random"):
+        assert forbidden not in source
