@@ -1,0 +1,143 @@
+"""Where the model lives: endpoint, model name, timeouts. Never the API key itself.
+
+The key is read from the environment variable named by `LLMConfig.api_key_env` at the
+moment a request is sent, so it never sits in a config object that could end up in a
+repr, a log line, an event or Temporal history.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from signoff.errors import ConfigError
+
+PRESETS: dict[str, str] = {
+    "deepseek": "https://api.deepseek.com/v1",
+    "openai": "https://api.openai.com/v1",
+    "ollama": "http://localhost:11434/v1",
+    "vllm": "http://localhost:8000/v1",
+}
+"""Known OpenAI-compatible endpoints, by name."""
+
+PRESET_MODELS: dict[str, str] = {
+    "deepseek": "deepseek-chat",
+    "openai": "gpt-4o-mini",
+    "ollama": "llama3.2",
+}
+"""Default model per preset; vLLM serves whatever it was started with, so it has none."""
+
+DEFAULT_API_KEY_ENV = "SIGNOFF_LLM_API_KEY"
+DEFAULT_CONNECT_TIMEOUT = 10.0
+DEFAULT_READ_TIMEOUT = 120.0
+ENV_BASE_URL = "SIGNOFF_LLM_BASE_URL"
+ENV_MODEL = "SIGNOFF_LLM_MODEL"
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """How to reach an OpenAI-compatible chat-completions endpoint.
+
+    Validated when built: a bad value raises `ConfigError` at once, not at the first request.
+
+    Attributes:
+        base_url: endpoint root, e.g. `https://api.deepseek.com/v1` (no trailing `/chat/...`).
+        model: model name sent with each request unless `ChatOptions.model` overrides it.
+        api_key_env: name of the environment variable holding the bearer key. The key is
+            read when a request is made and sent only if the variable is set and non-empty.
+        connect_timeout: seconds to establish the connection.
+        read_timeout: seconds allowed between two chunks of the stream (not for the whole
+            answer: a long answer that keeps streaming never times out).
+        headers: extra HTTP headers sent with every request. Left out of the repr, since
+            some providers take credentials in a custom header.
+    """
+
+    base_url: str
+    model: str
+    api_key_env: str = DEFAULT_API_KEY_ENV
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    read_timeout: float = DEFAULT_READ_TIMEOUT
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False, hash=False)
+
+    def __post_init__(self) -> None:
+        # A frozen dataclass cannot assign normally; normalising the URL here means
+        # `f"{base_url}/chat/completions"` never has a doubled slash.
+        object.__setattr__(self, "base_url", self.base_url.strip().rstrip("/"))
+        object.__setattr__(self, "headers", dict(self.headers))
+        _check_base_url(self.base_url)
+        if not self.model.strip():
+            raise ConfigError(f"model is empty: set {ENV_MODEL} or pass model=...")
+        if not self.api_key_env.strip():
+            raise ConfigError("api_key_env is empty: name the variable holding the API key")
+        for name in ("connect_timeout", "read_timeout"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} must be a positive number of seconds")
+
+    @classmethod
+    def preset(cls, name: str, model: str | None = None, **kwargs: object) -> LLMConfig:
+        """A config for a known provider.
+
+        Args:
+            name: a key of `PRESETS` (`deepseek`, `openai`, `ollama`, `vllm`).
+            model: the model; defaults to the preset's usual one where it has one.
+            **kwargs: any other `LLMConfig` field (timeouts, headers, api_key_env).
+
+        Raises:
+            ConfigError: unknown preset, or no model given for a preset without a default.
+        """
+        if name not in PRESETS:
+            raise ConfigError(f"unknown preset {name!r}: choose one of {', '.join(PRESETS)}")
+        model = model or PRESET_MODELS.get(name)
+        if not model:
+            raise ConfigError(f"preset {name!r} has no default model: pass model=...")
+        return cls(base_url=PRESETS[name], model=model, **kwargs)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> LLMConfig:
+        """Build from `SIGNOFF_LLM_BASE_URL` and `SIGNOFF_LLM_MODEL`.
+
+        `SIGNOFF_LLM_BASE_URL` is a URL or a preset name (e.g. `deepseek`); with a preset,
+        `SIGNOFF_LLM_MODEL` may be left unset to use the preset's default model.
+
+        Args:
+            environ: the environment to read; `os.environ` when None.
+
+        Raises:
+            ConfigError: a variable is missing or its value cannot work.
+        """
+        env = os.environ if environ is None else environ
+        base_url = env.get(ENV_BASE_URL, "").strip()
+        model = env.get(ENV_MODEL, "").strip() or None
+        if not base_url:
+            raise ConfigError(
+                f"{ENV_BASE_URL} is not set: set it to an OpenAI-compatible endpoint "
+                f"such as https://api.deepseek.com/v1, or a preset name ({', '.join(PRESETS)})"
+            )
+        if base_url in PRESETS:
+            return cls.preset(base_url, model=model)
+        if model is None:
+            raise ConfigError(f"{ENV_MODEL} is not set: set it to the model name to use")
+        return cls(base_url=base_url, model=model)
+
+    def api_key(self) -> str | None:
+        """The API key from the environment now, or None when unset or empty."""
+        return os.environ.get(self.api_key_env) or None
+
+
+def _check_base_url(url: str) -> None:
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        # Checked first, and the URL left out of the message: credentials in the URL would
+        # travel into reprs and logs, and the key has its own home.
+        raise ConfigError(
+            "base URL must not contain credentials: put the key in the API key env var"
+        )
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"base URL {url!r} is not an http(s) URL: use e.g. https://api.deepseek.com/v1 "
+            f"or a preset name ({', '.join(PRESETS)})"
+        )
+    if parts.query or parts.fragment:
+        raise ConfigError(f"base URL {url!r} must not have a query or fragment")
