@@ -15,6 +15,7 @@ from datetime import timedelta
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.run_memory import RunMemory
 from activities.models import ChatInput, ChatTurn, PrepareInput, PrepareOutput, ToolInput, ToolOutput
 from signoff.agent import AgentSnapshot, ChatClientAgent
 from signoff.chat.base import ChatClient, ChatOptions
@@ -58,6 +59,7 @@ class AgentActivities:
         self._default_factory = default_client
         self._default: ChatClient | None = None
         self._snapshots: dict[str, AgentSnapshot] = {}
+        self._memory = RunMemory(self._snapshot_model)
 
     def _agent(self, name: str) -> ChatClientAgent:
         agent = self._agents.get(name)
@@ -72,6 +74,15 @@ class AgentActivities:
         if name not in self._snapshots:
             self._snapshots[name] = self._agent(name).snapshot([])
         return self._snapshots[name]
+
+    def _snapshot_model(self, name: str) -> AgentSnapshotModel:
+        snapshot = self._snapshot(name)
+        return AgentSnapshotModel(
+            agent=name,
+            instructions=snapshot.instructions,
+            tools=snapshot.specs,
+            idempotent={t.name: bool(t.idempotent) for t in snapshot.registry},
+        )
 
     def _client(self, agent: ChatClientAgent) -> ChatClient:
         if agent.chat_client is not None:
@@ -88,27 +99,27 @@ class AgentActivities:
     @activity.defn(name="signoff.prepare")
     async def prepare(self, input: PrepareInput) -> PrepareOutput:
         """Snapshot the agent for this run, and gate a resumed transcript's open calls."""
-        snapshot = self._snapshot(input.agent)
-        model = AgentSnapshotModel(
-            agent=input.agent,
-            instructions=snapshot.instructions,
-            tools=snapshot.specs,
-            idempotent={t.name: bool(t.idempotent) for t in snapshot.registry},
-        )
-        return PrepareOutput(snapshot=model, gated=gated_call_ids(snapshot.registry, input.open_calls))
+        model = self._snapshot_model(input.agent)
+        digest = model.digest()
+        self._memory.remember_snapshot(digest, model)
+        gated = gated_call_ids(self._snapshot(input.agent).registry, input.open_calls)
+        return PrepareOutput(snapshot=model, snapshot_digest=digest, gated=gated)
 
     @activity.defn(name="signoff.chat")
     async def chat(self, input: ChatInput) -> ChatTurn:
         """One model turn, streamed; which of its calls need approval."""
         agent = self._agent(input.agent)
         client = self._client(agent)
-        system = [ChatMessage.system(input.instructions)] if input.instructions else []
+        snapshot = await self._memory.snapshot(input.agent, input.snapshot_digest)
+        transcript = await self._memory.transcript(input.base, input.messages)
+        system = [ChatMessage.system(snapshot.instructions)] if snapshot.instructions else []
         options = ChatOptions(model=input.model, temperature=input.temperature)
         try:
             async with heartbeating():
-                response = await client.complete(system + input.messages, input.tools, options)
+                response = await client.complete(system + transcript, snapshot.tools, options)
         except ProviderError as exc:
             raise _provider_failure(exc) from None
+        self._memory.append(response.message.model_copy(update={"role": "assistant"}))
         calls = response.message.tool_calls or []
         return ChatTurn(response=response, gated=gated_call_ids(self._snapshot(input.agent).registry, calls))
 

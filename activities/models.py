@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from signoff.contract import AgentSnapshotModel
-from signoff.messages import ChatMessage, ChatResponse, ToolCall, ToolSpec
+from signoff.messages import ChatMessage, ChatResponse, ToolCall
 
 
 class PrepareInput(BaseModel):
@@ -16,13 +16,21 @@ class PrepareInput(BaseModel):
 
 class PrepareOutput(BaseModel):
     snapshot: AgentSnapshotModel
+    snapshot_digest: str
     gated: list[str] = Field(default_factory=list)
 
 
 class ChatInput(BaseModel):
+    """One model turn. The transcript and the snapshot travel by reference.
+
+    `messages` is the transcript from index `base` on: the worker keeps what it saw of
+    this run (and the model's answer), so history grows with new messages only. On a
+    worker that has not seen the run, the rest is read with the `messages` query.
+    """
+
     agent: str
-    instructions: str = ""
-    tools: list[ToolSpec] = Field(default_factory=list)
+    snapshot_digest: str
+    base: int = 0
     messages: list[ChatMessage]
     model: str | None = None
     temperature: float | None = None

@@ -6,6 +6,7 @@ can send the same JSON by hand.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -22,6 +23,7 @@ QUERY_PENDING = "pending_approvals"
 QUERY_STATUS = "status"
 QUERY_EVENTS = "events"
 QUERY_MESSAGES = "messages"
+QUERY_SNAPSHOT = "agent_snapshot"
 STATUS_RUNNING = "Running"
 STATUS_AWAITING = "AwaitingApproval"
 STATUS_FINISHED = "Finished"
@@ -51,12 +53,17 @@ class AgentSnapshotModel(BaseModel):
     def descriptions(self) -> dict[str, str]:
         return {t.name: t.description for t in self.tools}
 
+    def digest(self) -> str:
+        """A stable fingerprint, so activities can refer to the snapshot by it."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:32]
+
 
 class ContinuedState(BaseModel):
     """What a run carries across continue-as-new (not for callers to write)."""
 
     loop: LoopState
     snapshot: AgentSnapshotModel
+    snapshot_digest: str = ""
     event_seq: int = 0
 
 

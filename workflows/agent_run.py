@@ -57,13 +57,15 @@ class AgentRun:
         self._status = STATUS_RUNNING
         self._events: list[dict[str, Any]] = []
         self._event_seq = 0
+        self._snapshot: Any = None
+        self._sent = 0  # transcript messages the chat activity's worker already holds
 
     @workflow.run
     async def run(self, raw_input: Any) -> AgentRunResult:
         run_input = self._parse_input(raw_input)
         state = run_input.continued or await self._start(run_input)
         loop = self._loop = AgentLoop.from_state(state.loop)
-        self._agent, self._event_seq = state.snapshot.agent, state.event_seq
+        self._agent, self._event_seq, self._snapshot = state.snapshot.agent, state.event_seq, state.snapshot
         workflow.upsert_search_attributes([SIGNOFF_AGENT.value_set(self._agent)])
         try:
             while not isinstance(action := self._next(), Finish):
@@ -106,19 +108,20 @@ class AgentRun:
             loop.resume(opts.tool_approval_responses, prepared.gated, workflow.now())
         except DecisionError as exc:
             raise ApplicationError(f"invalid tool_approval_responses: {exc}", type="InvalidInput", non_retryable=True)
-        return ContinuedState(loop=loop.state, snapshot=prepared.snapshot)
+        return ContinuedState(loop=loop.state, snapshot=prepared.snapshot, snapshot_digest=prepared.snapshot_digest)
 
     async def _chat(self, run_input: AgentRunInput, state: ContinuedState) -> ChatTurn:
         assert self._loop is not None
+        transcript = self._loop.messages
         chat_input = ChatInput(
             agent=self._agent,
-            instructions=state.snapshot.instructions,
-            tools=state.snapshot.tools,
-            messages=self._loop.messages,
+            snapshot_digest=state.snapshot_digest,
+            base=self._sent,
+            messages=transcript[self._sent :],
             model=run_input.options.model,
             temperature=run_input.options.temperature,
         )
-        return await self._activity(
+        turn: ChatTurn = await self._activity(
             workflow.execute_activity_method,
             AgentActivities.chat,
             chat_input,
@@ -126,6 +129,8 @@ class AgentRun:
             heartbeat_timeout=timedelta(seconds=30),
             retry_policy=MODEL_RETRY,
         )
+        self._sent = len(transcript) + 1  # the worker keeps the model's answer as well
+        return turn
 
     async def _run_tools(self, calls: list[ToolCall], state: ContinuedState) -> None:
         assert self._loop is not None
@@ -252,6 +257,11 @@ class AgentRun:
     def messages(self) -> list[ChatMessage]:
         return self._loop.messages if self._loop else []
 
+    @workflow.query(name="agent_snapshot")
+    def agent_snapshot(self) -> Any:
+        """The agent as this run started with it (instructions, tool specs)."""
+        return self._snapshot
+
     # --- bookkeeping ---------------------------------------------------------------
 
     def _next(self) -> Any:
@@ -283,7 +293,7 @@ class AgentRun:
         await workflow.wait_condition(workflow.all_handlers_finished)
         assert self._loop is not None
         self._publish()
-        carried = ContinuedState(loop=self._loop.state, snapshot=state.snapshot, event_seq=self._event_seq)
+        carried = state.model_copy(update={"loop": self._loop.state, "event_seq": self._event_seq})
         workflow.continue_as_new(run_input.model_copy(update={"continued": carried}))
 
     def _result(self) -> AgentRunResult:
