@@ -17,7 +17,7 @@ from signoff.approvals import ToolApprovalResponse
 from signoff.chat.base import ChatClient, ChatOptions
 from signoff.dispatch import execute_call, gated_call_ids
 from signoff.errors import UsageError
-from signoff.loop import DEFAULT_MAX_ROUNDS, AgentLoop, AwaitApproval, CallModel, Finish, RunTools
+from signoff.loop import DEFAULT_MAX_ROUNDS, AgentLoop, AwaitApproval, CallModel, Finish, RunTools, unanswered_calls
 from signoff.messages import (
     AgentEvent,
     ChatMessage,
@@ -136,7 +136,7 @@ class ChatClientAgent:
         history = (session.messages if session else []) + _as_messages(messages)
         loop = AgentLoop(history, {}, max_rounds=options.max_rounds or self.max_rounds)
         snapshot = self._refresh(loop)
-        loop.resume(options.tool_approval_responses, gated_call_ids(snapshot.registry, _open(history)), _now())
+        loop.resume(options.tool_approval_responses, gated_call_ids(snapshot.registry, unanswered_calls(history)), _now())
         try:
             async for event in self._drive(loop, options):
                 yield event
@@ -271,15 +271,6 @@ def _as_messages(messages: str | ChatMessage | Sequence[ChatMessage]) -> list[Ch
     if isinstance(messages, ChatMessage):
         return [messages]
     return list(messages)
-
-
-def _open(history: list[ChatMessage]) -> list:
-    for message in reversed(history):
-        if message.role == "assistant":
-            return list(message.tool_calls or [])
-        if message.role != "tool":
-            return []
-    return []
 
 
 def _now() -> datetime:

@@ -6,19 +6,16 @@ Temporal they run inside activities and their answers are recorded in history.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
+from signoff.approvals import parse_arguments
 from signoff.messages import ToolCall
 from signoff.tools.base import ToolResult
 from signoff.tools.registry import ToolRegistry
 
 
 def _arguments(call: ToolCall) -> dict | None:
-    try:
-        parsed = json.loads(call.arguments) if call.arguments.strip() else {}
-    except ValueError:
-        return None
+    parsed = parse_arguments(call.arguments)
     return parsed if isinstance(parsed, dict) else None
 
 

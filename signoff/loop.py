@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from signoff.approvals import ApprovalRecord, ToolApprovalRequest, ToolApprovalResponse
+from signoff.approvals import ApprovalRecord, ToolApprovalRequest, ToolApprovalResponse, parse_arguments
 from signoff.messages import (
     AgentEvent,
     ApprovalDecisionEvent,
@@ -328,7 +328,7 @@ class AgentLoop:
         return ToolApprovalRequest(
             call_id=call.id,
             name=call.name,
-            arguments=_parse_arguments(call.arguments),
+            arguments=parse_arguments(call.arguments),
             description=self.state.tools.get(call.name, ""),
             round=max(self.state.round - 1, 0),
             requested_at=now,
@@ -339,7 +339,7 @@ class AgentLoop:
         if call.name not in self.state.tools:
             known = ", ".join(sorted(self.state.tools)) or "none"
             return f"unknown tool {call.name!r} (available tools: {known})"
-        parsed = _parse_arguments(call.arguments)
+        parsed = parse_arguments(call.arguments)
         if not isinstance(parsed, dict):
             return f"arguments for {call.name} are not a JSON object: {call.arguments!r}"
         return None
@@ -412,11 +412,17 @@ class AgentLoop:
             raise RuntimeError(f"{what} does not fit the loop's next action")
 
 
-def _parse_arguments(raw: str) -> Any:
-    try:
-        return json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return raw
+def unanswered_calls(messages: list[ChatMessage]) -> list[ToolCall]:
+    """The calls of a trailing assistant message that have no tool message yet.
+
+    These are what a stateless resume reopens; drivers ask their registry which of
+    them need approval before calling `resume`.
+    """
+    index = _last_assistant_with_calls(messages)
+    if index is None:
+        return []
+    answered = {m.tool_call_id for m in messages[index + 1 :] if m.role == "tool"}
+    return [c for c in messages[index].tool_calls or [] if c.id not in answered]
 
 
 def _last_assistant_with_calls(messages: list[ChatMessage]) -> int | None:

@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
         RunStatus,
         parse_responses,
     )
-    from signoff.loop import AgentLoop, AwaitApproval, DecisionError, Finish, RunTools
+    from signoff.loop import AgentLoop, AwaitApproval, DecisionError, Finish, RunTools, unanswered_calls
     from signoff.messages import AgentEvent, ChatMessage, DecisionIgnoredEvent, ToolCall, Usage
     from workflows.presentation import describe_pending, format_validation_error
 
@@ -95,7 +95,7 @@ class AgentRun:
 
     async def _start(self, run_input: AgentRunInput) -> ContinuedState:
         transcript = run_input.transcript()
-        open_calls = _open_calls(transcript)
+        open_calls = unanswered_calls(transcript)
         prepared: PrepareOutput = await self._activity(
             workflow.execute_local_activity_method,
             AgentActivities.prepare,
@@ -309,15 +309,6 @@ class AgentRun:
             usage=s.usage,
             approvals=s.approvals,
         )
-
-
-def _open_calls(transcript: list[ChatMessage]) -> list[ToolCall]:
-    for message in reversed(transcript):
-        if message.role == "assistant":
-            return list(message.tool_calls or [])
-        if message.role != "tool":
-            return []
-    return []
 
 
 def _root_message(exc: BaseException) -> str:

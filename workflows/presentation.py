@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
-
 from pydantic import ValidationError
 
 from signoff.approvals import ToolApprovalRequest
@@ -46,7 +44,3 @@ def format_validation_error(exc: ValidationError) -> str:
         where = ".".join(str(p) for p in error["loc"]) or "input"
         parts.append(f"{where}: {error['msg']}")
     return f"invalid {exc.title}: " + "; ".join(parts)
-
-
-def describe_value(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
