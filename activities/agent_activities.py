@@ -99,18 +99,24 @@ class AgentActivities:
     @activity.defn(name="signoff.prepare")
     async def prepare(self, input: PrepareInput) -> PrepareOutput:
         """Snapshot the agent for this run, and gate a resumed transcript's open calls."""
-        model = self._snapshot_model(input.agent)
-        digest = model.digest()
-        self._memory.remember_snapshot(digest, model)
+        model, digest = self._take_snapshot(input.agent)
         gated = gated_call_ids(self._snapshot(input.agent).registry, input.open_calls)
         return PrepareOutput(snapshot=model, snapshot_digest=digest, gated=gated)
+
+    def _take_snapshot(self, agent: str) -> tuple[AgentSnapshotModel, str]:
+        model = self._snapshot_model(agent)
+        digest = model.digest()
+        self._memory.remember_snapshot(digest, model)
+        return model, digest
 
     @activity.defn(name="signoff.chat")
     async def chat(self, input: ChatInput) -> ChatTurn:
         """One model turn, streamed; which of its calls need approval."""
-        agent = self._agent(input.agent)
-        client = self._client(agent)
-        snapshot = await self._memory.snapshot(input.agent, input.snapshot_digest)
+        client = self._client(self._agent(input.agent))
+        if input.snapshot_digest:  # later turns: the snapshot the run started with
+            snapshot, digest = await self._memory.snapshot(input.agent, input.snapshot_digest), None
+        else:  # the first turn takes the snapshot and returns it, to be kept in history
+            snapshot, digest = self._take_snapshot(input.agent)
         transcript = await self._memory.transcript(input.base, input.messages)
         system = [ChatMessage.system(snapshot.instructions)] if snapshot.instructions else []
         options = ChatOptions(model=input.model, temperature=input.temperature)
@@ -120,8 +126,10 @@ class AgentActivities:
         except ProviderError as exc:
             raise _provider_failure(exc) from None
         self._memory.append(response.message.model_copy(update={"role": "assistant"}))
-        calls = response.message.tool_calls or []
-        return ChatTurn(response=response, gated=gated_call_ids(self._snapshot(input.agent).registry, calls))
+        gated = gated_call_ids(self._snapshot(input.agent).registry, response.message.tool_calls or [])
+        if digest is None:
+            return ChatTurn(response=response, gated=gated)
+        return ChatTurn(response=response, gated=gated, snapshot=snapshot, snapshot_digest=digest)
 
     @activity.defn(name="signoff.tool")
     async def tool(self, input: ToolInput) -> ToolOutput:

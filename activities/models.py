@@ -29,7 +29,8 @@ class ChatInput(BaseModel):
     """
 
     agent: str
-    snapshot_digest: str
+    snapshot_digest: str | None = None
+    """None on a run's first turn: the activity snapshots the agent and returns it."""
     base: int = 0
     messages: list[ChatMessage]
     model: str | None = None
@@ -40,6 +41,8 @@ class ChatTurn(BaseModel):
     response: ChatResponse
     gated: list[str] = Field(default_factory=list)
     """Ids of the calls whose tool needs approval, decided by the worker's registry."""
+    snapshot: AgentSnapshotModel | None = None
+    snapshot_digest: str | None = None
 
 
 class ToolInput(BaseModel):

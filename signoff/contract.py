@@ -62,7 +62,7 @@ class ContinuedState(BaseModel):
     """What a run carries across continue-as-new (not for callers to write)."""
 
     loop: LoopState
-    snapshot: AgentSnapshotModel
+    snapshot: AgentSnapshotModel | None = None
     snapshot_digest: str = ""
     event_seq: int = 0
 

@@ -162,3 +162,34 @@ async def test_queries_report_status_messages_and_pending(client: Client, task_q
     attributes = {k: v for k, v in description.raw_description.workflow_execution_info.search_attributes.indexed_fields.items()}
     assert json.loads(attributes["SignoffStatus"].data) == "AwaitingApproval"
     assert json.loads(attributes["SignoffPendingTools"].data) == ["run_command"]
+
+
+async def test_stateless_resume_from_messages_with_responses(client: Client, task_queue: str, tmp_path: Path) -> None:
+    transcript = [
+        ChatMessage.user("two things"),
+        ChatMessage.assistant(None, [call("run_command", "call_a", command="echo a"), call("run_command", "call_b", command="echo b")]),
+    ]
+    with ScriptedModelServer(two_commands) as model:
+        async with running_worker(client, task_queue, model, agents_for(tmp_path)):
+            handle = await start_run(
+                client, task_queue, None, messages=transcript,
+                options=RunOptions(tool_approval_responses=[{"call_id": "call_a", "approved": False, "reason": "no"}]),
+            )  # fmt: skip
+            (pending,) = await wait_pending(handle)
+            assert pending["call_id"] == "call_b"
+            await handle.execute_update("submit_tool_approval", {"call_id": "call_b", "approved": True})
+            result = await handle.result()
+    assert result.text == "Rejected: no|exit code: 0\nb\n"
+    assert model.request_count == 1
+
+
+async def test_responses_for_calls_that_are_not_open_fail_the_run(client: Client, task_queue: str, tmp_path: Path) -> None:
+    from temporalio.client import WorkflowFailureError
+
+    with ScriptedModelServer(two_commands) as model:
+        async with running_worker(client, task_queue, model, agents_for(tmp_path)):
+            options = RunOptions(tool_approval_responses=[{"call_id": "call_x", "approved": True}])
+            handle = await start_run(client, task_queue, "hi", options=options)
+            with pytest.raises(WorkflowFailureError) as failure:
+                await handle.result()
+    assert "invalid tool_approval_responses" in str(failure.value.cause)

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
         STATUS_RUNNING,
         AgentRunInput,
         AgentRunResult,
+        AgentSnapshotModel,
         ContinuedState,
         DecisionAck,
         RunStatus,
@@ -53,30 +54,31 @@ EVENTS_KEPT = 500
 class AgentRun:
     def __init__(self) -> None:
         self._loop: AgentLoop | None = None
+        self._state: ContinuedState | None = None
         self._agent = ""
         self._status = STATUS_RUNNING
         self._events: list[dict[str, Any]] = []
         self._event_seq = 0
-        self._snapshot: Any = None
         self._sent = 0  # transcript messages the chat activity's worker already holds
 
     @workflow.run
     async def run(self, raw_input: Any) -> AgentRunResult:
         run_input = self._parse_input(raw_input)
-        state = run_input.continued or await self._start(run_input)
-        loop = self._loop = AgentLoop.from_state(state.loop)
-        self._agent, self._event_seq, self._snapshot = state.snapshot.agent, state.event_seq, state.snapshot
+        self._agent = run_input.agent
         workflow.upsert_search_attributes([SIGNOFF_AGENT.value_set(self._agent)])
+        state = self._state = run_input.continued or await self._start(run_input)
+        loop = self._loop = AgentLoop.from_state(state.loop)
+        self._event_seq = state.event_seq
         try:
             while not isinstance(action := self._next(), Finish):
                 if isinstance(action, RunTools):
-                    await self._run_tools(action.calls, state)
+                    await self._run_tools(action.calls)
                 elif self._should_continue_as_new():
-                    await self._continue_as_new(run_input, state)
+                    await self._continue_as_new(run_input)
                 elif isinstance(action, AwaitApproval):
                     await self._await_decisions()
                 else:
-                    turn = await self._chat(run_input, state)
+                    turn = await self._chat(run_input)
                     loop.apply_model_turn(turn.response, turn.gated, workflow.now())
         except asyncio.CancelledError:
             loop.cancel(workflow.now())
@@ -94,28 +96,38 @@ class AgentRun:
             raise ApplicationError(format_validation_error(exc), type="InvalidInput", non_retryable=True) from None
 
     async def _start(self, run_input: AgentRunInput) -> ContinuedState:
-        transcript = run_input.transcript()
+        """The loop from the input. The agent is snapshotted by the first model turn,
+        or here, by the prepare activity, when a resumed transcript has open calls."""
+        transcript, opts = run_input.transcript(), run_input.options
+        loop = AgentLoop(transcript, {}, opts.max_rounds, opts.approval_timeout_seconds)
+        state = ContinuedState(loop=loop.state)
         open_calls = unanswered_calls(transcript)
-        prepared: PrepareOutput = await self._activity(
-            workflow.execute_local_activity_method,
-            AgentActivities.prepare,
-            PrepareInput(agent=run_input.agent, open_calls=open_calls),
-            start_to_close_timeout=timedelta(seconds=30),
-        )
-        opts = run_input.options
-        loop = AgentLoop(transcript, prepared.snapshot.descriptions, opts.max_rounds, opts.approval_timeout_seconds)
+        gated: list[str] = []
+        if open_calls:
+            prepared: PrepareOutput = await self._activity(
+                workflow.execute_local_activity_method,
+                AgentActivities.prepare,
+                PrepareInput(agent=run_input.agent, open_calls=open_calls),
+                start_to_close_timeout=timedelta(seconds=30),
+            )
+            self._adopt_snapshot(state, prepared.snapshot, prepared.snapshot_digest)
+            gated = prepared.gated
         try:
-            loop.resume(opts.tool_approval_responses, prepared.gated, workflow.now())
+            loop.resume(opts.tool_approval_responses, gated, workflow.now())
         except DecisionError as exc:
             raise ApplicationError(f"invalid tool_approval_responses: {exc}", type="InvalidInput", non_retryable=True)
-        return ContinuedState(loop=loop.state, snapshot=prepared.snapshot, snapshot_digest=prepared.snapshot_digest)
+        return state
 
-    async def _chat(self, run_input: AgentRunInput, state: ContinuedState) -> ChatTurn:
-        assert self._loop is not None
+    def _adopt_snapshot(self, state: ContinuedState, snapshot: AgentSnapshotModel, digest: str) -> None:
+        state.snapshot, state.snapshot_digest = snapshot, digest
+        state.loop.tools = snapshot.descriptions
+
+    async def _chat(self, run_input: AgentRunInput) -> ChatTurn:
+        assert self._loop is not None and self._state is not None
         transcript = self._loop.messages
         chat_input = ChatInput(
             agent=self._agent,
-            snapshot_digest=state.snapshot_digest,
+            snapshot_digest=self._state.snapshot_digest or None,
             base=self._sent,
             messages=transcript[self._sent :],
             model=run_input.options.model,
@@ -129,17 +141,20 @@ class AgentRun:
             heartbeat_timeout=timedelta(seconds=30),
             retry_policy=MODEL_RETRY,
         )
+        if turn.snapshot is not None and turn.snapshot_digest:
+            self._adopt_snapshot(self._state, turn.snapshot, turn.snapshot_digest)
         self._sent = len(transcript) + 1  # the worker keeps the model's answer as well
         return turn
 
-    async def _run_tools(self, calls: list[ToolCall], state: ContinuedState) -> None:
+    async def _run_tools(self, calls: list[ToolCall]) -> None:
         assert self._loop is not None
-        results = await asyncio.gather(*(self._tool(call, state) for call in calls))
+        results = await asyncio.gather(*(self._tool(call) for call in calls))
         for call, content in zip(calls, results):
             self._loop.apply_tool_result(call.id, content)
 
-    async def _tool(self, call: ToolCall, state: ContinuedState) -> str:
-        idempotent = state.snapshot.idempotent.get(call.name, False)
+    async def _tool(self, call: ToolCall) -> str:
+        snapshot = self._state.snapshot if self._state else None
+        idempotent = snapshot.idempotent.get(call.name, False) if snapshot else False
         try:
             output: ToolOutput = await workflow.execute_activity_method(
                 AgentActivities.tool,
@@ -258,9 +273,9 @@ class AgentRun:
         return self._loop.messages if self._loop else []
 
     @workflow.query(name="agent_snapshot")
-    def agent_snapshot(self) -> Any:
+    def agent_snapshot(self) -> AgentSnapshotModel | None:
         """The agent as this run started with it (instructions, tool specs)."""
-        return self._snapshot
+        return self._state.snapshot if self._state else None
 
     # --- bookkeeping ---------------------------------------------------------------
 
@@ -289,11 +304,11 @@ class AgentRun:
     def _should_continue_as_new(self) -> bool:
         return workflow.info().is_continue_as_new_suggested()
 
-    async def _continue_as_new(self, run_input: AgentRunInput, state: ContinuedState) -> None:
+    async def _continue_as_new(self, run_input: AgentRunInput) -> None:
         await workflow.wait_condition(workflow.all_handlers_finished)
-        assert self._loop is not None
+        assert self._loop is not None and self._state is not None
         self._publish()
-        carried = state.model_copy(update={"loop": self._loop.state, "event_seq": self._event_seq})
+        carried = self._state.model_copy(update={"loop": self._loop.state, "event_seq": self._event_seq})
         workflow.continue_as_new(run_input.model_copy(update={"continued": carried}))
 
     def _result(self) -> AgentRunResult:
