@@ -52,23 +52,38 @@ EVENTS_KEPT = 500
 
 @workflow.defn(name="AgentRun")
 class AgentRun:
-    def __init__(self) -> None:
-        self._loop: AgentLoop | None = None
-        self._state: ContinuedState | None = None
-        self._agent = ""
+    @workflow.init
+    def __init__(self, raw_input: Any) -> None:
+        # Built here, not in run(), so a decision arriving with the first task (as after
+        # continue-as-new) finds the loop. Bad input is reported by run(), as a failed run.
         self._status = STATUS_RUNNING
         self._events: list[dict[str, Any]] = []
-        self._event_seq = 0
         self._sent = 0  # transcript messages the chat activity's worker already holds
+        self._input_error: str | None = None
+        self._agent, self._event_seq = "", 0
+        self._loop: AgentLoop | None = None
+        self._state: ContinuedState | None = None
+        try:
+            self._input = AgentRunInput.model_validate(raw_input)
+        except ValidationError as exc:
+            self._input_error = format_validation_error(exc)
+            return
+        self._agent = self._input.agent
+        opts = self._input.options
+        fresh = AgentLoop(self._input.transcript(), {}, opts.max_rounds, opts.approval_timeout_seconds)
+        self._state = self._input.continued or ContinuedState(loop=fresh.state)
+        self._loop = AgentLoop.from_state(self._state.loop)
+        self._event_seq = self._state.event_seq
 
     @workflow.run
     async def run(self, raw_input: Any) -> AgentRunResult:
-        run_input = self._parse_input(raw_input)
-        self._agent = run_input.agent
+        if self._input_error is not None:  # a failed run, never a workflow task retried forever
+            raise ApplicationError(self._input_error, type="InvalidInput", non_retryable=True)
+        loop, run_input = self._loop, self._input
+        assert loop is not None
         workflow.upsert_search_attributes([SIGNOFF_AGENT.value_set(self._agent)])
-        state = self._state = run_input.continued or await self._start(run_input)
-        loop = self._loop = AgentLoop.from_state(state.loop)
-        self._event_seq = state.event_seq
+        if run_input.continued is None:
+            await self._start(run_input)
         try:
             while not isinstance(action := self._next(), Finish):
                 if isinstance(action, RunTools):
@@ -89,19 +104,13 @@ class AgentRun:
 
     # --- start and steps ---------------------------------------------------------
 
-    def _parse_input(self, raw: Any) -> AgentRunInput:
-        try:
-            return AgentRunInput.model_validate(raw)
-        except ValidationError as exc:  # a failed run, never a workflow task retried forever
-            raise ApplicationError(format_validation_error(exc), type="InvalidInput", non_retryable=True) from None
+    async def _start(self, run_input: AgentRunInput) -> None:
+        """Reopen a resumed transcript's unanswered calls, applying the input's decisions.
 
-    async def _start(self, run_input: AgentRunInput) -> ContinuedState:
-        """The loop from the input. The agent is snapshotted by the first model turn,
-        or here, by the prepare activity, when a resumed transcript has open calls."""
-        transcript, opts = run_input.transcript(), run_input.options
-        loop = AgentLoop(transcript, {}, opts.max_rounds, opts.approval_timeout_seconds)
-        state = ContinuedState(loop=loop.state)
-        open_calls = unanswered_calls(transcript)
+        The agent is snapshotted by the first model turn, or here, by the prepare
+        activity, when there are open calls to gate."""
+        assert self._loop is not None and self._state is not None
+        open_calls = unanswered_calls(self._loop.messages)
         gated: list[str] = []
         if open_calls:
             prepared: PrepareOutput = await self._activity(
@@ -110,13 +119,12 @@ class AgentRun:
                 PrepareInput(agent=run_input.agent, open_calls=open_calls),
                 start_to_close_timeout=timedelta(seconds=30),
             )
-            self._adopt_snapshot(state, prepared.snapshot, prepared.snapshot_digest)
+            self._adopt_snapshot(self._state, prepared.snapshot, prepared.snapshot_digest)
             gated = prepared.gated
         try:
-            loop.resume(opts.tool_approval_responses, gated, workflow.now())
+            self._loop.resume(run_input.options.tool_approval_responses, gated, workflow.now())
         except DecisionError as exc:
             raise ApplicationError(f"invalid tool_approval_responses: {exc}", type="InvalidInput", non_retryable=True)
-        return state
 
     def _adopt_snapshot(self, state: ContinuedState, snapshot: AgentSnapshotModel, digest: str) -> None:
         state.snapshot, state.snapshot_digest = snapshot, digest
