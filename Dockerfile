@@ -8,7 +8,9 @@ COPY workflows ./workflows
 COPY activities ./activities
 COPY examples ./examples
 COPY worker.py client.py ./
+# Compile now: the image runs as a user who cannot write .pyc files next to the code.
 RUN pip install --no-cache-dir . \
+    && python -m compileall -q /app \
     && useradd --create-home signoff \
     && mkdir /workspace && chown signoff /workspace
 

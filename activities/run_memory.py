@@ -18,7 +18,9 @@ from temporalio.exceptions import ApplicationError
 from signoff.contract import QUERY_MESSAGES, QUERY_SNAPSHOT, AgentSnapshotModel
 from signoff.messages import ChatMessage
 
-DEFAULT_RUNS_REMEMBERED = 256
+# As many as the worker's workflow cache holds (1,000 by default): a resumed run that
+# fell out of this memory costs a query.
+DEFAULT_RUNS_REMEMBERED = 1000
 
 
 class RunMemory:
@@ -47,7 +49,9 @@ class RunMemory:
         """The whole transcript: what this worker saw of the run, plus `new`."""
         key = _run_key()
         known = self._transcripts.get(key)
-        if known is not None and len(known) >= base:
+        if base == 0:  # a run's first turn (or first after continue-as-new) sends it all
+            full = list(new)
+        elif known is not None and len(known) >= base:
             full = known[:base] + new
         else:
             full = await _query(QUERY_MESSAGES, list[ChatMessage])

@@ -43,3 +43,31 @@ def test_loop_imports_nothing_that_does_io_or_reads_clock_or_env() -> None:
     source = (ROOT / "signoff" / "loop.py").read_text()
     for forbidden in ("datetime.now", "utcnow", "time.time", "os.environ", "uuid", "random"):
         assert forbidden not in source
+
+
+WORKFLOW_MAY_IMPORT = {
+    "__future__", "asyncio", "datetime", "typing", "json", "pydantic", "temporalio", "temporalio.common",
+    "temporalio.exceptions", "activities.agent_activities", "activities.models", "signoff.approvals",
+    "signoff.contract", "signoff.loop", "signoff.messages", "workflows.presentation",
+}  # fmt: skip
+
+
+def test_workflow_modules_are_safe_to_pass_through_the_sandbox() -> None:
+    """The worker passes `workflows` through the sandbox, so no sandbox guards them: they
+    must import nothing non-deterministic and keep no state at module level."""
+    for path in (ROOT / "workflows").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                assert {a.name for a in node.names} <= WORKFLOW_MAY_IMPORT, (path.name, ast.dump(node))
+            elif isinstance(node, ast.ImportFrom):
+                assert node.module in WORKFLOW_MAY_IMPORT, (path.name, node.module)
+        for statement in tree.body:
+            if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+                value = statement.value
+                assert not isinstance(value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp)), (
+                    f"{path.name}:{statement.lineno}: mutable module state"
+                )
+        source = path.read_text()
+        for forbidden in ("datetime.now", "utcnow", "time.time", "os.environ", "random", "uuid.uuid4()"):
+            assert forbidden not in source, (path.name, forbidden)
