@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowUpdateFailedError
 
 from signoff.contract import RunOptions
@@ -155,6 +156,7 @@ async def test_queries_report_status_messages_and_pending(client: Client, task_q
             await wait_pending(handle, 2)
             status = await handle.query("status")
             messages = await handle.query("messages")
+            metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
             description = await handle.describe()
             await handle.terminate()
     assert status["status"] == "AwaitingApproval" and [p["call_id"] for p in status["pending"]] == ["call_a", "call_b"]
@@ -162,6 +164,8 @@ async def test_queries_report_status_messages_and_pending(client: Client, task_q
     attributes = {k: v for k, v in description.raw_description.workflow_execution_info.search_attributes.indexed_fields.items()}
     assert json.loads(attributes["SignoffStatus"].data) == "AwaitingApproval"
     assert json.loads(attributes["SignoffPendingTools"].data) == ["run_command"]
+    details = metadata.current_details  # what the Web UI shows as the run's current details
+    assert "call_a" in details and f"signoff approve {handle.id} call_a" in details and "submit_tool_approval" in details
 
 
 async def test_stateless_resume_from_messages_with_responses(client: Client, task_queue: str, tmp_path: Path) -> None:
