@@ -37,11 +37,7 @@ async def heartbeating(every: float = agent_activities.HEARTBEAT_EVERY) -> Async
 if __name__ == "__main__":
     agent_activities.heartbeating = heartbeating
     args = sys.argv[1:]
-    if args and args[0] == "--passthrough":
-        import worker
-        from bench.experiments.passthrough_workflows import sandbox_runner
-
-        worker.sandbox_runner = sandbox_runner
+    if args and args[0] == "--passthrough":  # passing `workflows` through is now the default
         args = args[1:]
     sys.argv = args
     if args[0].endswith("worker.py"):
