@@ -45,7 +45,7 @@ from signoff.server import find_temporal_binary
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 
 REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "bench" / "results"
+RESULTS = Path(os.environ.get("BENCH_RESULTS") or REPO / "bench" / "results")
 READY = {"signoff": "signoff: worker on task queue", "floor": "floor: worker on task queue"}
 SEARCH_ATTRIBUTES = [
     SearchAttributeKey.for_keyword("SignoffStatus"),
@@ -426,7 +426,7 @@ def write_results(name: str, data: dict[str, Any], tables: Sequence[str]) -> Pat
     payload = {"bench": name, "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine(), **data}
     payload["tables"] = list(tables)
     path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
-    print(f"\nwrote {path.relative_to(REPO)}")
+    print(f"\nwrote {path}")
     return path
 
 

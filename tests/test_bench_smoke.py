@@ -1,0 +1,20 @@
+"""The benchmarks still run and check their results (timing is not asserted: benches are not tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+
+
+def test_round_overhead_bench_runs_and_validates_results(tmp_path: Path) -> None:
+    env = {**os.environ, "BENCH_RESULTS": str(tmp_path)}
+    command = [sys.executable, "-m", "bench.round_overhead", "--runs", "2", "--warmup", "1"]
+    out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    result = json.loads((tmp_path / "round_overhead.json").read_text())
+    assert set(result["stats"]) >= {"signoff", "floor"}
