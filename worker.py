@@ -132,9 +132,11 @@ async def ensure_search_attributes(client: Client, namespace: str) -> None:
                 AddSearchAttributesRequest(namespace=namespace, search_attributes=missing)
             )
     except Exception as exc:
-        flags = " ".join(f"--name {n} --type {k}" for n, k in SEARCH_ATTRIBUTES.items())
-        print(f"signoff: could not register search attributes ({exc}); run:\n"
-              f"  temporal operator search-attribute create --namespace {namespace} {flags}", file=sys.stderr)
+        commands = [  # one per attribute: the CLI takes a single --type per command
+            f"  temporal operator search-attribute create --namespace {namespace} --name {name} --type {kind}"
+            for name, kind in SEARCH_ATTRIBUTES.items()
+        ]
+        print(f"signoff: could not register search attributes ({exc}); run:\n" + "\n".join(commands), file=sys.stderr)
 
 
 async def open_client(settings: WorkerSettings) -> tuple[Client, EmbeddedServer | None]:
