@@ -1,143 +1,18 @@
-"""A scripted OpenAI-compatible model server for tests, demos and benchmarks.
-
-A real HTTP server on 127.0.0.1 (HTTP/1.1 keep-alive, real SSE), run in a background
-thread, so it serves sync code, async code and other processes alike::
-
-    def script(request: ScriptedRequest) -> Reply:
-        if request.last.role == "user":
-            return Reply.tool_calls([("run_command", {"command": "ls"})])
-        return Reply.text("done")
-
-    with ScriptedModelServer(script) as server:
-        LLMConfig(base_url=server.base_url, model="scripted")
-
-`script` is a plain function of the request (called from the server's threads, so
-possibly concurrently), or a list of replies used in order.
-Generated tool call ids are `call_<round>_<i>` (round = assistant messages in the
-transcript + 1, i from 1), so they are the same every time a conversation is replayed.
-
-`python -m signoff.testing --port N` serves `demo_script` until killed.
-"""
+"""The scripted model's HTTP server: OpenAI-compatible JSON and SSE on loopback."""
 
 from __future__ import annotations
 
-import argparse
 import json
-import shlex
 import socket
 import threading
-from collections import deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import zip_longest
 from typing import Any
 
 from signoff.chat.openai import message_from_openai, message_to_openai
 from signoff.messages import ChatMessage, ToolCall, Usage
-
-CallSpec = ToolCall | tuple[str, dict[str, Any] | str]
-"""A tool call to send: a `ToolCall` (explicit id) or `(name, arguments)`."""
-
-
-@dataclass(frozen=True)
-class ScriptedRequest:
-    """One chat-completion request as the server received it.
-
-    Attributes:
-        messages: the transcript, parsed back from the OpenAI JSON.
-        tools: the names of the tools offered.
-        model: the requested model.
-        raw: the whole JSON body.
-        headers: the HTTP headers, names lower-cased.
-    """
-
-    messages: list[ChatMessage]
-    tools: list[str]
-    model: str
-    raw: dict[str, Any]
-    headers: dict[str, str]
-
-    @property
-    def last(self) -> ChatMessage:
-        """The last message of the transcript."""
-        return self.messages[-1]
-
-    @property
-    def round(self) -> int:
-        """1 for the first model turn of a conversation, 2 for the next, ..."""
-        return 1 + sum(m.role == "assistant" for m in self.messages)
-
-
-@dataclass(frozen=True)
-class Reply:
-    """What the server answers; build one with the class methods."""
-
-    content: str | None = None
-    calls: tuple[CallSpec, ...] = ()
-    chunks: int = 3
-    finish_reason: str = "stop"
-    usage: Usage | None = None
-    status: int = 200
-    error_message: str = ""
-    retry_after: float | str | None = None
-    broken: bool = False  # stop before the finish reason
-    close: bool = True  # with `broken`: drop the connection (else end the body cleanly)
-    done: bool = True  # send `data: [DONE]`
-    interleave: bool = False  # interleave the deltas of parallel tool calls
-    ignore_stream: bool = False  # answer plain JSON even to `stream: true`
-
-    @classmethod
-    def text(cls, text: str, chunks: int = 3, usage: Usage | None = None) -> Reply:
-        """A text answer streamed in `chunks` deltas."""
-        return cls(content=text, chunks=chunks, usage=usage)
-
-    @classmethod
-    def tool_calls(
-        cls,
-        calls: Sequence[CallSpec],
-        text: str | None = None,
-        chunks: int = 3,
-        usage: Usage | None = None,
-        interleave: bool = False,
-    ) -> Reply:
-        """Tool calls, each call's arguments split over `chunks` deltas."""
-        return cls(
-            content=text,
-            calls=tuple(calls),
-            chunks=chunks,
-            finish_reason="tool_calls",
-            usage=usage,
-            interleave=interleave,
-        )
-
-    @classmethod
-    def error(cls, status: int, message: str, retry_after: float | str | None = None) -> Reply:
-        """An HTTP error with an OpenAI-shaped body and optional `Retry-After`."""
-        return cls(status=status, error_message=message, retry_after=retry_after)
-
-    @classmethod
-    def cut(cls, text: str = "partial answer", chunks: int = 3, close: bool = True) -> Reply:
-        """Some text deltas, then the connection closes (or, `close=False`, the body
-        ends cleanly) with neither finish reason nor `[DONE]`."""
-        return cls(content=text, chunks=chunks, broken=True, close=close, done=False)
-
-    @classmethod
-    def finish(cls, reason: str = "length", text: str = "") -> Reply:
-        """A text answer ending with the given finish reason (`length`, `content_filter`...)."""
-        return cls(content=text, finish_reason=reason)
-
-    def without_done(self) -> Reply:
-        """The same reply with no `data: [DONE]` line, as some providers do."""
-        return replace(self, done=False)
-
-    def ignoring_stream(self) -> Reply:
-        """The same reply as one JSON completion even when streaming was asked for."""
-        return replace(self, ignore_stream=True)
-
-
-Script = Callable[[ScriptedRequest], Reply]
-
+from signoff.testing.script import Reply, Script, ScriptedRequest, _from_list
 
 class ScriptedModelServer:
     """An OpenAI-compatible server answering from a script.
@@ -214,19 +89,6 @@ class ScriptedModelServer:
             return self._script(request)
         except Exception as exc:  # the test's script is at fault; say so in the response
             return Reply.error(500, f"script raised {exc!r}")
-
-
-def _from_list(replies: Sequence[Reply]) -> Script:
-    queue, lock = deque(replies), threading.Lock()
-
-    def script(request: ScriptedRequest) -> Reply:
-        with lock:
-            if queue:
-                return queue.popleft()
-        # 400, not 5xx: a script that ran out is a test bug and must not be retried.
-        return Reply.error(400, f"scripted server has no reply left ({len(replies)} given)")
-
-    return script
 
 
 def _unanswered_calls(messages: list[ChatMessage]) -> str | None:
@@ -426,57 +288,3 @@ def _completion(reply: Reply, request: ScriptedRequest) -> dict[str, Any]:
         "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
         "usage": _usage(reply, request, calls).model_dump(),
     }
-
-
-def demo_script(request: ScriptedRequest) -> Reply:
-    """A tiny model for demos: asks to list what the prompt mentions, then reports.
-
-    - last message from the user (and `run_command` offered): call `run_command` with a
-      harmless `ls -la <path mentioned in the prompt>`;
-    - last messages are tool results: summarise them, saying so when a call was rejected;
-    - otherwise: a greeting.
-    """
-    results = []
-    for message in reversed(request.messages):
-        if message.role != "tool":
-            break
-        results.insert(0, message.content or "")
-    if results:
-        return Reply.text("\n".join(_summary(r) for r in results))
-    if request.messages and request.last.role == "user" and "run_command" in request.tools:
-        command = _demo_command(request.last.content or "")
-        call = ("run_command", {"command": command})
-        return Reply.tool_calls([call], text=f"Let me run `{command}` first.")
-    return Reply.text("Hello from the scripted model.")
-
-
-def _summary(result: str) -> str:
-    if result.startswith("Rejected:"):
-        return f"The command was not run. {result}"
-    return f"The command ran. Its output:\n{result}"
-
-
-def _demo_command(prompt: str) -> str:
-    for word in prompt.split():
-        path = word.strip("`'\"()").rstrip(".,;:!?")
-        if path.startswith(("/", "~/", "./")):
-            return f"ls -la {shlex.quote(path)}"
-    return "ls -la"
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Serve `demo_script` until interrupted; prints the base URL first."""
-    parser = argparse.ArgumentParser(prog="python -m signoff.testing", description=main.__doc__)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
-    args = parser.parse_args(argv)
-    with ScriptedModelServer(demo_script, host=args.host, port=args.port) as server:
-        print(server.base_url, flush=True)
-        try:
-            threading.Event().wait()
-        except KeyboardInterrupt:
-            pass
-
-
-if __name__ == "__main__":
-    main()
