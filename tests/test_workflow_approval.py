@@ -42,7 +42,11 @@ async def test_approved_command_runs_and_model_sees_output(client: Client, task_
                 "submit_tool_approval", ToolApprovalResponse.approve("call_1", approver="alice")
             )
             result: AgentRunResult = await handle.result()
+            attributes = (await handle.describe()).raw_description.workflow_execution_info.search_attributes
     assert ack == {"accepted": ["call_1"], "pending": []}
+    # Only a wait is advertised: once the run stops waiting, the status attributes are removed.
+    assert set(attributes.indexed_fields) & {"SignoffStatus", "SignoffPendingTools"} == set()
+    assert "SignoffAgent" in attributes.indexed_fields
     assert result.finish_reason == "stop"
     assert result.messages == [
         ChatMessage.user("say hi"),

@@ -303,11 +303,23 @@ class AgentRun:
         del self._events[:-EVENTS_KEPT]
 
     def _set_status(self, status: str, pending: list) -> None:
+        """Record the status; advertise a wait in search attributes, and only a wait.
+
+        `SignoffStatus`/`SignoffPendingTools` are set while the run waits for people and
+        removed when it stops waiting: each upsert is a visibility write, the largest cost
+        of a run at scale (bench/README.md), and a closed run's state is its ExecutionStatus.
+        The `status` query reports every state.
+        """
+        waiting = status == STATUS_AWAITING
+        if waiting or self._status == STATUS_AWAITING:
+            tools = sorted({r.name for r in pending})
+            workflow.upsert_search_attributes(
+                [SIGNOFF_STATUS.value_set(status), SIGNOFF_PENDING_TOOLS.value_set(tools)]
+                if waiting
+                else [SIGNOFF_STATUS.value_unset(), SIGNOFF_PENDING_TOOLS.value_unset()]
+            )
+            workflow.set_current_details(describe_pending(workflow.info().workflow_id, pending))
         self._status = status
-        workflow.upsert_search_attributes(
-            [SIGNOFF_STATUS.value_set(status), SIGNOFF_PENDING_TOOLS.value_set(sorted({r.name for r in pending}))]
-        )
-        workflow.set_current_details(describe_pending(workflow.info().workflow_id, pending))
 
     def _should_continue_as_new(self) -> bool:
         return workflow.info().is_continue_as_new_suggested()
