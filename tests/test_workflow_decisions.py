@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 from temporalio.api.sdk.v1 import WorkflowMetadata
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 
 from signoff.contract import RunOptions
 from signoff.messages import ChatMessage
@@ -28,16 +30,23 @@ def gated_and_auto(request: ScriptedRequest) -> Reply:
     return Reply.text("done")
 
 
-async def test_edited_arguments_run_and_audit_keeps_both(client: Client, task_queue: str, tmp_path: Path) -> None:
+@asynccontextmanager
+async def paused_with_two_calls(client: Client, task_queue: str, tmp_path: Path) -> AsyncIterator[WorkflowHandle]:
+    """A run of `two_commands` paused with call_a and call_b pending."""
     with ScriptedModelServer(two_commands) as model:
         async with running_worker(client, task_queue, model, agents_for(tmp_path)):
             handle = await start_run(client, task_queue)
             await wait_pending(handle, 2)
-            edit = {"call_id": "call_a", "approved": True, "arguments": {"command": "echo edited"}}
-            ack = await handle.execute_update("submit_tool_approval", edit)
-            assert ack == {"accepted": ["call_a"], "pending": ["call_b"]}
-            await handle.execute_update("submit_tool_approval", {"call_id": "call_b", "approved": False})
-            result = await handle.result()
+            yield handle
+
+
+async def test_edited_arguments_run_and_audit_keeps_both(client: Client, task_queue: str, tmp_path: Path) -> None:
+    async with paused_with_two_calls(client, task_queue, tmp_path) as handle:
+        edit = {"call_id": "call_a", "approved": True, "arguments": {"command": "echo edited"}}
+        ack = await handle.execute_update("submit_tool_approval", edit)
+        assert ack == {"accepted": ["call_a"], "pending": ["call_b"]}
+        await handle.execute_update("submit_tool_approval", {"call_id": "call_b", "approved": False})
+        result = await handle.result()
     assert [m.content for m in result.messages[2:4]] == ["exit code: 0\nedited\n", "Rejected: User denied"]
     record = result.approvals[0]
     assert (record.arguments, record.edited_arguments) == ({"command": "echo a"}, {"command": "echo edited"})
@@ -66,12 +75,9 @@ async def test_auto_call_runs_while_gated_call_waits_and_order_is_kept(
 
 
 async def test_star_decides_all_pending_calls(client: Client, task_queue: str, tmp_path: Path) -> None:
-    with ScriptedModelServer(two_commands) as model:
-        async with running_worker(client, task_queue, model, agents_for(tmp_path)):
-            handle = await start_run(client, task_queue)
-            await wait_pending(handle, 2)
-            ack = await handle.execute_update("submit_tool_approval", {"call_id": "*", "approved": True})
-            result = await handle.result()
+    async with paused_with_two_calls(client, task_queue, tmp_path) as handle:
+        ack = await handle.execute_update("submit_tool_approval", {"call_id": "*", "approved": True})
+        result = await handle.result()
     assert ack == {"accepted": ["call_a", "call_b"], "pending": []}
     assert result.text == "exit code: 0\na\n|exit code: 0\nb\n"
 
@@ -88,45 +94,36 @@ async def test_star_decides_all_pending_calls(client: Client, task_queue: str, t
 async def test_update_rejects_bad_decisions_naming_pending_ids(
     client: Client, task_queue: str, tmp_path: Path, payload: object, problem: str
 ) -> None:
-    with ScriptedModelServer(two_commands) as model:
-        async with running_worker(client, task_queue, model, agents_for(tmp_path)):
-            handle = await start_run(client, task_queue)
-            await wait_pending(handle, 2)
-            with pytest.raises(WorkflowUpdateFailedError) as failure:
-                await handle.execute_update("submit_tool_approval", payload)
-            message = str(failure.value.cause)
-            assert problem in message and "pending call ids: call_a, call_b" in message
-            assert len(await handle.query("pending_approvals")) == 2
-            await handle.terminate()
+    async with paused_with_two_calls(client, task_queue, tmp_path) as handle:
+        with pytest.raises(WorkflowUpdateFailedError) as failure:
+            await handle.execute_update("submit_tool_approval", payload)
+        message = str(failure.value.cause)
+        assert problem in message and "pending call ids: call_a, call_b" in message
+        assert len(await handle.query("pending_approvals")) == 2
+        await handle.terminate()
 
 
 async def test_update_rejects_a_second_decision_for_the_same_call(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    with ScriptedModelServer(two_commands) as model:
-        async with running_worker(client, task_queue, model, agents_for(tmp_path)):
-            handle = await start_run(client, task_queue)
-            await wait_pending(handle, 2)
-            await handle.execute_update("submit_tool_approval", {"call_id": "call_a", "approved": False})
-            with pytest.raises(WorkflowUpdateFailedError) as failure:
-                await handle.execute_update("submit_tool_approval", {"call_id": "call_a", "approved": True})
-            assert "already decided" in str(failure.value.cause)
-            await handle.terminate()
+    async with paused_with_two_calls(client, task_queue, tmp_path) as handle:
+        await handle.execute_update("submit_tool_approval", {"call_id": "call_a", "approved": False})
+        with pytest.raises(WorkflowUpdateFailedError) as failure:
+            await handle.execute_update("submit_tool_approval", {"call_id": "call_a", "approved": True})
+        assert "already decided" in str(failure.value.cause)
+        await handle.terminate()
 
 
 async def test_malformed_signal_is_recorded_and_the_run_survives(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    with ScriptedModelServer(two_commands) as model:
-        async with running_worker(client, task_queue, model, agents_for(tmp_path)):
-            handle = await start_run(client, task_queue)
-            await wait_pending(handle, 2)
-            await handle.signal("tool_approval", {"call_id": "call_a", "aproved": True})
-            await handle.signal("tool_approval", 42)
-            await handle.signal("tool_approval", {"call_id": "nope", "approved": True})
-            await handle.signal("tool_approval", {"call_id": "*", "approved": False, "reason": "later"})
-            result = await handle.result()
-            events = await handle.query("events", 0)
+    async with paused_with_two_calls(client, task_queue, tmp_path) as handle:
+        await handle.signal("tool_approval", {"call_id": "call_a", "aproved": True})
+        await handle.signal("tool_approval", 42)
+        await handle.signal("tool_approval", {"call_id": "nope", "approved": True})
+        await handle.signal("tool_approval", {"call_id": "*", "approved": False, "reason": "later"})
+        result = await handle.result()
+        events = await handle.query("events", 0)
     ignored = [e for e in events if e["type"] == "decision_ignored"]
     assert len(ignored) == 3
     assert "aproved" in ignored[0]["reason"] and ignored[0]["payload"] == {"call_id": "call_a", "aproved": True}
