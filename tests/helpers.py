@@ -1,15 +1,13 @@
-"""Helpers for the Temporal tests: an agent-run harness and waiting without sleeps."""
+"""Helpers for the Temporal tests: an agent-run harness, runs, and waiting for their pauses."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
@@ -18,28 +16,13 @@ from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
 from signoff.defaults import default_agent
+from signoff.messages import ToolCall
 from signoff.tools.scope import ScopePolicy, WorkspaceScope
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
+from tests.waiting import assert_eventually
 from worker import build_worker
 
-T = TypeVar("T")
-
-
-async def assert_eventually(check: Callable[[], Awaitable[T]], timeout: float = 10.0) -> T:
-    """Retry `check` (an async callable that asserts) until it passes or time runs out."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return await check()
-        except (AssertionError, Exception):
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.05)
-
-
-def call(name: str, call_id: str | None = None, **arguments: Any):
-    from signoff.messages import ToolCall
-
+def call(name: str, call_id: str | None = None, **arguments: Any) -> ToolCall:
     return ToolCall(id=call_id or f"call_{name}", name=name, arguments=json.dumps(arguments))
 
 
@@ -76,4 +59,4 @@ async def wait_pending(handle: WorkflowHandle, count: int = 1, timeout: float = 
     return await assert_eventually(check, timeout)
 
 
-__all__ = ["Reply", "ScriptedModelServer", "ScriptedRequest"]
+__all__ = ["Reply", "ScriptedModelServer", "ScriptedRequest", "assert_eventually"]

@@ -6,7 +6,6 @@ writes stdout and stderr to files, and is killed by id when the test ends.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import socket
@@ -17,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from signoff.server import SEARCH_ATTRIBUTES, find_temporal_binary, is_listening
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 READY = "signoff: worker on task queue"
@@ -84,19 +84,17 @@ class Proc:
 
     async def wait_for_output(self, text: str, timeout: float = 30.0) -> None:
         """Wait until stdout contains `text`; fail at once if the process exits first."""
-        deadline = time.monotonic() + timeout
-        while text not in self.stdout():
+
+        def printed() -> bool:
             code = self.popen.poll()
-            assert code is None, f"{self.name} exited with {code} before printing {text!r}"
-            assert time.monotonic() < deadline, f"{self.name} did not print {text!r} in {timeout}s"
-            await asyncio.sleep(0.05)
+            assert code is None or text in self.stdout(), f"{self.name} exited with {code} before printing {text!r}"
+            return text in self.stdout()
+
+        await wait_until(printed, timeout, f"{self.name} did not print {text!r} in {timeout}s")
 
     async def wait_exit(self, timeout: float) -> int:
-        deadline = time.monotonic() + timeout
-        while (code := self.popen.poll()) is None:
-            assert time.monotonic() < deadline, f"{self.name} did not exit in {timeout}s"
-            await asyncio.sleep(0.05)
-        return code
+        await wait_until(lambda: self.popen.poll() is not None, timeout, f"{self.name} did not exit in {timeout}s")
+        return self.popen.returncode
 
     def kill(self) -> None:
         """SIGKILL the process alone, as a crash would (its children are not told)."""
@@ -142,11 +140,12 @@ class Processes:
         for attribute, kind in SEARCH_ATTRIBUTES.items():
             args += ["--search-attribute", f"{attribute}={kind}"]
         proc = self.start(name, args, clean_env(), cwd=db.parent)
-        deadline = time.monotonic() + timeout
-        while not is_listening(f"127.0.0.1:{port}"):
+
+        def listening() -> bool:
             assert proc.popen.poll() is None, f"dev server exited:\n{proc.report()}"
-            assert time.monotonic() < deadline, f"dev server not listening on {port} in {timeout}s"
-            await asyncio.sleep(0.1)
+            return is_listening(f"127.0.0.1:{port}")
+
+        await wait_until(listening, timeout, f"dev server not listening on {port} in {timeout}s")
         return proc
 
     def cleanup(self) -> None:

@@ -116,7 +116,7 @@ async def test_cancellation_stops_a_running_tool_and_finishes_cancelled(workspac
     async def wait_forever() -> str:
         """Waits until cancelled."""
         started.set()
-        await asyncio.sleep(3600)
+        await asyncio.Event().wait()  # never set: only cancellation ends this
         return "never"
 
     with ScriptedModelServer([Reply.tool_calls([call("wait_forever", "call_w")])]) as server:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -134,12 +135,17 @@ async def test_connection_refused_propagates_as_httpx_connect_error() -> None:
 
 
 async def test_silent_provider_times_out_as_httpx_read_timeout() -> None:
-    def slow(request: ScriptedRequest) -> Reply:
-        time.sleep(0.3)  # runs in the server's thread
+    gave_up = threading.Event()
+
+    def silent(request: ScriptedRequest) -> Reply:
+        gave_up.wait(timeout=10)  # in the server's thread: answer only once the client gave up
         return Reply.text("too late")
 
-    with ScriptedModelServer(slow) as server:
+    with ScriptedModelServer(silent) as server:
         cfg = LLMConfig(base_url=server.base_url, model="m", read_timeout=0.05)
-        async with OpenAIChatClient(cfg) as client:
-            with pytest.raises(httpx.ReadTimeout):
-                await client.complete(PROMPT, [])
+        try:
+            async with OpenAIChatClient(cfg) as client:
+                with pytest.raises(httpx.ReadTimeout):
+                    await client.complete(PROMPT, [])
+        finally:
+            gave_up.set()

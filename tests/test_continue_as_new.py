@@ -12,7 +12,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from signoff.contract import AgentRunResult
 from tests.conftest import start_dev_server
-from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, assert_eventually, call, running_worker, start_run
+from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, assert_eventually, call, running_worker, start_run, wait_pending
 
 SUGGEST_AFTER_EVENTS = 30
 
@@ -50,11 +50,7 @@ async def test_long_run_continues_as_new_and_keeps_its_transcript(
         async with running_worker(client, queue, model, agents_for(tmp_path)):
             handle = await start_run(client, queue, options={"max_rounds": 20})
             latest = client.get_workflow_handle(handle.id)
-
-            async def paused() -> None:
-                assert len(await latest.query("pending_approvals")) == 1
-
-            await assert_eventually(paused, 20)
+            await wait_pending(latest, 1, timeout=20)
             await latest.execute_update("submit_tool_approval", {"call_id": "call_gate", "approved": True})
             result: AgentRunResult = await handle.result()
     assert result.text == "9 tool messages"
@@ -75,13 +71,7 @@ async def test_run_paused_across_continue_as_new_resumes_with_one_decision(
         async with running_worker(client, queue, model, agents_for(tmp_path)):
             handle = await start_run(client, queue, options={"approval_timeout_seconds": 3600})
             latest = client.get_workflow_handle(handle.id)
-
-            async def paused() -> list:
-                pending = await latest.query("pending_approvals")
-                assert len(pending) == 1
-                return pending
-
-            (before,) = await assert_eventually(paused, 20)
+            (before,) = await wait_pending(latest, 1, timeout=20)
             first_run = (await latest.describe()).run_id
             for _ in range(SUGGEST_AFTER_EVENTS):  # each signal is a workflow task: history grows past the limit
                 await latest.signal("tool_approval", {"call_id": "not-a-call", "approved": True})

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from signoff.tools import RunCommand, WorkspaceScope
+from tests.waiting import wait_until
 
 # Starts a background child, records its pid, and waits for it.
 SPAWN_CHILD = "sleep 30 & echo $! > child.pid; wait"
@@ -27,15 +27,6 @@ def is_alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
-
-
-async def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Poll `condition` until it holds; fail after `timeout` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "condition not met in time"
-        await asyncio.sleep(0.02)
 
 
 def read_pid(path: Path) -> int:
@@ -79,7 +70,7 @@ async def test_timeout_is_an_error_with_the_output_so_far(run: RunCommand) -> No
 async def test_timeout_kills_the_commands_children(run: RunCommand, tmp_path: Path) -> None:
     await run.execute({"command": SPAWN_CHILD, "timeout_secs": 1})
     child = read_pid(tmp_path / "child.pid")
-    await wait_until(lambda: not is_alive(child))
+    await wait_until(lambda: not is_alive(child), 5.0, f"child {child} still alive")
 
 
 async def test_cancellation_kills_the_command_and_its_children(
@@ -87,12 +78,12 @@ async def test_cancellation_kills_the_command_and_its_children(
 ) -> None:
     task = asyncio.create_task(run.execute({"command": SPAWN_CHILD}))
     pid_file = tmp_path / "child.pid"
-    await wait_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
+    await wait_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "", 5.0, "no child pid written")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     child = read_pid(pid_file)
-    await wait_until(lambda: not is_alive(child))
+    await wait_until(lambda: not is_alive(child), 5.0, f"child {child} still alive")
 
 
 async def test_signoff_api_key_is_hidden_from_commands(

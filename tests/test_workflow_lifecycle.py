@@ -12,15 +12,6 @@ from signoff.contract import AgentRunResult, RunOptions
 from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, call, running_worker, start_run, wait_pending
 
 
-def scripted(*replies: Reply):
-    queue = list(replies)
-
-    def script(request: ScriptedRequest) -> Reply:
-        return queue.pop(0) if queue else Reply.text("done")
-
-    return script
-
-
 async def run_raw(client: Client, task_queue: str, raw: object) -> BaseException:
     handle = await client.start_workflow("AgentRun", raw, id=f"bad-{uuid.uuid4()}", task_queue=task_queue)
     with pytest.raises(WorkflowFailureError) as failure:
@@ -42,21 +33,21 @@ async def run_raw(client: Client, task_queue: str, raw: object) -> BaseException
 async def test_invalid_input_fails_the_run_at_once_naming_the_field(
     client: Client, task_queue: str, tmp_path: Path, raw: object, message: str
 ) -> None:
-    with ScriptedModelServer(scripted()) as model:
+    with ScriptedModelServer([]) as model:  # the model is never asked
         async with running_worker(client, task_queue, model, agents_for(tmp_path)):
             cause = await run_raw(client, task_queue, raw)
     assert message in str(cause)
 
 
 async def test_unknown_agent_fails_listing_known_agents(client: Client, task_queue: str, tmp_path: Path) -> None:
-    with ScriptedModelServer(scripted()) as model:
+    with ScriptedModelServer([]) as model:  # the model is never asked
         async with running_worker(client, task_queue, model, agents_for(tmp_path)):
             cause = await run_raw(client, task_queue, {"agent": "nope", "prompt": "hi"})
     assert "unknown agent 'nope' (known agents: default)" in str(cause)
 
 
 async def test_provider_400_fails_fast_with_status_and_message(client: Client, task_queue: str, tmp_path: Path) -> None:
-    with ScriptedModelServer(scripted(Reply.error(400, "model 'x' does not exist"))) as model:
+    with ScriptedModelServer([Reply.error(400, "model 'x' does not exist")]) as model:
         async with running_worker(client, task_queue, model, agents_for(tmp_path)):
             cause = await run_raw(client, task_queue, {"prompt": "hi"})
             assert model.request_count == 1
@@ -69,7 +60,7 @@ async def test_provider_400_fails_fast_with_status_and_message(client: Client, t
 async def test_transient_provider_failures_are_retried(
     client: Client, task_queue: str, tmp_path: Path, failure: Reply
 ) -> None:
-    with ScriptedModelServer(scripted(failure, Reply.text("recovered"))) as model:
+    with ScriptedModelServer([failure, Reply.text("recovered")]) as model:
         async with running_worker(client, task_queue, model, agents_for(tmp_path)):
             result = await (await start_run(client, task_queue)).result()
             assert model.request_count == 2
@@ -79,7 +70,7 @@ async def test_transient_provider_failures_are_retried(
 async def test_cancellation_denies_pending_calls_and_finishes_cancelled(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    script = scripted(Reply.tool_calls([call("run_command", "call_1", command="rm -rf x")]))
+    script = [Reply.tool_calls([call("run_command", "call_1", command="rm -rf x")])]
     with ScriptedModelServer(script) as model:
         async with running_worker(client, task_queue, model, agents_for(tmp_path)):
             handle = await start_run(client, task_queue)
@@ -106,7 +97,7 @@ async def test_api_key_reaches_provider_but_not_history(
 ) -> None:
     secret = "sk-test-" + uuid.uuid4().hex
     monkeypatch.setenv("SIGNOFF_LLM_API_KEY", secret)
-    script = scripted(Reply.error(401, "invalid key"))
+    script = [Reply.error(401, "invalid key")]
     with ScriptedModelServer(script) as model:
         async with running_worker(client, task_queue, model, agents_for(tmp_path)):
             handle = await client.start_workflow(
