@@ -31,7 +31,6 @@ from temporalio.client import (
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
 )
-from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -69,6 +68,7 @@ from signoff.errors import ConfigError
 from signoff.server import DEFAULT_ADDRESS, EmbeddedServer
 from signoff.tools.scope import WorkspaceScope
 from worker import WorkerSettings, build_worker, connect, open_client
+from workflows.agent_run import SIGNOFF_PENDING_TOOLS as PENDING_TOOLS
 from workflows.presentation import format_validation_error
 
 POLL_SECONDS = 0.5
@@ -76,7 +76,6 @@ QUERY_TIMEOUT = timedelta(seconds=5)
 PENDING_QUERY = (
     f'WorkflowType="{WORKFLOW_TYPE}" AND ExecutionStatus="Running" AND SignoffStatus="{STATUS_AWAITING}"'
 )
-PENDING_TOOLS = SearchAttributeKey.for_keyword_list("SignoffPendingTools")
 Handle = WorkflowHandle[Any, Any]
 Decider = Callable[[Handle, dict[str, Any]], Awaitable[None]]
 

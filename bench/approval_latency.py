@@ -9,7 +9,6 @@ update's `UpdateAccepted` event and the tool activity's `ActivityTaskStarted`.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import time
 import uuid
 

@@ -36,22 +36,17 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import History, HistoryEvent
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.client import Client, WorkflowHandle
-from temporalio.common import SearchAttributeKey
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
 from signoff.server import find_temporal_binary
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
+from workflows.agent_run import SEARCH_ATTRIBUTE_KEYS
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = Path(os.environ.get("BENCH_RESULTS") or REPO / "bench" / "results")
 READY = {"signoff": "signoff: worker on task queue", "floor": "floor: worker on task queue"}
-SEARCH_ATTRIBUTES = [
-    SearchAttributeKey.for_keyword("SignoffStatus"),
-    SearchAttributeKey.for_keyword("SignoffAgent"),
-    SearchAttributeKey.for_keyword_list("SignoffPendingTools"),
-]
 T = TypeVar("T")
 # `cached` (default): workers run with compiled bytecode, as a pip-installed package does.
 # `none`: no .pyc at all, so the sandbox compiles the workflow module's source on every
@@ -150,7 +145,7 @@ async def _start_server(port: int, server_args: Sequence[str]) -> WorkflowEnviro
         server_args = [*GRID_LIFTED, *server_args]
     return await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(find_temporal_binary()),
-        search_attributes=SEARCH_ATTRIBUTES,
+        search_attributes=SEARCH_ATTRIBUTE_KEYS,
         data_converter=pydantic_data_converter,
         port=port,
         dev_server_log_level="error",

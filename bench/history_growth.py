@@ -9,7 +9,6 @@ event types the bytes are in. Bytes are the serialized size of the history proto
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import uuid
 from collections import Counter

@@ -37,7 +37,7 @@ def aggregate(path: Path, runs: int, rate: int, top: int) -> str:
             inclusive[frame] += int(count)
         own[frames[-1]] += int(count)
     per_run = lambda n: n * 1000 / rate / runs  # noqa: E731
-    out = [f"inclusive (ms/run)"] + [f"{per_run(n):7.2f}  {f[:150]}" for f, n in inclusive.most_common(top)]
+    out = ["inclusive (ms/run)"] + [f"{per_run(n):7.2f}  {f[:150]}" for f, n in inclusive.most_common(top)]
     out += ["", "self (ms/run)"] + [f"{per_run(n):7.2f}  {f[:150]}" for f, n in own.most_common(top // 2)]
     return "\n".join(out)
 

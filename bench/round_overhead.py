@@ -8,7 +8,6 @@ server and scripted model. Reports s/run and the worker's CPU s/run, and their r
 from __future__ import annotations
 
 import argparse
-import asyncio
 import statistics
 import time
 import uuid
@@ -20,7 +19,6 @@ from bench.common import (
 )  # fmt: skip
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
-from signoff.messages import ChatMessage
 
 TARGET = 1.05
 TOOL, ROUNDS = "noop", 1

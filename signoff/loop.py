@@ -27,7 +27,6 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Any
 
 from pydantic import BaseModel, Field
 

@@ -7,23 +7,18 @@ from collections.abc import AsyncIterator
 
 import pytest
 from temporalio.client import Client
-from temporalio.common import SearchAttributeKey
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from signoff.server import find_temporal_binary
+from workflows.agent_run import SEARCH_ATTRIBUTE_KEYS
 
-SEARCH_ATTRIBUTES = [
-    SearchAttributeKey.for_keyword("SignoffStatus"),
-    SearchAttributeKey.for_keyword("SignoffAgent"),
-    SearchAttributeKey.for_keyword_list("SignoffPendingTools"),
-]
 
 
 async def start_dev_server(*extra_args: str) -> WorkflowEnvironment:
     return await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(find_temporal_binary()),
-        search_attributes=SEARCH_ATTRIBUTES,
+        search_attributes=SEARCH_ATTRIBUTE_KEYS,
         data_converter=pydantic_data_converter,
         dev_server_extra_args=list(extra_args),
     )

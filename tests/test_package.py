@@ -11,7 +11,7 @@ import signoff
 
 ROOT = Path(__file__).parent.parent
 LOOP_MAY_IMPORT = {
-    "__future__", "json", "collections.abc", "dataclasses", "datetime", "enum", "typing", "pydantic",
+    "__future__", "json", "collections.abc", "dataclasses", "datetime", "enum", "pydantic",
     "signoff.approvals", "signoff.messages",
 }  # fmt: skip
 

@@ -21,9 +21,17 @@ with workflow.unsafe.imports_passed_through():
     from activities.agent_activities import AgentActivities
     from activities.models import ChatInput, ChatTurn, PrepareInput, PrepareOutput, ToolInput, ToolOutput
     from signoff.contract import (
+        QUERY_EVENTS,
+        QUERY_MESSAGES,
+        QUERY_PENDING,
+        QUERY_SNAPSHOT,
+        QUERY_STATUS,
+        SIGNAL_APPROVAL,
         STATUS_AWAITING,
         STATUS_FINISHED,
         STATUS_RUNNING,
+        UPDATE_APPROVAL,
+        WORKFLOW_TYPE,
         AgentRunInput,
         AgentRunResult,
         AgentSnapshotModel,
@@ -39,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
 SIGNOFF_STATUS = SearchAttributeKey.for_keyword("SignoffStatus")
 SIGNOFF_AGENT = SearchAttributeKey.for_keyword("SignoffAgent")
 SIGNOFF_PENDING_TOOLS = SearchAttributeKey.for_keyword_list("SignoffPendingTools")
+SEARCH_ATTRIBUTE_KEYS = (SIGNOFF_STATUS, SIGNOFF_AGENT, SIGNOFF_PENDING_TOOLS)
 
 # About six minutes of retries (timeouts, 408/409/429/5xx, cut streams), then the run fails
 # with the provider's message; Retry-After overrides the interval.
@@ -50,7 +59,7 @@ RUN_ONCE = RetryPolicy(maximum_attempts=1)
 EVENTS_KEPT = 500
 
 
-@workflow.defn(name="AgentRun")
+@workflow.defn(name=WORKFLOW_TYPE)
 class AgentRun:
     @workflow.init
     def __init__(self, raw_input: Any) -> None:
@@ -209,7 +218,7 @@ class AgentRun:
             self._publish()
         self._set_status(STATUS_RUNNING, [])
 
-    @workflow.signal(name="tool_approval")
+    @workflow.signal(name=SIGNAL_APPROVAL)
     def tool_approval(self, payload: RawValue) -> None:
         """Record decisions; what cannot be applied is recorded as an event, never lost."""
         try:
@@ -228,7 +237,7 @@ class AgentRun:
             except DecisionError as exc:
                 self._record(DecisionIgnoredEvent(reason=str(exc), payload=response.model_dump()))
 
-    @workflow.update(name="submit_tool_approval")
+    @workflow.update(name=UPDATE_APPROVAL)
     def submit_tool_approval(self, payload: Any) -> DecisionAck:
         """Apply decisions that the validator accepted; say what is still pending."""
         accepted = self._decide(parse_responses(payload))
@@ -255,11 +264,11 @@ class AgentRun:
 
     # --- queries -----------------------------------------------------------------
 
-    @workflow.query(name="pending_approvals")
+    @workflow.query(name=QUERY_PENDING)
     def pending_approvals(self) -> list[dict[str, Any]]:
         return [r.model_dump(mode="json") for r in self._loop.pending_requests()] if self._loop else []
 
-    @workflow.query(name="status")
+    @workflow.query(name=QUERY_STATUS)
     def status(self) -> RunStatus:
         loop = self._loop
         return RunStatus(
@@ -272,15 +281,15 @@ class AgentRun:
             event_seq=self._event_seq,
         )
 
-    @workflow.query(name="events")
+    @workflow.query(name=QUERY_EVENTS)
     def events(self, since: int = 0) -> list[dict[str, Any]]:
         return [e for e in self._events if e["seq"] >= since]
 
-    @workflow.query(name="messages")
+    @workflow.query(name=QUERY_MESSAGES)
     def messages(self) -> list[ChatMessage]:
         return self._loop.messages if self._loop else []
 
-    @workflow.query(name="agent_snapshot")
+    @workflow.query(name=QUERY_SNAPSHOT)
     def agent_snapshot(self) -> AgentSnapshotModel | None:
         """The agent as this run started with it (instructions, tool specs)."""
         return self._state.snapshot if self._state else None
