@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 
 from temporalio import activity
@@ -17,12 +18,13 @@ from temporalio.exceptions import ApplicationError
 
 from activities.run_memory import RunMemory
 from activities.models import ChatInput, ChatTurn, PrepareInput, PrepareOutput, ToolInput, ToolOutput
-from signoff.agent import AgentSnapshot, ChatClientAgent
+from signoff.agent import ChatClientAgent
 from signoff.chat.base import ChatClient, ChatOptions
 from signoff.contract import AgentSnapshotModel
 from signoff.dispatch import execute_call, gated_call_ids
 from signoff.errors import ConfigError, ProviderError
 from signoff.messages import ChatMessage
+from signoff.tools.registry import ToolRegistry
 
 HEARTBEAT_EVERY = 2.0
 
@@ -48,6 +50,13 @@ async def heartbeating(every: float = HEARTBEAT_EVERY) -> AsyncIterator[None]:
         task.cancel()
 
 
+@dataclass(frozen=True)
+class _Served:
+    registry: ToolRegistry
+    model: AgentSnapshotModel
+    digest: str
+
+
 class AgentActivities:
     """The activities, bound to the worker's agents and its default chat client.
 
@@ -63,8 +72,8 @@ class AgentActivities:
         self._agents = dict(agents)
         self._default_factory = default_client
         self._default: ChatClient | None = None
-        self._snapshots: dict[str, AgentSnapshot] = {}
-        self._memory = RunMemory(self._snapshot_model)
+        self._served: dict[str, _Served] = {}
+        self._memory = RunMemory(self._serve)
 
     def _agent(self, name: str) -> ChatClientAgent:
         agent = self._agents.get(name)
@@ -75,19 +84,19 @@ class AgentActivities:
             )
         return agent
 
-    def _snapshot(self, name: str) -> AgentSnapshot:
-        if name not in self._snapshots:
-            self._snapshots[name] = self._agent(name).snapshot([])
-        return self._snapshots[name]
-
-    def _snapshot_model(self, name: str) -> AgentSnapshotModel:
-        snapshot = self._snapshot(name)
-        return AgentSnapshotModel(
-            agent=name,
-            instructions=snapshot.instructions,
-            tools=snapshot.specs,
-            idempotent={t.name: bool(t.idempotent) for t in snapshot.registry},
-        )
+    def _serve(self, name: str) -> _Served:
+        """The agent as this worker serves it, built once: its registry, snapshot and digest."""
+        if name not in self._served:
+            snapshot = self._agent(name).snapshot([])
+            model = AgentSnapshotModel(
+                agent=name,
+                instructions=snapshot.instructions,
+                tools=snapshot.specs,
+                idempotent={t.name: bool(t.idempotent) for t in snapshot.registry},
+            )
+            self._served[name] = _Served(snapshot.registry, model, model.digest())
+            self._memory.remember_snapshot(self._served[name].digest, model)
+        return self._served[name]
 
     def _client(self, agent: ChatClientAgent) -> ChatClient:
         if agent.chat_client is not None:
@@ -104,24 +113,18 @@ class AgentActivities:
     @activity.defn(name="signoff.prepare")
     async def prepare(self, input: PrepareInput) -> PrepareOutput:
         """Snapshot the agent for this run, and gate a resumed transcript's open calls."""
-        model, digest = self._take_snapshot(input.agent)
-        gated = gated_call_ids(self._snapshot(input.agent).registry, input.open_calls)
-        return PrepareOutput(snapshot=model, snapshot_digest=digest, gated=gated)
-
-    def _take_snapshot(self, agent: str) -> tuple[AgentSnapshotModel, str]:
-        model = self._snapshot_model(agent)
-        digest = model.digest()
-        self._memory.remember_snapshot(digest, model)
-        return model, digest
+        served = self._serve(input.agent)
+        gated = gated_call_ids(served.registry, input.open_calls)
+        return PrepareOutput(snapshot=served.model, snapshot_digest=served.digest, gated=gated)
 
     @activity.defn(name="signoff.chat")
     async def chat(self, input: ChatInput) -> ChatTurn:
         """One model turn, streamed; which of its calls need approval."""
-        client = self._client(self._agent(input.agent))
+        client, served = self._client(self._agent(input.agent)), self._serve(input.agent)
         if input.snapshot_digest:  # later turns: the snapshot the run started with
             snapshot, digest = await self._memory.snapshot(input.agent, input.snapshot_digest), None
         else:  # the first turn takes the snapshot and returns it, to be kept in history
-            snapshot, digest = self._take_snapshot(input.agent)
+            snapshot, digest = served.model, served.digest
         transcript = await self._memory.transcript(input.base, input.messages)
         system = [ChatMessage.system(snapshot.instructions)] if snapshot.instructions else []
         options = ChatOptions(model=input.model, temperature=input.temperature)
@@ -131,7 +134,7 @@ class AgentActivities:
         except ProviderError as exc:
             raise _provider_failure(exc) from None
         self._memory.append(response.message.model_copy(update={"role": "assistant"}))
-        gated = gated_call_ids(self._snapshot(input.agent).registry, response.message.tool_calls or [])
+        gated = gated_call_ids(served.registry, response.message.tool_calls or [])
         if digest is None:
             return ChatTurn(response=response, gated=gated)
         return ChatTurn(response=response, gated=gated, snapshot=snapshot, snapshot_digest=digest)
@@ -139,7 +142,7 @@ class AgentActivities:
     @activity.defn(name="signoff.tool")
     async def tool(self, input: ToolInput) -> ToolOutput:
         """Run one tool call; its own failure is the message `Error: ...`."""
-        registry = self._snapshot(input.agent).registry
+        registry = self._serve(input.agent).registry
         async with heartbeating():
             return ToolOutput(content=await execute_call(registry, input.call))
 

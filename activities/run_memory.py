@@ -26,8 +26,9 @@ DEFAULT_RUNS_REMEMBERED = 1000
 class RunMemory:
     """An LRU of transcripts by run, and the snapshots seen by digest."""
 
-    def __init__(self, current_snapshot: Callable[[str], AgentSnapshotModel], size: int = DEFAULT_RUNS_REMEMBERED):
-        self._current = current_snapshot
+    def __init__(self, serve: Callable[[str], object], size: int = DEFAULT_RUNS_REMEMBERED):
+        """`serve(agent)` builds the worker's own snapshot of an agent and remembers it here."""
+        self._serve = serve
         self._size = size
         self._transcripts: OrderedDict[str, list[ChatMessage]] = OrderedDict()
         self._snapshots: dict[str, AgentSnapshotModel] = {}
@@ -38,11 +39,9 @@ class RunMemory:
     async def snapshot(self, agent: str, digest: str) -> AgentSnapshotModel:
         """The snapshot the run started with (the worker's config may have changed since)."""
         if digest not in self._snapshots:
-            current = self._current(agent)
-            if current.digest() == digest:
-                self._snapshots[digest] = current
-            else:
-                self._snapshots[digest] = await _query(QUERY_SNAPSHOT, AgentSnapshotModel)
+            self._serve(agent)
+        if digest not in self._snapshots:  # the worker's config changed since the run started
+            self._snapshots[digest] = await _query(QUERY_SNAPSHOT, AgentSnapshotModel)
         return self._snapshots[digest]
 
     async def transcript(self, base: int, new: list[ChatMessage]) -> list[ChatMessage]:
