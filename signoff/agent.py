@@ -138,13 +138,17 @@ class ChatClientAgent:
         snapshot = self._refresh(loop)
         loop.resume(options.tool_approval_responses, gated_call_ids(snapshot.registry, unanswered_calls(history)), _now())
         try:
-            async for event in self._drive(loop, options):
+            async for event in self._drive(loop, options, snapshot):
                 yield event
         finally:
             if session is not None:
                 session.messages = loop.messages
 
-    async def _drive(self, loop: AgentLoop, options: AgentRunOptions) -> AsyncIterator[AgentEvent]:
+    async def _drive(
+        self, loop: AgentLoop, options: AgentRunOptions, snapshot: AgentSnapshot
+    ) -> AsyncIterator[AgentEvent]:
+        """Turn the loop's actions into effects. Tools run from the registry of the model
+        request that asked for them; each request takes a fresh snapshot (on_invoking)."""
         token = options.cancellation or CancellationToken()
         chat_options = ChatOptions(model=options.model, temperature=options.temperature)
         while True:
@@ -160,16 +164,16 @@ class ChatClientAgent:
                 yield FinishEvent(reason=FinishReason.AWAITING_APPROVAL, usage=loop.state.usage)
                 return
             if isinstance(action, RunTools):
-                await self._run_tools(loop, action, token)
+                await self._run_tools(loop, action, token, snapshot.registry)
                 continue
             assert isinstance(action, CallModel)
-            async for event in self._call_model(loop, chat_options, token):
+            snapshot = self._refresh(loop)
+            async for event in self._call_model(loop, snapshot, chat_options, token):
                 yield event
 
     async def _call_model(
-        self, loop: AgentLoop, chat_options: ChatOptions, token: CancellationToken
+        self, loop: AgentLoop, snapshot: AgentSnapshot, chat_options: ChatOptions, token: CancellationToken
     ) -> AsyncIterator[AgentEvent]:
-        snapshot = self._refresh(loop)
         prompt = ([ChatMessage.system(snapshot.instructions)] if snapshot.instructions else []) + loop.messages
         deltas: asyncio.Queue[str] = asyncio.Queue()
         assert self.chat_client is not None
@@ -197,8 +201,9 @@ class ChatClientAgent:
         calls = response.message.tool_calls or []
         loop.apply_model_turn(response, gated_call_ids(snapshot.registry, calls), _now(), text_streamed=True)
 
-    async def _run_tools(self, loop: AgentLoop, action: RunTools, token: CancellationToken) -> None:
-        registry = self._refresh(loop).registry
+    async def _run_tools(
+        self, loop: AgentLoop, action: RunTools, token: CancellationToken, registry: ToolRegistry
+    ) -> None:
         for call in action.calls:
             result = await _unless_cancelled(execute_call(registry, call), token)
             if result is None:
