@@ -6,6 +6,8 @@ COPY pyproject.toml README.md ./
 COPY signoff ./signoff
 COPY workflows ./workflows
 COPY activities ./activities
+COPY cli ./cli
+COPY runtime ./runtime
 COPY examples ./examples
 COPY worker.py client.py ./
 # Compile now: the image runs as a user who cannot write .pyc files next to the code.

@@ -16,8 +16,8 @@ from datetime import timedelta
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.run_memory import RunMemory
-from activities.models import ChatInput, ChatTurn, PrepareInput, PrepareOutput, ToolInput, ToolOutput
+from signoff.activities.run_memory import RunMemory
+from signoff.activities.models import ChatInput, ChatTurn, PrepareInput, PrepareOutput, ToolInput, ToolOutput
 from signoff.agent import ChatClientAgent
 from signoff.chat.base import ChatClient, ChatOptions
 from signoff.contract import AgentSnapshotModel

@@ -40,9 +40,9 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
-from signoff.server import find_temporal_binary
+from signoff.runtime.devserver import find_temporal_binary
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
-from workflows.agent_run import SEARCH_ATTRIBUTE_KEYS
+from signoff.workflows.agent_run import SEARCH_ATTRIBUTE_KEYS
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = Path(os.environ.get("BENCH_RESULTS") or REPO / "bench" / "results")

@@ -57,7 +57,7 @@ async def tool(call: ToolCall) -> str:
 
 async def serve() -> None:
     from bench.floor_workflow import FloorRun
-    from worker import connect, sandbox_runner
+    from signoff.runtime.worker import connect, sandbox_runner
 
     queue = os.environ["SIGNOFF_TASK_QUEUE"]
     client = await connect(os.environ["TEMPORAL_ADDRESS"])

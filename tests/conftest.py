@@ -10,8 +10,8 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from signoff.server import find_temporal_binary
-from workflows.agent_run import SEARCH_ATTRIBUTE_KEYS
+from signoff.runtime.devserver import find_temporal_binary
+from signoff.workflows.agent_run import SEARCH_ATTRIBUTE_KEYS
 
 
 

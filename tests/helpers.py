@@ -20,7 +20,7 @@ from signoff.messages import ToolCall
 from signoff.tools.scope import ScopePolicy, WorkspaceScope
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 from tests.waiting import assert_eventually
-from worker import build_worker
+from signoff.runtime.worker import build_worker
 
 def call(name: str, call_id: str | None = None, **arguments: Any) -> ToolCall:
     return ToolCall(id=call_id or f"call_{name}", name=name, arguments=json.dumps(arguments))

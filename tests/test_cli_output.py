@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from client import main
+from signoff.cli.main import main
 from signoff.approvals import ApprovalRecord
-from signoff.cli_args import build_parser
-from signoff.cli_demo import SCRIPTED_MODEL, demo_model, demo_workspace
-from signoff.cli_input import Answer, LineReader, parse_answer
-from signoff.cli_output import (
+from signoff.cli.args import build_parser
+from signoff.cli.demo import SCRIPTED_MODEL, demo_model, demo_workspace
+from signoff.cli.input import Answer, LineReader, parse_answer
+from signoff.cli.output import (
     Console,
     Style,
     approval_block,

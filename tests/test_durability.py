@@ -17,7 +17,7 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from signoff.approvals import ToolApprovalResponse
 from signoff.contract import AgentRunResult
 from signoff.messages import ChatMessage
-from signoff.server import is_listening
+from signoff.runtime.devserver import is_listening
 from tests.helpers import (
     Reply,
     ScriptedModelServer,
@@ -28,7 +28,7 @@ from tests.helpers import (
     wait_pending,
 )
 from tests.processes import READY, REPO, Processes, clean_env, free_port, kill_group, pids_with_cwd
-from worker import connect
+from signoff.runtime.worker import connect
 
 RESULT_TIMEOUT = 30.0
 

@@ -10,7 +10,7 @@ from temporalio.client import Client
 
 from signoff.messages import ToolCall
 from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, running_worker, start_run, wait_pending
-from worker import load_agents
+from signoff.runtime.worker import load_agents
 
 
 def ops_script(request: ScriptedRequest) -> Reply:

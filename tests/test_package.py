@@ -47,8 +47,8 @@ def test_loop_imports_nothing_that_does_io_or_reads_clock_or_env() -> None:
 
 WORKFLOW_MAY_IMPORT = {
     "__future__", "asyncio", "datetime", "typing", "json", "pydantic", "temporalio", "temporalio.common",
-    "temporalio.exceptions", "activities.agent_activities", "activities.models", "signoff.approvals",
-    "signoff.contract", "signoff.loop", "signoff.messages", "workflows.presentation",
+    "temporalio.exceptions", "signoff.activities.agent_activities", "signoff.activities.models",
+    "signoff.approvals", "signoff.contract", "signoff.loop", "signoff.messages", "signoff.workflows.presentation",
 }  # fmt: skip
 
 

@@ -10,8 +10,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, call, running_worker, start_run, wait_pending
-from worker import sandbox_runner
-from workflows.agent_run import AgentRun
+from signoff.runtime.worker import sandbox_runner
+from signoff.workflows.agent_run import AgentRun
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 

@@ -11,8 +11,8 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from signoff.server import SEARCH_ATTRIBUTES, find_temporal_binary
-from worker import ensure_search_attributes
+from signoff.runtime.devserver import SEARCH_ATTRIBUTES, find_temporal_binary
+from signoff.runtime.worker import ensure_search_attributes
 
 
 async def bare_server() -> WorkflowEnvironment:

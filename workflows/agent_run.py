@@ -18,8 +18,8 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
-    from activities.agent_activities import AgentActivities
-    from activities.models import ChatInput, ChatTurn, PrepareInput, PrepareOutput, ToolInput, ToolOutput
+    from signoff.activities.agent_activities import AgentActivities
+    from signoff.activities.models import ChatInput, ChatTurn, PrepareInput, PrepareOutput, ToolInput, ToolOutput
     from signoff.contract import (
         QUERY_EVENTS,
         QUERY_MESSAGES,
@@ -42,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from signoff.loop import AgentLoop, AwaitApproval, DecisionError, Finish, RunTools, unanswered_calls
     from signoff.messages import AgentEvent, ChatMessage, DecisionIgnoredEvent, ToolCall, Usage
-    from workflows.presentation import describe_pending, format_validation_error
+    from signoff.workflows.presentation import describe_pending, format_validation_error
 
 SIGNOFF_STATUS = SearchAttributeKey.for_keyword("SignoffStatus")
 SIGNOFF_AGENT = SearchAttributeKey.for_keyword("SignoffAgent")

@@ -32,8 +32,8 @@ if __name__ == "__main__":
     running_only = sys.argv[1:2] == ["--running-only"]
     sys.argv = sys.argv[2:] if running_only else sys.argv[1:]
     if sys.argv[0].endswith("worker.py"):
-        import worker
-        from workflows.agent_run import AgentRun
+        from signoff.runtime import worker
+        from signoff.workflows.agent_run import AgentRun
 
         _original = AgentRun._set_status
         AgentRun._set_status = _set_status_but_running if running_only else _set_status  # type: ignore[method-assign]

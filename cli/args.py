@@ -7,7 +7,7 @@ import getpass
 import os
 from typing import Any
 
-from signoff.cli_demo import DEMO_PROMPT
+from signoff.cli.demo import DEMO_PROMPT
 
 
 def default_approver() -> str | None:
