@@ -4,35 +4,33 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from signoff.contract import AgentSnapshotModel
 from signoff.messages import ChatMessage, ChatResponse, ToolCall
+from signoff.snapshot import RunSnapshot
+from signoff.transcript import TranscriptDelta
 
 
 class PrepareInput(BaseModel):
+    """A resumed transcript: snapshot the agent with it and gate its open calls."""
+
     agent: str
+    transcript: list[ChatMessage]
     open_calls: list[ToolCall] = Field(default_factory=list)
-    """Unanswered calls of a resumed transcript, to be checked against the registry."""
 
 
 class PrepareOutput(BaseModel):
-    snapshot: AgentSnapshotModel
+    snapshot: RunSnapshot
     snapshot_digest: str
     gated: list[str] = Field(default_factory=list)
+    previews: dict[str, str] = Field(default_factory=dict)
 
 
 class ChatInput(BaseModel):
-    """One model turn. The transcript and the snapshot travel by reference.
-
-    `messages` is the transcript from index `base` on: the worker keeps what it saw of
-    this run (and the model's answer), so history grows with new messages only. On a
-    worker that has not seen the run, the rest is read with the `messages` query.
-    """
+    """One model turn. The transcript travels by reference (`signoff.transcript`)."""
 
     agent: str
     snapshot_digest: str | None = None
     """None on a run's first turn: the activity snapshots the agent and returns it."""
-    base: int = 0
-    messages: list[ChatMessage]
+    transcript: TranscriptDelta
     model: str | None = None
     temperature: float | None = None
 
@@ -40,15 +38,41 @@ class ChatInput(BaseModel):
 class ChatTurn(BaseModel):
     response: ChatResponse
     gated: list[str] = Field(default_factory=list)
-    """Ids of the calls whose tool needs approval, decided by the worker's registry."""
-    snapshot: AgentSnapshotModel | None = None
+    """Ids of the calls that need approval under the run's snapshot."""
+    previews: dict[str, str] = Field(default_factory=dict)
+    """What the gated calls would do, by call id, for tools that can say."""
+    snapshot: RunSnapshot | None = None
     snapshot_digest: str | None = None
+
+
+class ApprovalProof(BaseModel):
+    """Why the run lets this call run: the audit record that approved it."""
+
+    call_id: str
+    arguments_digest: str
+    record_hash: str
 
 
 class ToolInput(BaseModel):
     agent: str
+    snapshot_digest: str | None = None
     call: ToolCall
+    """The call with the arguments to run it with (edited ones included)."""
+    approval: ApprovalProof | None = None
+    """Set for a call a person (or a grant, or its policy) approved; None for one that needs none."""
 
 
 class ToolOutput(BaseModel):
     content: str
+
+
+class IdentifyInput(BaseModel):
+    token: str
+
+
+class IdentifyOutput(BaseModel):
+    """Who a token vouches for, or why it does not (recorded in history either way)."""
+
+    subject: str | None = None
+    groups: list[str] = Field(default_factory=list)
+    error: str | None = None

@@ -42,7 +42,7 @@ from temporalio.testing import WorkflowEnvironment
 from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
 from signoff.runtime.devserver import find_temporal_binary
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
-from signoff.workflows.agent_run import SEARCH_ATTRIBUTE_KEYS
+from signoff.workflows.record import SEARCH_ATTRIBUTE_KEYS
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = Path(os.environ.get("BENCH_RESULTS") or REPO / "bench" / "results")

@@ -68,8 +68,8 @@ from signoff.errors import ConfigError
 from signoff.runtime.devserver import DEFAULT_ADDRESS, EmbeddedServer
 from signoff.tools.scope import WorkspaceScope
 from signoff.runtime.worker import WorkerSettings, build_worker, connect, open_client
-from signoff.workflows.agent_run import SIGNOFF_PENDING_TOOLS as PENDING_TOOLS
-from signoff.workflows.presentation import format_validation_error
+from signoff.workflows.record import SIGNOFF_PENDING_TOOLS as PENDING_TOOLS
+from signoff.workflows.run_input import format_validation_error
 
 POLL_SECONDS = 0.5
 QUERY_TIMEOUT = timedelta(seconds=5)

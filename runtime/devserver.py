@@ -21,7 +21,7 @@ from signoff.errors import ConfigError
 
 DEFAULT_ADDRESS = "localhost:7233"
 UI_PORT = 8233
-SEARCH_ATTRIBUTES = {"SignoffStatus": "Keyword", "SignoffAgent": "Keyword", "SignoffPendingTools": "KeywordList"}
+from signoff.contract import SEARCH_ATTRIBUTES
 
 
 def find_temporal_binary() -> Path:

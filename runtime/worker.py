@@ -24,15 +24,18 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from signoff.activities.agent_activities import AgentActivities
+from signoff.activities import PAYLOAD_BUDGET, AgentActivities
+from signoff.activities.identify import Verifier
 from signoff.agent import ChatClientAgent
 from signoff.chat.base import ChatClient
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
-from signoff.contract import DEFAULT_TASK_QUEUE
+from signoff.contract import DEFAULT_TASK_QUEUE, SEARCH_ATTRIBUTES
 from signoff.defaults import default_agent
 from signoff.errors import UsageError
-from signoff.runtime.devserver import DEFAULT_ADDRESS, SEARCH_ATTRIBUTES, EmbeddedServer, is_listening
+from signoff.limits import Limits
+from signoff.policy import PolicyBook
+from signoff.runtime.devserver import DEFAULT_ADDRESS, EmbeddedServer, is_listening
 from signoff.workflows.agent_run import AgentRun
 
 AGENTS_ENV = "SIGNOFF_AGENTS"
@@ -101,10 +104,24 @@ def build_worker(
     agents: Mapping[str, ChatClientAgent],
     task_queue: str = DEFAULT_TASK_QUEUE,
     default_client: Callable[[], ChatClient] | None = default_chat_client,
+    *,
+    limits: Limits | None = None,
+    policies: PolicyBook | None = None,
+    payload_budget: int | None = PAYLOAD_BUDGET,
+    verifier: Verifier | None = None,
     **options: Any,
 ) -> Worker:
-    """A worker for `AgentRun` and its activities, serving `agents` (by name)."""
-    activities = AgentActivities(agents, default_client)
+    """A worker for `AgentRun` and its activities, serving `agents` (by name).
+
+    Args:
+        limits: the limits runs snapshot (default: the contract's).
+        policies: approval policies by tool name (`SIGNOFF_POLICY_FILE`).
+        payload_budget: the largest payload a run may write; None when the client's data
+            converter has an external store for large payloads.
+        verifier: checks approvers' tokens (`SIGNOFF_APPROVER_KEYS`).
+        **options: passed to `temporalio.worker.Worker`.
+    """
+    activities = AgentActivities(agents, default_client, limits, policies, payload_budget, verifier)
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))
     return Worker(
         client,

@@ -14,10 +14,14 @@ from datetime import datetime, timezone
 from typing import TypeVar
 
 from signoff.approvals import ToolApprovalResponse
+from signoff.authority import Decider
 from signoff.chat.base import ChatClient, ChatOptions
-from signoff.dispatch import execute_call, gated_call_ids
-from signoff.errors import UsageError
-from signoff.loop import DEFAULT_MAX_ROUNDS, AgentLoop, AwaitApproval, CallModel, Finish, RunTools, unanswered_calls
+from signoff.dispatch import execute_call
+from signoff.errors import RunFailedError, UsageError
+from signoff.gate import gated_call_ids, previews, snapshot_of
+from signoff.limits import Limits
+from signoff.loop import AgentLoop, AwaitApproval, CallModel, Fail, Finish, RunTools, unanswered_calls
+from signoff.loop_state import DEFAULT_MAX_ROUNDS
 from signoff.messages import (
     AgentEvent,
     ChatMessage,
@@ -28,6 +32,8 @@ from signoff.messages import (
     TextEvent,
     ToolSpec,
 )
+from signoff.policy import PolicyBook
+from signoff.snapshot import RunSnapshot
 from signoff.tools.base import Tool, tool_spec
 from signoff.tools.context import ContextProvider
 from signoff.tools.registry import ToolRegistry
@@ -61,6 +67,8 @@ class AgentRunOptions:
     model: str | None = None
     temperature: float | None = None
     cancellation: CancellationToken | None = None
+    max_total_tokens: int | None = None
+    requested_by: str | None = None
 
 
 @dataclass
@@ -85,6 +93,10 @@ class AgentSnapshot:
     def descriptions(self) -> dict[str, str]:
         return {t.name: t.description for t in self.registry}
 
+    def model(self, agent: str, limits: Limits, book: PolicyBook | None = None) -> RunSnapshot:
+        """The serialisable snapshot: tool specs, gates and policies, limits."""
+        return snapshot_of(agent, self.instructions, self.registry, limits, book)
+
 
 class ChatClientAgent:
     """An agent: instructions, a chat client, tools and context providers."""
@@ -97,6 +109,8 @@ class ChatClientAgent:
         tools: Sequence[Tool],
         context_providers: Sequence[ContextProvider] = (),
         max_rounds: int = DEFAULT_MAX_ROUNDS,
+        limits: Limits | None = None,
+        policies: PolicyBook | None = None,
     ) -> None:
         self.name = name
         self.instructions = instructions
@@ -104,10 +118,15 @@ class ChatClientAgent:
         self.tools = list(tools)
         self.context_providers = list(context_providers)
         self.max_rounds = max_rounds
+        self.limits = limits or Limits()
+        self.policies = policies or PolicyBook()
         self.snapshot([])  # a duplicate tool name is an error now, not at the first run
 
     def snapshot(self, messages: list[ChatMessage]) -> AgentSnapshot:
-        """Instructions and tools for a request: the agent's own plus each provider's."""
+        """Instructions and tools for a run: the agent's own plus each provider's.
+
+        Both drivers take it once, when a run starts, with the run's first transcript:
+        the in-process `run()` and the first model turn of a durable run."""
         parts = [self.instructions] if self.instructions else []
         registry = ToolRegistry()
         for tool in self.tools:
@@ -134,21 +153,30 @@ class ChatClientAgent:
             raise UsageError(f"agent {self.name!r} has no chat client; use with_chat_client(...)")
         options = options or AgentRunOptions()
         history = (session.messages if session else []) + _as_messages(messages)
-        loop = AgentLoop(history, {}, max_rounds=options.max_rounds or self.max_rounds)
-        snapshot = self._refresh(loop)
-        loop.resume(options.tool_approval_responses, gated_call_ids(snapshot.registry, unanswered_calls(history)), _now())
+        snapshot = self.snapshot(history)
+        model = snapshot.model(self.name, self.limits, self.policies)
+        loop = AgentLoop(
+            history, model.descriptions, max_rounds=options.max_rounds or self.max_rounds,
+            policies=model.policies, limits=model.limits, max_total_tokens=options.max_total_tokens,
+            requested_by=options.requested_by,
+        )  # fmt: skip
+        open_calls = unanswered_calls(history)
+        gated = gated_call_ids(model, snapshot.registry, open_calls)
+        requester = Decider.claimed(options.requested_by) if options.requested_by else None
+        loop.resume(
+            options.tool_approval_responses, gated, _now(), requester, previews(snapshot.registry, open_calls, gated)
+        )
         try:
-            async for event in self._drive(loop, options, snapshot):
+            async for event in self._drive(loop, options, snapshot, model):
                 yield event
         finally:
             if session is not None:
                 session.messages = loop.messages
 
     async def _drive(
-        self, loop: AgentLoop, options: AgentRunOptions, snapshot: AgentSnapshot
+        self, loop: AgentLoop, options: AgentRunOptions, snapshot: AgentSnapshot, model: RunSnapshot
     ) -> AsyncIterator[AgentEvent]:
-        """Turn the loop's actions into effects. Tools run from the registry of the model
-        request that asked for them; each request takes a fresh snapshot (on_invoking)."""
+        """Turn the loop's actions into effects, with the snapshot taken when the run started."""
         token = options.cancellation or CancellationToken()
         chat_options = ChatOptions(model=options.model, temperature=options.temperature)
         while True:
@@ -160,19 +188,25 @@ class ChatClientAgent:
             action = loop.next_action()
             if isinstance(action, Finish):
                 return
+            if isinstance(action, Fail):
+                raise RunFailedError(action.message)
             if isinstance(action, AwaitApproval):
                 yield FinishEvent(reason=FinishReason.AWAITING_APPROVAL, usage=loop.state.usage)
                 return
             if isinstance(action, RunTools):
-                await self._run_tools(loop, action, token, snapshot.registry)
+                await self._run_tools(loop, action, token, snapshot.registry, model)
                 continue
             assert isinstance(action, CallModel)
-            snapshot = self._refresh(loop)
-            async for event in self._call_model(loop, snapshot, chat_options, token):
+            async for event in self._call_model(loop, snapshot, model, chat_options, token):
                 yield event
 
     async def _call_model(
-        self, loop: AgentLoop, snapshot: AgentSnapshot, chat_options: ChatOptions, token: CancellationToken
+        self,
+        loop: AgentLoop,
+        snapshot: AgentSnapshot,
+        model: RunSnapshot,
+        chat_options: ChatOptions,
+        token: CancellationToken,
     ) -> AsyncIterator[AgentEvent]:
         prompt = ([ChatMessage.system(snapshot.instructions)] if snapshot.instructions else []) + loop.messages
         deltas: asyncio.Queue[str] = asyncio.Queue()
@@ -199,21 +233,20 @@ class ChatClientAgent:
             task.cancel()
             stop.cancel()
         calls = response.message.tool_calls or []
-        loop.apply_model_turn(response, gated_call_ids(snapshot.registry, calls), _now(), text_streamed=True)
+        gated = gated_call_ids(model, snapshot.registry, calls)
+        shown = previews(snapshot.registry, calls, gated)
+        loop.apply_model_turn(response, gated, _now(), text_streamed=True, previews=shown)
 
     async def _run_tools(
-        self, loop: AgentLoop, action: RunTools, token: CancellationToken, registry: ToolRegistry
+        self, loop: AgentLoop, action: RunTools, token: CancellationToken, registry: ToolRegistry, model: RunSnapshot
     ) -> None:
         for call in action.calls:
-            result = await _unless_cancelled(execute_call(registry, call), token)
+            approved = loop.approval_of(call.id) is not None
+            work = execute_call(registry, call, approved=approved, max_output=model.limits.max_tool_output)
+            result = await _unless_cancelled(work, token)
             if result is None:
                 return
             loop.apply_tool_result(call.id, result)
-
-    def _refresh(self, loop: AgentLoop) -> AgentSnapshot:
-        snapshot = self.snapshot(loop.messages)
-        loop.state.tools = snapshot.descriptions
-        return snapshot
 
 
 class AgentBuilder:
@@ -226,6 +259,8 @@ class AgentBuilder:
         self._tools: list[Tool] = []
         self._providers: list[ContextProvider] = []
         self._max_rounds = DEFAULT_MAX_ROUNDS
+        self._limits: Limits | None = None
+        self._policies: PolicyBook | None = None
 
     def with_instructions(self, instructions: str) -> AgentBuilder:
         self._instructions = instructions
@@ -253,10 +288,21 @@ class AgentBuilder:
         self._max_rounds = max_rounds
         return self
 
+    def with_limits(self, limits: Limits) -> AgentBuilder:
+        """Per-turn calls, tool output, transcript and audit budgets (default: the contract's)."""
+        self._limits = limits
+        return self
+
+    def with_policies(self, policies: PolicyBook) -> AgentBuilder:
+        """Approval policies by tool name, overriding those declared with the tools."""
+        self._policies = policies
+        return self
+
     def build(self) -> ChatClientAgent:
         return ChatClientAgent(
-            self._name, self._instructions, self._client, self._tools, self._providers, self._max_rounds
-        )
+            self._name, self._instructions, self._client, self._tools, self._providers, self._max_rounds,
+            self._limits, self._policies,
+        )  # fmt: skip
 
 
 async def _unless_cancelled(work: Awaitable[T], token: CancellationToken) -> T | None:

@@ -1,24 +1,77 @@
-"""Approval requests, the human's responses, and the audit record of each decision."""
+"""Approval requests, the human's responses, grants, and the audit record of each decision.
+
+The JSON shapes are the public contract (CONTRACT.md): any Temporal client sends and
+reads them as plain JSON.
+"""
 
 from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from enum import Enum
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from signoff.policy import ApprovalPolicy, OnTimeout
+
+MAX_REASON_CHARS = 4096
+MAX_APPROVER_CHARS = 256
+MAX_TOKEN_CHARS = 16384
+DIGEST_PATTERN = r"^[0-9a-f]{64}$"
+
+
+class Vote(BaseModel):
+    """One approver's approval of a call that needs more than one (quorum)."""
+
+    approver: str | None = None
+    verified: bool = False
+    at: datetime | None = None
+    grant_id: str | None = None
 
 
 class ToolApprovalRequest(BaseModel):
-    """A gated tool call waiting for a human decision."""
+    """A gated tool call waiting for a human decision.
+
+    Attributes:
+        arguments: the parsed JSON arguments, or the raw text when not valid JSON.
+        arguments_digest: SHA-256 of `arguments` as canonical JSON: a decision may
+            carry it to say "this is what I reviewed".
+        policy: who may decide, how many must agree, what a timeout does.
+        votes: approvals so far (quorum above 1).
+        preview: what the call would do, computed worker-side (a diff, a summary).
+        expires_at: when the call times out (None waits forever).
+    """
 
     call_id: str
     name: str
     arguments: Any = None
+    arguments_digest: str = ""
     description: str = ""
     round: int = 0
     requested_at: datetime | None = None
     expires_at: datetime | None = None
+    policy: ApprovalPolicy = Field(default_factory=ApprovalPolicy)
+    votes: list[Vote] = Field(default_factory=list)
+    preview: str | None = None
+    escalated: bool = False
+
+
+class GrantMatch(str, Enum):
+    """What later calls a grant approves: any call of the tool, or only identical arguments."""
+
+    TOOL = "tool"
+    ARGUMENTS = "arguments"
+
+
+class GrantSpec(BaseModel):
+    """`grant` on an approval: approve and remember, for matching later calls of the run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    match: GrantMatch = GrantMatch.ARGUMENTS
+    ttl_seconds: float | None = Field(None, gt=0)
+    max_uses: int | None = Field(None, ge=1)
 
 
 class ToolApprovalResponse(BaseModel):
@@ -29,11 +82,22 @@ class ToolApprovalResponse(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    call_id: str
+    call_id: str = Field(min_length=1, max_length=512)
     approved: bool
-    reason: str | None = None
-    approver: str | None = None
+    reason: str | None = Field(None, max_length=MAX_REASON_CHARS)
+    approver: str | None = Field(None, max_length=MAX_APPROVER_CHARS)
     arguments: dict[str, Any] | None = None
+    arguments_digest: str | None = Field(None, pattern=DIGEST_PATTERN)
+    token: str | None = Field(None, max_length=MAX_TOKEN_CHARS)
+    grant: GrantSpec | None = None
+
+    @model_validator(mode="after")
+    def _approval_only_fields(self) -> ToolApprovalResponse:
+        if not self.approved and self.arguments is not None:
+            raise ValueError("'arguments' (edited arguments) go with an approval, not a denial")
+        if not self.approved and self.grant is not None:
+            raise ValueError("'grant' goes with an approval, not a denial")
+        return self
 
     @classmethod
     def approve(cls, call_id: str, **kwargs: Any) -> ToolApprovalResponse:
@@ -44,8 +108,31 @@ class ToolApprovalResponse(BaseModel):
         return cls(call_id=call_id, approved=False, reason=reason, **kwargs)
 
 
+class Grant(BaseModel):
+    """A live "approve and remember": who granted it, what it matches, how long it lasts."""
+
+    grant_id: str
+    tool: str
+    arguments_digest: str | None = None
+    approver: str | None = None
+    verified: bool = False
+    groups: tuple[str, ...] = ()
+    created_at: datetime
+    expires_at: datetime | None = None
+    uses_left: int | None = None
+    from_call: str = ""
+
+    def live(self, now: datetime) -> bool:
+        return (self.expires_at is None or now < self.expires_at) and self.uses_left != 0
+
+
 class ApprovalRecord(BaseModel):
-    """The audit trail entry of one decided call."""
+    """The audit trail entry of one decided call.
+
+    `call_digest` is the SHA-256 of the call as it ran (tool and the arguments actually
+    used); `hash` chains each record to the one before (`signoff.audit`), so an edited
+    record no longer verifies.
+    """
 
     call_id: str
     name: str
@@ -57,6 +144,14 @@ class ApprovalRecord(BaseModel):
     requested_at: datetime | None = None
     decided_at: datetime | None = None
     timed_out: bool = False
+    outcome: Literal["approved", "denied", "failed_run"] | None = None
+    verified: bool = False
+    votes: list[Vote] = Field(default_factory=list)
+    grant_id: str | None = None
+    arguments_digest: str = ""
+    call_digest: str = ""
+    policy_digest: str = ""
+    hash: str = ""
 
 
 def parse_arguments(raw: str) -> Any:
@@ -65,3 +160,9 @@ def parse_arguments(raw: str) -> Any:
         return json.loads(raw) if raw.strip() else {}
     except ValueError:
         return raw
+
+
+__all__ = [
+    "ApprovalRecord", "Grant", "GrantMatch", "GrantSpec", "MAX_APPROVER_CHARS", "MAX_REASON_CHARS",
+    "OnTimeout", "ToolApprovalRequest", "ToolApprovalResponse", "Vote", "parse_arguments",
+]  # fmt: skip

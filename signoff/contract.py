@@ -1,32 +1,47 @@
-"""The durable run's public JSON shapes (CONTRACT.md): input, result, acks, status.
+"""The durable run's public names and JSON shapes (CONTRACT.md): input, result, answers.
 
-Pure pydantic, no Temporal: orchestrators build these, and any Temporal client
-can send the same JSON by hand.
+Pure pydantic, no Temporal: orchestrators build these, and any Temporal client can send
+the same JSON by hand. This module is the one home of every name the contract fixes.
 """
 
 from __future__ import annotations
 
-import hashlib
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from signoff.approvals import ApprovalRecord, ToolApprovalRequest, ToolApprovalResponse
-from signoff.loop import DEFAULT_MAX_ROUNDS, LoopState
-from signoff.messages import ChatMessage, FinishReason, ToolSpec, Usage
+from signoff.approvals import (
+    MAX_APPROVER_CHARS,
+    MAX_TOKEN_CHARS,
+    ApprovalRecord,
+    Grant,
+    ToolApprovalRequest,
+    ToolApprovalResponse,
+)
+from signoff.limits import MAX_ROUNDS_LIMIT
+from signoff.loop_state import DEFAULT_MAX_ROUNDS
+from signoff.messages import ChatMessage, FinishReason, Usage
 
 WORKFLOW_TYPE = "AgentRun"
 DEFAULT_TASK_QUEUE = "signoff"
 SIGNAL_APPROVAL = "tool_approval"
 UPDATE_APPROVAL = "submit_tool_approval"
+UPDATE_EXTEND_DEADLINE = "extend_deadline"
+UPDATE_REVOKE_GRANT = "revoke_grant"
 QUERY_PENDING = "pending_approvals"
 QUERY_STATUS = "status"
 QUERY_EVENTS = "events"
 QUERY_MESSAGES = "messages"
+QUERY_GRANTS = "grants"
+QUERY_AUDIT = "audit"
 QUERY_SNAPSHOT = "agent_snapshot"
 STATUS_RUNNING = "Running"
 STATUS_AWAITING = "AwaitingApproval"
 STATUS_FINISHED = "Finished"
+SEARCH_ATTRIBUTES = {"SignoffStatus": "Keyword", "SignoffAgent": "Keyword", "SignoffPendingTools": "KeywordList"}
+"""Search attributes and their Temporal types."""
+SA_STATUS, SA_AGENT, SA_PENDING_TOOLS = SEARCH_ATTRIBUTES
 
 
 class RunOptions(BaseModel):
@@ -34,55 +49,31 @@ class RunOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_rounds: int = Field(DEFAULT_MAX_ROUNDS, ge=1)
+    max_rounds: int = Field(DEFAULT_MAX_ROUNDS, ge=1, le=MAX_ROUNDS_LIMIT)
     approval_timeout_seconds: float | None = Field(None, gt=0)
-    tool_approval_responses: list[ToolApprovalResponse] = Field(default_factory=list)
-    model: str | None = None
+    tool_approval_responses: list[ToolApprovalResponse] = Field(default_factory=list, max_length=512)
+    model: str | None = Field(None, max_length=256)
     temperature: float | None = Field(None, ge=0)
-
-
-class AgentSnapshotModel(BaseModel):
-    """The agent as the run started with it: fixed for the whole run."""
-
-    agent: str
-    instructions: str = ""
-    tools: list[ToolSpec] = Field(default_factory=list)
-    idempotent: dict[str, bool] = Field(default_factory=dict)
-
-    @property
-    def descriptions(self) -> dict[str, str]:
-        return {t.name: t.description for t in self.tools}
-
-    def digest(self) -> str:
-        """A stable fingerprint, so activities can refer to the snapshot by it."""
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:32]
-
-
-class ContinuedState(BaseModel):
-    """What a run carries across continue-as-new (not for callers to write)."""
-
-    loop: LoopState
-    snapshot: AgentSnapshotModel | None = None
-    snapshot_digest: str = ""
-    event_seq: int = 0
+    max_total_tokens: int | None = Field(None, ge=1)
+    requested_by: str | None = Field(None, min_length=1, max_length=MAX_APPROVER_CHARS)
+    requester_token: str | None = Field(None, max_length=MAX_TOKEN_CHARS)
 
 
 class AgentRunInput(BaseModel):
-    """Workflow input. Exactly one of `prompt` or `messages`."""
+    """Workflow input: public fields only. Exactly one of `prompt` or `messages`."""
 
     model_config = ConfigDict(extra="forbid")
 
-    agent: str = "default"
+    agent: str = Field("default", min_length=1, max_length=256)
     prompt: str | None = None
     messages: list[ChatMessage] | None = None
     options: RunOptions = Field(default_factory=RunOptions)
-    continued: ContinuedState | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> AgentRunInput:
-        if self.continued is None and (self.prompt is None) == (self.messages is None):
+        if (self.prompt is None) == (self.messages is None):
             raise ValueError("give exactly one of 'prompt' or 'messages'")
-        if self.messages is not None and not self.messages and self.continued is None:
+        if self.messages is not None and not self.messages:
             raise ValueError("'messages' is empty")
         return self
 
@@ -101,11 +92,47 @@ class AgentRunResult(BaseModel):
     approvals: list[ApprovalRecord]
 
 
+class DecidedCall(BaseModel):
+    """One call a decision reached, as the update's answer names it."""
+
+    call_id: str
+    name: str
+    arguments: Any = None
+    arguments_digest: str = ""
+    outcome: str
+    """`approved`, `denied`, or `vote` (counted towards a quorum not yet reached)."""
+
+
 class DecisionAck(BaseModel):
-    """What the update returns: the call ids it decided, and those still pending."""
+    """What the update returns: the call ids it decided, each call, and what is still pending."""
 
     accepted: list[str]
     pending: list[str]
+    decided: list[DecidedCall] = Field(default_factory=list)
+
+
+class DeadlineAck(BaseModel):
+    call_id: str
+    expires_at: datetime
+
+
+class DeadlineExtension(BaseModel):
+    """Input of the `extend_deadline` update."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str = Field(min_length=1, max_length=512)
+    seconds: float = Field(gt=0, le=366 * 86400)
+    approver: str | None = Field(None, max_length=MAX_APPROVER_CHARS)
+    token: str | None = Field(None, max_length=MAX_TOKEN_CHARS)
+
+
+class GrantRevocation(BaseModel):
+    """Input of the `revoke_grant` update."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    grant_id: str = Field(min_length=1, max_length=128)
 
 
 class RunStatus(BaseModel):
@@ -118,6 +145,8 @@ class RunStatus(BaseModel):
     finish_reason: FinishReason | None = None
     usage: Usage = Field(default_factory=Usage)
     event_seq: int = 0
+    requested_by: str | None = None
+    grants: list[Grant] = Field(default_factory=list)
 
 
 def parse_responses(payload: Any) -> list[ToolApprovalResponse]:

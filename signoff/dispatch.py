@@ -1,41 +1,35 @@
-"""Worker-side steps both drivers share: which calls need approval, and running one call.
+"""Running one tool call, the same way for both drivers (in-process agent, tool activity).
 
-These touch the machine (a scope resolves real paths; tools do I/O), so under
-Temporal they run inside activities and their answers are recorded in history.
+Runs touch the machine, so under Temporal they happen inside the tool activity and
+their answers are recorded in history. Which calls need approval is `signoff.gate`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from typing import Any
 
 from signoff.approvals import parse_arguments
+from signoff.limits import cap_text
 from signoff.messages import ToolCall
 from signoff.tools.base import ToolResult
 from signoff.tools.registry import ToolRegistry
 
 
-def _arguments(call: ToolCall) -> dict | None:
+def _arguments(call: ToolCall) -> dict[str, Any] | None:
     parsed = parse_arguments(call.arguments)
     return parsed if isinstance(parsed, dict) else None
 
 
-def gated_call_ids(registry: ToolRegistry, calls: Iterable[ToolCall]) -> list[str]:
-    """Ids of the calls whose tool asks for approval with these arguments.
+async def execute_call(
+    registry: ToolRegistry, call: ToolCall, *, approved: bool = False, max_output: int | None = None
+) -> str:
+    """Run one call; the tool message text. A tool's own failure is `Error: ...`.
 
-    Unknown tools and unreadable arguments are not gated: the loop answers them
-    with `Error: ...` without asking anyone.
+    Args:
+        approved: whether a person approved this call. Tools that look at it
+            (`approval_aware`, e.g. file tools leaving the workspace) are told.
+        max_output: cut the text to about this many characters, with a note.
     """
-    gated = []
-    for call in calls:
-        tool = registry.get(call.name)
-        arguments = _arguments(call)
-        if tool is not None and arguments is not None and tool.requires_approval(arguments):
-            gated.append(call.id)
-    return gated
-
-
-async def execute_call(registry: ToolRegistry, call: ToolCall) -> str:
-    """Run one call; the tool message text. A tool's own failure is `Error: ...`."""
     tool = registry.get(call.name)
     arguments = _arguments(call)
     if tool is None:
@@ -43,7 +37,11 @@ async def execute_call(registry: ToolRegistry, call: ToolCall) -> str:
     if arguments is None:
         return f"Error: arguments for {call.name} are not a JSON object"
     try:
-        result = await tool.execute(arguments)
+        if getattr(tool, "approval_aware", False):
+            result = await tool.execute(arguments, approved=approved)  # type: ignore[call-arg]
+        else:
+            result = await tool.execute(arguments)
     except Exception as exc:  # a tool's bug is the model's information, not a failed run
         result = ToolResult.error(f"{type(exc).__name__}: {exc}")
-    return result.to_message()
+    text = result.to_message()
+    return cap_text(text, max_output) if max_output else text

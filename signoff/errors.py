@@ -4,7 +4,8 @@
     ├── ConfigError        configuration that cannot work (checked when it is built)
     ├── UsageError         a developer's misuse of the API (duplicate tool name, unknown agent)
     ├── ProviderError      the model provider answered non-2xx: status, message, Retry-After
-    └── StreamError        the provider's stream broke off or could not be read
+    ├── StreamError        the provider's stream broke off or could not be read
+    └── RunFailedError     a run that cannot go on (a call's policy said fail_run on timeout)
 
 Every message says what happened and, where it can, what to do.
 """
@@ -47,3 +48,7 @@ class ProviderError(SignoffError):
 
 class StreamError(SignoffError):
     """The provider's response stream ended early or could not be parsed."""
+
+
+class RunFailedError(SignoffError):
+    """A run that cannot go on, with the reason (e.g. `on_timeout=fail_run`)."""

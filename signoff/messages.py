@@ -6,12 +6,13 @@ write them with nothing of this code.
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import Enum
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from signoff.approvals import ApprovalRecord, ToolApprovalRequest
+from signoff.approvals import ApprovalRecord, Grant, ToolApprovalRequest
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -146,6 +147,44 @@ class DecisionIgnoredEvent(_Event):
     payload: Any = None
 
 
+class ApprovalReminderEvent(_Event):
+    """A pending call is still undecided at one of its policy's reminder times."""
+
+    type: Literal["approval_reminder"] = "approval_reminder"
+    request: ToolApprovalRequest
+
+
+class ApprovalEscalatedEvent(_Event):
+    """A pending call's `escalate_to` approvers may now decide it too."""
+
+    type: Literal["approval_escalated"] = "approval_escalated"
+    request: ToolApprovalRequest
+
+
+class DeadlineExtendedEvent(_Event):
+    type: Literal["deadline_extended"] = "deadline_extended"
+    call_id: str
+    expires_at: datetime
+    by: str | None = None
+
+
+class GrantEvent(_Event):
+    """A grant was created, used for a call, revoked, or ran out."""
+
+    type: Literal["grant"] = "grant"
+    action: Literal["created", "used", "revoked", "expired"]
+    grant: Grant
+    call_id: str | None = None
+
+
+class NotificationFailedEvent(_Event):
+    """A notification channel kept failing; the run went on without it."""
+
+    type: Literal["notification_failed"] = "notification_failed"
+    event: str
+    message: str
+
+
 class FinishEvent(_Event):
     type: Literal["finish"] = "finish"
     reason: FinishReason
@@ -165,6 +204,11 @@ AgentEvent = Annotated[
         ApprovalRequestEvent,
         ApprovalDecisionEvent,
         DecisionIgnoredEvent,
+        ApprovalReminderEvent,
+        ApprovalEscalatedEvent,
+        DeadlineExtendedEvent,
+        GrantEvent,
+        NotificationFailedEvent,
         FinishEvent,
         ErrorEvent,
     ],

@@ -11,7 +11,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from signoff.runtime.devserver import find_temporal_binary
-from signoff.workflows.agent_run import SEARCH_ATTRIBUTE_KEYS
+from signoff.workflows.record import SEARCH_ATTRIBUTE_KEYS
 
 
 

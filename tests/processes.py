@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from signoff.runtime.devserver import SEARCH_ATTRIBUTES, find_temporal_binary, is_listening
+from signoff.contract import SEARCH_ATTRIBUTES
+from signoff.runtime.devserver import find_temporal_binary, is_listening
 from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parent.parent

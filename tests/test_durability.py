@@ -113,7 +113,7 @@ async def test_run_paused_for_approval_survives_worker_sigkill(
     print(f"[timing] new worker start -> run finished: {done - second.started_at:.2f}s "
           f"(start -> ready {ready - second.started_at:.2f}s, approval -> finished {done - ready:.2f}s)")
 
-    assert ack == {"accepted": ["call_1"], "pending": []}
+    assert (ack["accepted"], ack["pending"]) == (["call_1"], [])
     assert result.messages == expected_transcript(command, "exit code: 0\ndurable\n")
     assert lines(tmp_path / "ran.log") == ["ran"]
     assert model.requests[-1].last == ChatMessage.tool("exit code: 0\ndurable\n", "call_1")

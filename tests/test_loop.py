@@ -197,9 +197,11 @@ def test_decision_when_nothing_pending_is_rejected() -> None:
 
 def test_deadline_denies_undecided_calls_as_timed_out() -> None:
     loop = start(call("c1", command="a"), gated=("c1",), approval_timeout_seconds=5)
-    assert loop.next_deadline() == NOW + timedelta(seconds=5)
-    assert loop.expire_due(NOW + timedelta(seconds=4)) == []
-    assert loop.expire_due(NOW + timedelta(seconds=5)) == ["c1"]
+    assert loop.next_wakeup() == NOW + timedelta(seconds=5)
+    loop.due(NOW + timedelta(seconds=4))
+    assert [r.call_id for r in loop.pending_requests()] == ["c1"]
+    loop.due(NOW + timedelta(seconds=5))
+    assert loop.pending_requests() == []
     assert loop.messages[-1].content == "Rejected: No decision within 5s"
     assert loop.state.approvals[0].timed_out is True
 

@@ -54,5 +54,6 @@ async def test_model_inputs_in_history_carry_only_new_messages(client: Client, t
         for e in history.events
         if e.activity_task_scheduled_event_attributes.activity_type.name == "signoff.chat"
     ]
-    assert [(i["base"], [m["role"] for m in i["messages"]]) for i in inputs] == [(0, ["user"]), (2, ["tool"])]
+    deltas = [i["transcript"] for i in inputs]
+    assert [(d["base"], [m["role"] for m in d["messages"]]) for d in deltas] == [(0, ["user"]), (2, ["tool"])]
     assert all("instructions" not in i and "tools" not in i for i in inputs)

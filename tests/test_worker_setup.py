@@ -11,7 +11,8 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from signoff.runtime.devserver import SEARCH_ATTRIBUTES, find_temporal_binary
+from signoff.contract import SEARCH_ATTRIBUTES
+from signoff.runtime.devserver import find_temporal_binary
 from signoff.runtime.worker import ensure_search_attributes
 
 

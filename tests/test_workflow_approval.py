@@ -43,7 +43,7 @@ async def test_approved_command_runs_and_model_sees_output(client: Client, task_
             )
             result: AgentRunResult = await handle.result()
             attributes = (await handle.describe()).raw_description.workflow_execution_info.search_attributes
-    assert ack == {"accepted": ["call_1"], "pending": []}
+    assert (ack["accepted"], ack["pending"]) == (["call_1"], [])
     # Only a wait is advertised: once the run stops waiting, the status attributes are removed.
     assert set(attributes.indexed_fields) & {"SignoffStatus", "SignoffPendingTools"} == set()
     assert "SignoffAgent" in attributes.indexed_fields

@@ -44,7 +44,8 @@ async def test_edited_arguments_run_and_audit_keeps_both(client: Client, task_qu
     async with paused_with_two_calls(client, task_queue, tmp_path) as handle:
         edit = {"call_id": "call_a", "approved": True, "arguments": {"command": "echo edited"}}
         ack = await handle.execute_update("submit_tool_approval", edit)
-        assert ack == {"accepted": ["call_a"], "pending": ["call_b"]}
+        assert (ack["accepted"], ack["pending"]) == (["call_a"], ["call_b"])
+        assert ack["decided"][0]["name"] == "run_command" and ack["decided"][0]["outcome"] == "approved"
         await handle.execute_update("submit_tool_approval", {"call_id": "call_b", "approved": False})
         result = await handle.result()
     assert [m.content for m in result.messages[2:4]] == ["exit code: 0\nedited\n", "Rejected: User denied"]
@@ -78,7 +79,7 @@ async def test_star_decides_all_pending_calls(client: Client, task_queue: str, t
     async with paused_with_two_calls(client, task_queue, tmp_path) as handle:
         ack = await handle.execute_update("submit_tool_approval", {"call_id": "*", "approved": True})
         result = await handle.result()
-    assert ack == {"accepted": ["call_a", "call_b"], "pending": []}
+    assert (ack["accepted"], ack["pending"]) == (["call_a", "call_b"], [])
     assert result.text == "exit code: 0\na\n|exit code: 0\nb\n"
 
 

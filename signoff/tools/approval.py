@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from signoff.policy import ApprovalPolicy
 from signoff.tools.base import Tool, ToolResult
 
 
@@ -12,7 +13,14 @@ class ApprovalRequiredTool:
 
     The model sees the same name, description and schema, and an approved call
     runs exactly as the inner tool would.
+
+    Args:
+        inner: the tool whose every call waits for a person.
+        policy: who may decide its calls, how many must agree, what a timeout does
+            (None: anyone, unless the worker's policy file says otherwise).
     """
+
+    gate = "always"
 
     # Declared for type checkers, never assigned: reads fall through to `__getattr__`,
     # so the wrapper always shows the inner tool's current values.
@@ -22,11 +30,12 @@ class ApprovalRequiredTool:
     idempotent: bool
     kind: str
 
-    def __init__(self, inner: Tool) -> None:
+    def __init__(self, inner: Tool, policy: ApprovalPolicy | None = None) -> None:
         self.inner = inner
+        self.approval_policy = policy
 
     def __getattr__(self, attribute: str) -> Any:
-        if attribute == "inner":  # not set yet (e.g. while copying): avoid recursing
+        if attribute in ("inner", "approval_policy"):  # not set yet (e.g. while copying): avoid recursing
             raise AttributeError(attribute)
         return getattr(self.inner, attribute)
 

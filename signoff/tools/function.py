@@ -28,6 +28,7 @@ import pydantic_core
 from pydantic import BaseModel, Field, create_model
 
 from signoff.errors import UsageError
+from signoff.policy import ApprovalPolicy
 from signoff.tools._arguments import Arguments, json_schema, validate_arguments
 from signoff.tools.base import ToolResult
 
@@ -50,6 +51,9 @@ class FunctionTool(Generic[P, R]):
         parameters: JSON schema of the arguments, from the type hints.
         idempotent: whether running it twice is harmless (default True).
         kind: `"function"` unless given.
+        approval_policy: when given, every call waits for a person under this policy.
+        preview: a function of the arguments saying what a call would do, shown to
+            the person deciding.
     """
 
     def __init__(
@@ -60,6 +64,8 @@ class FunctionTool(Generic[P, R]):
         description: str | None = None,
         idempotent: bool = True,
         kind: str = "function",
+        approval: ApprovalPolicy | None = None,
+        preview: Callable[..., str | None] | None = None,
     ) -> None:
         self.name = name or fn.__name__
         if not _TOOL_NAME.match(self.name):
@@ -70,6 +76,9 @@ class FunctionTool(Generic[P, R]):
         self.description = summary if description is None else description
         self.idempotent = idempotent
         self.kind = kind
+        self.approval_policy = approval
+        self.gate = "never" if approval is None else "always"
+        self._preview = preview
         self._fn = fn
         # Called with validated keyword arguments, which the ParamSpec cannot express.
         self._call: Callable[..., Any] = fn
@@ -85,8 +94,15 @@ class FunctionTool(Generic[P, R]):
         return f"FunctionTool({self.name!r})"
 
     def requires_approval(self, arguments: dict[str, Any]) -> bool:
-        """Never: wrap in `ApprovalRequiredTool` to ask a human first."""
-        return False
+        """Only with an approval policy (`@tool(approval=...)`), or wrap in `ApprovalRequiredTool`."""
+        return self.approval_policy is not None
+
+    def preview(self, arguments: dict[str, Any]) -> str | None:
+        """What a call would do, from the `preview` function given (None without one)."""
+        if self._preview is None:
+            return None
+        parsed = validate_arguments(self._model, self.name, arguments)
+        return None if isinstance(parsed, ToolResult) else self._preview(**dict(parsed))
 
     async def execute(self, arguments: dict[str, Any]) -> ToolResult:
         """Validate the arguments, call the function, and render what it returns.
@@ -121,6 +137,8 @@ def tool(
     description: str | None = None,
     idempotent: bool = True,
     kind: str = "function",
+    approval: ApprovalPolicy | None = None,
+    preview: Callable[..., str | None] | None = None,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
@@ -132,6 +150,8 @@ def tool(
     description: str | None = None,
     idempotent: bool = True,
     kind: str = "function",
+    approval: ApprovalPolicy | None = None,
+    preview: Callable[..., str | None] | None = None,
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Turn a typed function into a Tool; use as `@tool` or `@tool(name=...)`.
 
@@ -141,6 +161,9 @@ def tool(
         description: what the model is told; defaults to the docstring's first paragraph.
         idempotent: whether running the call twice is harmless.
         kind: a short label for operators.
+        approval: an approval policy: every call then waits for a person under it.
+        preview: a function taking the tool's arguments and saying what a call would
+            do (shown with the approval request).
 
     Raises:
         UsageError: the name is not a valid tool name, or the signature has
@@ -148,7 +171,9 @@ def tool(
     """
 
     def wrap(f: Callable[P, R]) -> FunctionTool[P, R]:
-        return FunctionTool(f, name=name, description=description, idempotent=idempotent, kind=kind)
+        return FunctionTool(
+            f, name=name, description=description, idempotent=idempotent, kind=kind, approval=approval, preview=preview
+        )
 
     return wrap if fn is None else wrap(fn)
 

@@ -1,0 +1,77 @@
+"""Where the model is called: one streamed model turn of a durable run (`signoff.chat`).
+
+The first turn of a run takes the agent's snapshot and returns it, to be recorded in
+history; later turns name it by digest. Which of the answer's calls need approval is
+decided here, worker-side, with the run's snapshot (`signoff.gate`), and so is each
+gated call's preview. An answer too large to record fails the run at once rather than
+being retried: every retry would be another billed request with the same outcome.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio.exceptions import ApplicationError
+
+from signoff.activities.heartbeat import heartbeating
+from signoff.activities.memory import RunMemory
+from signoff.activities.models import ChatInput, ChatTurn
+from signoff.activities.served import ServedAgents
+from signoff.chat.base import ChatOptions
+from signoff.errors import ProviderError
+from signoff.gate import gated_call_ids, previews
+from signoff.messages import ChatMessage
+from signoff.snapshot import RunSnapshot
+from signoff.tools.registry import ToolRegistry
+
+
+async def model_turn(served: ServedAgents, memory: RunMemory, input: ChatInput, budget: int | None) -> ChatTurn:
+    """One model turn: the transcript from memory, the model's answer, its gated calls."""
+    client = served.client(input.agent)
+    transcript = await memory.transcript(input.transcript)
+    snapshot, registry, first = await _snapshot(served, input, transcript)
+    system = [ChatMessage.system(snapshot.instructions)] if snapshot.instructions else []
+    options = ChatOptions(model=input.model, temperature=input.temperature)
+    try:
+        async with heartbeating():
+            response = await client.complete(system + transcript, snapshot.specs, options)
+    except ProviderError as exc:
+        raise provider_failure(exc) from None
+    memory.keep_answer(response.message.model_copy(update={"role": "assistant"}))
+    calls = response.message.tool_calls or []
+    gated = gated_call_ids(snapshot, registry, calls)
+    turn = ChatTurn(response=response, gated=gated, previews=previews(registry, calls, gated))
+    if first:
+        turn.snapshot, turn.snapshot_digest = snapshot, snapshot.digest()
+    _check_size(turn, budget)
+    return turn
+
+
+async def _snapshot(
+    served: ServedAgents, input: ChatInput, transcript: list[ChatMessage]
+) -> tuple[RunSnapshot, ToolRegistry | None, bool]:
+    if input.snapshot_digest is None:  # the run's first turn takes the snapshot
+        taken = served.take(input.agent, transcript)
+        return taken.model, taken.registry, True
+    run = await served.resolve(input.agent, input.snapshot_digest)
+    return run.model, run.registry if run.own else None, False
+
+
+def _check_size(turn: ChatTurn, budget: int | None) -> None:
+    size = len(turn.model_dump_json())
+    if budget is not None and size > budget:
+        raise ApplicationError(
+            f"the model's answer is {size:,} bytes, over the payload limit of {budget:,} bytes "
+            "(Temporal's 2 MB blob limit, less a margin); set SIGNOFF_PAYLOAD_STORE to keep large "
+            "payloads outside the history",
+            type="PayloadTooLarge",
+            non_retryable=True,
+        )
+
+
+def provider_failure(exc: ProviderError) -> ApplicationError:
+    """Map a provider's status to Temporal's retry behaviour (the client never retries)."""
+    if exc.retryable:
+        delay = timedelta(seconds=exc.retry_after) if exc.retry_after else None
+        return ApplicationError(str(exc), exc.status, type="ProviderError", next_retry_delay=delay)
+    return ApplicationError(str(exc), exc.status, type="ProviderError", non_retryable=True)

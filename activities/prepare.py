@@ -1,0 +1,23 @@
+"""A resumed transcript's start (`signoff.prepare`): snapshot the agent, gate its open calls.
+
+A run started from `messages` whose last assistant message has unanswered calls must
+decide which of them need approval before anything else happens; that takes the
+snapshot, so it is done here rather than by the first model turn.
+"""
+
+from __future__ import annotations
+
+from signoff.activities.models import PrepareInput, PrepareOutput
+from signoff.activities.served import ServedAgents
+from signoff.gate import gated_call_ids, previews
+
+
+async def prepare_run(served: ServedAgents, input: PrepareInput) -> PrepareOutput:
+    taken = served.take(input.agent, input.transcript)
+    gated = gated_call_ids(taken.model, taken.registry, input.open_calls)
+    return PrepareOutput(
+        snapshot=taken.model,
+        snapshot_digest=taken.digest,
+        gated=gated,
+        previews=previews(taken.registry, input.open_calls, gated),
+    )

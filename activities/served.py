@@ -1,0 +1,135 @@
+"""The agents a worker serves, their chat clients, and the snapshots runs start with.
+
+A run's snapshot (instructions, tool specs, gates, policies, limits) is taken by the
+first activity of the run and recorded in its history. The worker keeps the tool
+registry each snapshot was taken from, by digest, so later turns gate and run calls
+with the tools the run started with. A worker that has not seen the snapshot rebuilds
+the agent; if that gives another digest (its configuration changed since), it gates
+per-call tools conservatively (`signoff.gate`).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from signoff.agent import ChatClientAgent
+from signoff.chat.base import ChatClient
+from signoff.contract import QUERY_SNAPSHOT
+from signoff.errors import ConfigError
+from signoff.limits import Limits
+from signoff.messages import ChatMessage
+from signoff.policy import PolicyBook
+from signoff.snapshot import RunSnapshot
+from signoff.tools.registry import ToolRegistry
+
+SNAPSHOTS_REMEMBERED = 1000
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A snapshot as this worker took it: the serialisable model, its digest, the live tools."""
+
+    model: RunSnapshot
+    digest: str
+    registry: ToolRegistry
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A run's snapshot and the tools to run its calls with.
+
+    `own` is False when this worker cannot reproduce the run's snapshot (its configuration
+    changed): `registry` is then the worker's current one, and per-call gates ask a person.
+    """
+
+    model: RunSnapshot
+    registry: ToolRegistry
+    own: bool
+
+
+class ServedAgents:
+    """The worker's agents by name, with the defaults for those that bring no chat client.
+
+    Args:
+        agents: the agents, by name.
+        default_client: a factory for the chat client of agents without one (called once,
+            lazily, so a worker without model configuration still starts).
+        limits: the worker's limits, snapshotted by each run.
+        policies: the worker's policy file (`SIGNOFF_POLICY_FILE`).
+        payload_budget: the largest payload a run may write (None with an external store).
+    """
+
+    def __init__(
+        self,
+        agents: Mapping[str, ChatClientAgent],
+        default_client: Callable[[], ChatClient] | None = None,
+        limits: Limits | None = None,
+        policies: PolicyBook | None = None,
+        payload_budget: int | None = None,
+    ) -> None:
+        self._agents = dict(agents)
+        self.payload_budget = payload_budget
+        self._default_factory = default_client
+        self._default: ChatClient | None = None
+        self.limits = limits or Limits()
+        self.policies = policies or PolicyBook()
+        self._taken: OrderedDict[str, Taken] = OrderedDict()
+        self._foreign: dict[str, RunSnapshot] = {}
+
+    def agent(self, name: str) -> ChatClientAgent:
+        agent = self._agents.get(name)
+        if agent is None:
+            known = ", ".join(sorted(self._agents)) or "none"
+            raise ApplicationError(
+                f"unknown agent {name!r} (known agents: {known})", type="UnknownAgent", non_retryable=True
+            )
+        return agent
+
+    def client(self, name: str) -> ChatClient:
+        agent = self.agent(name)
+        if agent.chat_client is not None:
+            return agent.chat_client
+        if self._default is None:
+            if self._default_factory is None:
+                raise ApplicationError(f"agent {name!r} has no chat client", non_retryable=True)
+            try:
+                self._default = self._default_factory()
+            except ConfigError as exc:
+                raise ApplicationError(str(exc), type="ConfigError", non_retryable=True) from exc
+        return self._default
+
+    def take(self, name: str, transcript: list[ChatMessage]) -> Taken:
+        """Snapshot an agent for a run starting with `transcript` (providers see it)."""
+        agent = self.agent(name)
+        snapshot = agent.snapshot(transcript)
+        model = snapshot.model(name, self.limits, self.policies.merged_over(agent.policies))
+        model.payload_budget = self.payload_budget
+        taken = Taken(model, model.digest(), snapshot.registry)
+        self._remember(taken)
+        return taken
+
+    async def resolve(self, name: str, digest: str) -> Resolved:
+        """The run's snapshot `digest` of agent `name`: this worker's if it can reproduce it,
+        else the run's own from its history (the `agent_snapshot` query)."""
+        if digest not in self._taken:
+            self.take(name, [])  # the same configuration gives the same digest
+        taken = self._taken.get(digest)
+        if taken is not None:
+            self._taken.move_to_end(digest)
+            return Resolved(taken.model, taken.registry, own=True)
+        if digest not in self._foreign:
+            info = activity.info()
+            handle = activity.client().get_workflow_handle(info.workflow_id or "", run_id=info.workflow_run_id)
+            self._foreign[digest] = await handle.query(QUERY_SNAPSHOT, result_type=RunSnapshot)
+        return Resolved(self._foreign[digest], self.agent(name).snapshot([]).registry, own=False)
+
+    def _remember(self, taken: Taken) -> None:
+        self._taken[taken.digest] = taken
+        self._taken.move_to_end(taken.digest)
+        while len(self._taken) > SNAPSHOTS_REMEMBERED:
+            self._taken.popitem(last=False)

@@ -1,0 +1,75 @@
+"""What the tool loop knows: serialisable, so a run can continue as new with it."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from enum import Enum
+
+from pydantic import BaseModel, Field
+
+from signoff.approvals import ApprovalRecord, Grant, ToolApprovalRequest
+from signoff.audit import GENESIS
+from signoff.limits import Limits
+from signoff.messages import ChatMessage, FinishReason, ToolCall, Usage
+from signoff.policy import ApprovalPolicy
+
+DEFAULT_MAX_ROUNDS = 10
+
+
+class CallStatus(str, Enum):
+    READY = "ready"  # runs without approval, or approved
+    AWAITING = "awaiting"  # waits for a human
+    DONE = "done"  # has its tool message
+
+
+class PendingCall(BaseModel):
+    """One tool call of the open round."""
+
+    call: ToolCall
+    status: CallStatus
+    request: ToolApprovalRequest | None = None
+    run_arguments: str | None = None
+    result: str | None = None
+    approval: ApprovalRecord | None = None
+    """The record that approved this call (None for a call that needs no approval)."""
+    reminders_sent: int = 0
+
+    def timers(self) -> list[datetime]:
+        """When this waiting call next needs attention: deadline, reminder, escalation."""
+        req = self.request
+        if self.status is not CallStatus.AWAITING or req is None or req.requested_at is None:
+            return []
+        times = [req.expires_at] if req.expires_at else []
+        reminders = req.policy.remind_after_seconds
+        if self.reminders_sent < len(reminders):
+            times.append(req.requested_at + timedelta(seconds=reminders[self.reminders_sent]))
+        if req.policy.escalate_after_seconds and not req.escalated:
+            times.append(req.requested_at + timedelta(seconds=req.policy.escalate_after_seconds))
+        return times
+
+
+class LoopState(BaseModel):
+    """Everything the loop knows."""
+
+    messages: list[ChatMessage]
+    tools: dict[str, str] = Field(default_factory=dict)
+    """Known tool names and their descriptions."""
+    policies: dict[str, ApprovalPolicy] = Field(default_factory=dict)
+    """Approval policy by tool name (tools not named: anyone may decide)."""
+    limits: Limits = Field(default_factory=Limits)
+    max_rounds: int = DEFAULT_MAX_ROUNDS
+    approval_timeout_seconds: float | None = None
+    max_total_tokens: int | None = None
+    requested_by: str | None = None
+    round: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    pending: list[PendingCall] = Field(default_factory=list)
+    approvals: list[ApprovalRecord] = Field(default_factory=list)
+    audit_head: str = GENESIS
+    grants: list[Grant] = Field(default_factory=list)
+    grants_made: int = 0
+    transcript_epoch: int = 0
+    """Counts rewrites of earlier messages (elision), so by-reference copies know to refresh."""
+    finish_reason: FinishReason | None = None
+    failure: str | None = None
+    """Why the run must fail (a call's policy says `fail_run` on timeout)."""

@@ -1,0 +1,58 @@
+"""The agent as a run started with it: instructions, tools, who decides what, limits.
+
+Taken worker-side when a run starts and recorded in its history, so a paused run keeps
+the definition it started with whatever the worker's configuration does meanwhile.
+`gate` records how each tool decides whether a call needs approval: `always`
+(`ApprovalRequiredTool`, a tool with an approval policy), `never`, or `per_call` (the
+tool looks at the arguments, e.g. a file tool's workspace scope).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from signoff.digest import canonical_json, sha256_hex
+from signoff.limits import Limits
+from signoff.messages import ToolSpec
+from signoff.policy import ApprovalPolicy
+
+Gate = Literal["always", "never", "per_call"]
+
+
+class SnapshotTool(BaseModel):
+    spec: ToolSpec
+    idempotent: bool = False
+    gate: Gate = "per_call"
+    policy: ApprovalPolicy = Field(default_factory=ApprovalPolicy)
+
+
+class RunSnapshot(BaseModel):
+    """What a run is started with; fixed for the run (and carried across continue-as-new)."""
+
+    agent: str
+    instructions: str = ""
+    tools: list[SnapshotTool] = Field(default_factory=list)
+    limits: Limits = Field(default_factory=Limits)
+    payload_budget: int | None = None
+    """The largest payload the run may write (None: an external store takes large ones)."""
+
+    @property
+    def specs(self) -> list[ToolSpec]:
+        return [t.spec for t in self.tools]
+
+    @property
+    def descriptions(self) -> dict[str, str]:
+        return {t.spec.name: t.spec.description for t in self.tools}
+
+    @property
+    def policies(self) -> dict[str, ApprovalPolicy]:
+        return {t.spec.name: t.policy for t in self.tools}
+
+    def tool(self, name: str) -> SnapshotTool | None:
+        return next((t for t in self.tools if t.spec.name == name), None)
+
+    def digest(self) -> str:
+        """A stable fingerprint, so activities can refer to the snapshot by it."""
+        return sha256_hex(canonical_json(self.model_dump(mode="json")))[:32]

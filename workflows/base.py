@@ -1,0 +1,98 @@
+"""What `AgentRun`'s driver, handlers and queries share: the run's state, built from its input.
+
+`AgentRun` (agent_run.py) is the driver; `DecisionHandlers` (handlers.py) and
+`RunQueries` (queries.py) are its signal/update and query handlers, each in its own
+small place. All three read and change the state declared here.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RawValue
+from temporalio.exceptions import ApplicationError
+
+from signoff.activities import AgentActivities
+from signoff.activities.models import IdentifyInput, IdentifyOutput
+from signoff.authority import Decider
+from signoff.contract import AgentRunInput
+from signoff.limits import Limits
+from signoff.loop import AgentLoop
+from signoff.messages import AgentEvent
+from signoff.snapshot import RunSnapshot
+from signoff.transcript import Sender
+from signoff.workflows.record import RunRecord
+from signoff.workflows.run_input import ContinuedRun, InvalidInput, Requester, decode
+
+
+class AgentRunBase:
+    """The run's state. Built in `@workflow.init`, so a decision arriving with the first
+    task (as after continue-as-new) finds the loop; bad input is kept for `run` to fail."""
+
+    def __init__(self, raw: RawValue) -> None:
+        self._input_error: str | None = None
+        self._continued: ContinuedRun | None = None
+        self._record = RunRecord()
+        self._revision = 0  # bumped by every handler that changes what waits
+        try:
+            given = decode(raw)
+        except InvalidInput as exc:
+            self._input_error = str(exc)
+            self._input = AgentRunInput(prompt="")
+            self._loop = AgentLoop([], {})
+            self._requester, self._snapshot, self._digest, self._sender = Requester(), None, None, Sender()
+            return
+        if isinstance(given, ContinuedRun):
+            self._continued = given
+            self._input, self._loop = given.input, AgentLoop.from_state(given.loop)
+            self._requester, self._snapshot, self._digest = given.requester, given.snapshot, given.snapshot_digest
+            self._record, self._sender = RunRecord(given.events, given.event_seq), given.sender
+            return
+        options = given.options
+        self._input = given
+        self._loop = AgentLoop(
+            given.transcript(), {}, options.max_rounds, options.approval_timeout_seconds,
+            max_total_tokens=options.max_total_tokens, requested_by=options.requested_by,
+        )  # fmt: skip
+        self._requester = Requester(name=options.requested_by)
+        self._snapshot, self._digest, self._sender = None, None, Sender()
+
+    @property
+    def _limits(self) -> Limits:
+        return self._snapshot.limits if self._snapshot else Limits()
+
+    def _publish(self) -> None:
+        """Move the loop's new events into the run's feed."""
+        for event in self._loop.drain_events():
+            self._on_event(event, self._record.add(event))
+
+    def _on_event(self, event: AgentEvent, kept: dict[str, object]) -> None:
+        """A hook for what an event sets off (notifications)."""
+
+    def _requester_decider(self) -> Decider | None:
+        r = self._requester
+        return Decider(r.name, r.groups, r.verified) if r.name else None
+
+    def _adopt(self, snapshot: RunSnapshot, digest: str) -> None:
+        self._snapshot, self._digest = snapshot, digest
+        self._loop.adopt_agent(snapshot.descriptions, snapshot.policies, snapshot.limits)
+
+    async def _identify(self, token: str, claimed: str | None, purpose: str) -> Decider:
+        """Verify a token worker-side; the answer is recorded in history, so a replay after
+        the keys rotated reaches the same outcome. ApplicationError says why it failed."""
+        out: IdentifyOutput = await workflow.execute_local_activity_method(
+            AgentActivities.identify,
+            IdentifyInput(token=token),
+            start_to_close_timeout=timedelta(seconds=10),
+            summary=f"verify {purpose} token",
+        )
+        if out.subject is None:
+            raise ApplicationError(f"{purpose} token rejected: {out.error}", type="Unverified", non_retryable=True)
+        if claimed not in (None, out.subject):
+            raise ApplicationError(
+                f"{purpose} {claimed!r} does not match the token's subject {out.subject!r}",
+                type="Unverified",
+                non_retryable=True,
+            )
+        return Decider(out.subject, tuple(out.groups), verified=True)

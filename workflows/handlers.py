@@ -1,0 +1,163 @@
+"""How people reach a waiting run: the decision signal, and the validated updates.
+
+- Signal `tool_approval`: never fails. What it cannot apply (undecodable input, an
+  unknown or already decided call, a stale digest, a decider the policy refuses, an
+  invalid token) is recorded as a `decision_ignored` event, its payload cut short.
+- Update `submit_tool_approval`: its validator rejects what it can check before anything
+  enters history (the same cases, naming the pending ids); a token is verified after
+  acceptance, worker-side, and recorded, and a refused one fails the update.
+- Updates `extend_deadline` and `revoke_grant` work the same way.
+
+Handlers only record: they hand decisions to the loop, which owns the rules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+from temporalio import workflow
+from temporalio.common import RawValue
+from temporalio.exceptions import ApplicationError
+
+from signoff.approvals import Grant, ToolApprovalResponse
+from signoff.authority import Decider, Decision
+from signoff.contract import (
+    SIGNAL_APPROVAL,
+    UPDATE_APPROVAL,
+    UPDATE_EXTEND_DEADLINE,
+    UPDATE_REVOKE_GRANT,
+    DeadlineAck,
+    DeadlineExtension,
+    DecidedCall,
+    DecisionAck,
+    GrantRevocation,
+    parse_responses,
+)
+from signoff.loop import DecisionError
+from signoff.messages import DecisionIgnoredEvent
+from signoff.workflows.base import AgentRunBase
+from signoff.workflows.run_input import format_validation_error
+
+
+class DecisionHandlers(AgentRunBase):
+    @workflow.signal(name=SIGNAL_APPROVAL)
+    async def tool_approval(self, payload: RawValue) -> None:
+        """Apply what can be applied; record the rest as ignored, never lost."""
+        try:
+            data = workflow.payload_converter().from_payload(payload.payload, None)
+        except Exception as exc:  # undecodable bytes: still say so in the events
+            self._ignore(f"undecodable payload: {exc}", None)
+            return
+        try:
+            responses = parse_responses(data)
+        except ValidationError as exc:
+            self._ignore(format_validation_error(exc), data)
+            return
+        if not responses:
+            self._ignore("no decision given (an empty list)", data)
+        for response in responses:
+            try:
+                decider = await self._decider(response)
+                self._loop.decide([Decision(response, decider)], workflow.now())
+            except (DecisionError, ApplicationError) as exc:
+                self._ignore(str(exc), response.model_dump(mode="json", exclude={"token"}))
+        self._changed()
+
+    @workflow.update(name=UPDATE_APPROVAL)
+    async def submit_tool_approval(self, payload: Any) -> DecisionAck:
+        """Apply decisions that the validator accepted; say what they decided and what waits."""
+        responses = parse_responses(payload)
+        decisions = [Decision(r, await self._decider(r)) for r in responses]
+        before = len(self._loop.state.approvals)
+        try:
+            accepted = self._loop.decide(decisions, workflow.now())
+        except DecisionError as exc:  # the state moved on while a token was verified
+            raise ApplicationError(str(exc), type="DecisionRejected", non_retryable=True) from None
+        self._changed()
+        return self._ack(accepted, before)
+
+    @submit_tool_approval.validator
+    def _validate_tool_approval(self, payload: Any) -> None:
+        pending = [r.call_id for r in self._loop.pending_requests()]
+        try:
+            responses = parse_responses(payload)
+        except ValidationError as exc:
+            raise ValueError(f"{format_validation_error(exc)} (pending call ids: {', '.join(pending) or 'none'})")
+        # A token is checked after acceptance (worker-side); the rest is checked now.
+        self._loop.check_decisions([Decision.of(r) for r in responses], authority=not any(r.token for r in responses))
+
+    @workflow.update(name=UPDATE_EXTEND_DEADLINE)
+    async def extend_deadline(self, payload: Any) -> DeadlineAck:
+        """Move a waiting call's deadline later (allowed approvers only)."""
+        ask = DeadlineExtension.model_validate(payload)
+        decider = await self._identified(ask.token, ask.approver)
+        try:
+            expires_at = self._loop.extend_deadline(ask.call_id, ask.seconds, decider)
+        except DecisionError as exc:
+            raise ApplicationError(str(exc), type="DecisionRejected", non_retryable=True) from None
+        self._changed()
+        return DeadlineAck(call_id=ask.call_id, expires_at=expires_at)
+
+    @extend_deadline.validator
+    def _validate_extend_deadline(self, payload: Any) -> None:
+        try:
+            ask = DeadlineExtension.model_validate(payload)
+        except ValidationError as exc:
+            raise ValueError(format_validation_error(exc)) from None
+        if ask.token is None:
+            self._loop.check_extension(ask.call_id, ask.seconds, Decider.claimed(ask.approver))
+
+    @workflow.update(name=UPDATE_REVOKE_GRANT)
+    def revoke_grant(self, payload: Any) -> Grant:
+        """End a grant at once; later calls it would have matched wait for a person again."""
+        grant = self._loop.revoke_grant(GrantRevocation.model_validate(payload).grant_id)
+        self._changed()
+        return grant
+
+    @revoke_grant.validator
+    def _validate_revoke_grant(self, payload: Any) -> None:
+        try:
+            grant_id = GrantRevocation.model_validate(payload).grant_id
+        except ValidationError as exc:
+            raise ValueError(format_validation_error(exc)) from None
+        if not any(g.grant_id == grant_id for g in self._loop.state.grants):
+            known = ", ".join(g.grant_id for g in self._loop.state.grants) or "none"
+            raise ValueError(f"no grant with id {grant_id!r} (grants: {known})")
+
+    # --- helpers -------------------------------------------------------------------
+
+    async def _decider(self, response: ToolApprovalResponse) -> Decider:
+        return await self._identified(response.token, response.approver)
+
+    async def _identified(self, token: str | None, claimed: str | None) -> Decider:
+        if token is None:
+            return Decider.claimed(claimed)
+        return await self._identify(token, claimed, "approver")
+
+    def _ack(self, accepted: list[str], before: int) -> DecisionAck:
+        records = {r.call_id: r for r in self._loop.state.approvals[before:]}
+        decided = []
+        for call_id in accepted:
+            record = records.get(call_id)
+            request = next((r for r in self._loop.pending_requests() if r.call_id == call_id), None)
+            source = record or request
+            assert source is not None
+            decided.append(
+                DecidedCall(
+                    call_id=call_id,
+                    name=source.name,
+                    arguments=source.arguments,
+                    arguments_digest=source.arguments_digest,
+                    outcome=(record.outcome or "denied") if record else "vote",
+                )
+            )
+        pending = [r.call_id for r in self._loop.pending_requests()]
+        return DecisionAck(accepted=accepted, pending=pending, decided=decided)
+
+    def _ignore(self, reason: str, payload: Any) -> None:
+        self._record.add(DecisionIgnoredEvent(reason=reason[:2_000], payload=payload))
+
+    def _changed(self) -> None:
+        self._publish()
+        self._revision += 1

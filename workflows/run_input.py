@@ -1,0 +1,78 @@
+"""What a run starts from: a client's public input, or the state it carried across continue-as-new.
+
+A client's start is public input only (`AgentRunInput`, unknown fields refused). The
+state a run carries across continue-as-new (`ContinuedRun`) is accepted only when the
+server itself says this run continues another (`continued_run_id`, first attempt, no
+cron schedule): a client cannot start a run that way, so nothing a start claims (calls
+ready to run, approvals, rounds) is ever trusted. Input that cannot be decoded at all
+fails the run at once too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from temporalio import workflow
+from temporalio.common import RawValue
+
+from signoff.contract import AgentRunInput
+from signoff.loop_state import LoopState
+from signoff.snapshot import RunSnapshot
+from signoff.transcript import Sender
+
+
+class Requester(BaseModel):
+    """Who asked for the run; `verified` when a requester token vouched for it."""
+
+    name: str | None = None
+    groups: tuple[str, ...] = ()
+    verified: bool = False
+
+
+class ContinuedRun(BaseModel):
+    """What a run carries across continue-as-new (never accepted from a client)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    signoff_continued: Literal[1] = 1
+    input: AgentRunInput
+    loop: LoopState
+    snapshot: RunSnapshot | None = None
+    snapshot_digest: str | None = None
+    requester: Requester = Field(default_factory=Requester)
+    event_seq: int = 0
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    sender: Sender = Field(default_factory=Sender)
+
+
+class InvalidInput(Exception):
+    """The start input is not valid: the message says what is wrong."""
+
+
+def decode(raw: RawValue) -> AgentRunInput | ContinuedRun:
+    """The run's input, or InvalidInput naming the problem."""
+    try:
+        data = workflow.payload_converter().from_payload(raw.payload, None)
+    except Exception as exc:  # bytes that are not JSON, an unknown encoding
+        raise InvalidInput(f"invalid input: the workflow input could not be decoded as JSON ({exc})") from None
+    try:
+        if _continues_a_run():
+            return ContinuedRun.model_validate(data)
+        return AgentRunInput.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidInput(format_validation_error(exc)) from None
+
+
+def _continues_a_run() -> bool:
+    info = workflow.info()
+    return info.continued_run_id is not None and info.attempt == 1 and not info.cron_schedule
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """`invalid AgentRunInput: options.max_rounds: Input should be ...; prompt: ...`"""
+    parts = []
+    for error in exc.errors(include_url=False)[:10]:
+        where = ".".join(str(p) for p in error["loc"]) or "input"
+        parts.append(f"{where}: {error['msg']}")
+    return f"invalid {exc.title}: " + "; ".join(parts)
