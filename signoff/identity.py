@@ -13,7 +13,6 @@ frozen pydantic model), so a replay never depends on today's keys or today's tim
 from __future__ import annotations
 
 import json
-import math
 import os
 import secrets
 from collections.abc import Mapping, Sequence
@@ -24,15 +23,22 @@ from typing import Any
 import jwt
 from pydantic import BaseModel, ConfigDict
 
+from signoff.claims import (
+    check_issuer_audience,
+    check_times,
+    checked_shape,
+    name_problem,
+    read_claims,
+    read_groups,
+    read_header,
+    short,
+)
 from signoff.errors import ConfigError, TokenError, UsageError
 from signoff.keyfile import KeySet, VerificationKey, read_key_file, read_secret
 
 ENV_KEYS = "SIGNOFF_APPROVER_KEYS"
 ENV_ISSUER = "SIGNOFF_APPROVER_ISSUER"
 ENV_AUDIENCE = "SIGNOFF_APPROVER_AUDIENCE"
-LEEWAY = timedelta(seconds=30)  # clock skew between the token's issuer and the worker
-MAX_TOKEN_CHARS = 16_384
-MAX_NAME_CHARS = 256  # the contract's limit on `approver`, which must equal `sub`
 DEFAULT_TTL = timedelta(hours=1)
 TOKEN_REASONS = (
     "malformed", "algorithm_not_allowed", "unknown_key_id", "bad_signature", "missing_expiry",
@@ -129,10 +135,10 @@ class ApproverKeys:
         """
         if now is not None and now.tzinfo is None:
             raise UsageError("verify(now=...) needs a timezone-aware datetime, e.g. datetime.now(UTC)")
-        token = _checked_shape(token)
-        header = _header(token)
+        token = checked_shape(token)
+        header = read_header(token)
         payload = self._signed_payload(token, header)
-        claims = _claims(payload)
+        claims = read_claims(payload)
         return _identity(claims, now or datetime.now(UTC), self.issuer, self.audience)
 
     def _candidates(self, header: dict[str, Any]) -> list[VerificationKey]:
@@ -143,7 +149,7 @@ class ApproverKeys:
             if not keys:
                 raise TokenError(
                     "unknown_key_id",
-                    f"no configured key has the token's key id {_short(kid)}; if the identity provider "
+                    f"no configured key has the token's key id {short(kid)}; if the identity provider "
                     f"rotated its keys, download its JWKS again into {self.keys.path}",
                 )
         usable = [k for k in keys if alg in k.algorithms]
@@ -151,7 +157,7 @@ class ApproverKeys:
             allowed = sorted({a for k in keys for a in k.algorithms})
             raise TokenError(
                 "algorithm_not_allowed",
-                f"algorithm {_short(alg)} is not accepted for the configured keys (accepted: {', '.join(allowed)})",
+                f"algorithm {short(alg)} is not accepted for the configured keys (accepted: {', '.join(allowed)})",
             )
         return usable
 
@@ -189,7 +195,7 @@ def issue_token(
     """
     secret = read_secret(Path(key_file))
     for what, value in [("subject", subject), *(("group", g) for g in groups)]:
-        if (problem := _name_problem(what, value)) is not None:
+        if (problem := name_problem(what, value)) is not None:
             raise UsageError(problem)
     if ttl <= timedelta(0):
         raise UsageError(f"the token's lifetime must be positive, not {ttl}")
@@ -207,131 +213,14 @@ def issue_token(
     return _JWS.encode(json.dumps(claims, separators=(",", ":")).encode(), secret, algorithm="HS256")
 
 
-# --- reading a token --------------------------------------------------------------------
-
-
-def _short(value: object) -> str:
-    """A stranger's value, quoted and cut, safe to put in a message."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _checked_shape(token: object) -> str:
-    if not isinstance(token, str):
-        raise TokenError("malformed", f"a token is a string, not {type(token).__name__}")
-    token = token.strip()
-    if not token:
-        raise TokenError("malformed", "the token is empty")
-    if len(token) > MAX_TOKEN_CHARS:
-        raise TokenError("malformed", f"the token is longer than {MAX_TOKEN_CHARS} characters")
-    return token
-
-
-def _header(token: str) -> dict[str, Any]:
-    try:
-        header = _JWS.get_unverified_header(token)
-    except jwt.PyJWTError as exc:
-        raise TokenError("malformed", f"the token is not a JWT: {exc}") from None
-    alg = header.get("alg")
-    if not isinstance(alg, str):
-        raise TokenError("malformed", "the token's header names no algorithm")
-    if alg.lower() == "none":
-        raise TokenError("algorithm_not_allowed", "unsigned tokens (alg 'none') are never accepted")
-    if "crit" in header or "b64" in header:
-        raise TokenError("malformed", "the token's header uses extensions signoff does not support (crit, b64)")
-    return header
-
-
-def _refuse_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:  # parsers disagree on which copy wins: refuse both
-            raise ValueError(f"claim {key!r} appears twice")
-        result[key] = value
-    return result
-
-
-def _claims(payload: bytes) -> dict[str, Any]:
-    try:
-        claims = json.loads(payload, object_pairs_hook=_unique, parse_constant=_refuse_constant)
-    except (ValueError, RecursionError) as exc:
-        raise TokenError("malformed", f"the token's claims are not valid JSON: {exc}") from None
-    if not isinstance(claims, dict):
-        raise TokenError("malformed", "the token's claims are not a JSON object")
-    return claims
-
-
-def _time(claims: dict[str, Any], name: str) -> datetime | None:
-    value = claims.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise TokenError("bad_claim", f"the token's {name!r} claim is not a number of seconds since 1970")
-    try:
-        return datetime.fromtimestamp(value, UTC)
-    except (OverflowError, OSError, ValueError):
-        raise TokenError("bad_claim", f"the token's {name!r} claim is out of range") from None
-
-
-def _check_times(claims: dict[str, Any], now: datetime) -> datetime:
-    expires_at = _time(claims, "exp")
-    if expires_at is None:
-        raise TokenError("missing_expiry", "the token has no 'exp' claim; signoff accepts only tokens that expire")
-    if now >= expires_at + LEEWAY:
-        raise TokenError("expired", f"the token expired at {expires_at.isoformat()}; get a new one")
-    not_before = _time(claims, "nbf")
-    if not_before is not None and now + LEEWAY < not_before:
-        raise TokenError("not_yet_valid", f"the token is not valid before {not_before.isoformat()}")
-    issued_at = _time(claims, "iat")
-    if issued_at is not None and issued_at > now + LEEWAY:
-        raise TokenError("issued_in_future", f"the token says it was issued at {issued_at.isoformat()}, "
-                                             "in the future: check the clocks")
-    return expires_at
-
-
-def _check_issuer_audience(claims: dict[str, Any], issuer: str | None, audience: str | None) -> None:
-    if issuer is not None and claims.get("iss") != issuer:
-        raise TokenError("wrong_issuer", f"the token's issuer is {_short(claims.get('iss'))}, not {issuer!r}")
-    if audience is None:
-        return
-    aud = claims.get("aud")
-    audiences = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
-    if audience not in audiences:
-        raise TokenError("wrong_audience", f"the token is for audience {_short(aud)}, not {audience!r}")
-
-
-def _name_problem(what: str, value: object) -> str | None:
-    """Why `value` is not a usable subject or group name, or None when it is."""
-    if not isinstance(value, str) or not value.strip():
-        return f"the {what} must be a non-empty string, not {_short(value)}"
-    if len(value) > MAX_NAME_CHARS or not value.isprintable():
-        return f"the {what} {_short(value)} must be printable and at most {MAX_NAME_CHARS} characters"
-    return None
-
-
-def _groups(value: object) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise TokenError("bad_claim", f"the 'groups' claim must be a list of strings, not {type(value).__name__}")
-    for group in value:
-        if (problem := _name_problem("group", group)) is not None:
-            raise TokenError("bad_claim", f"in the 'groups' claim: {problem}")
-    return tuple(dict.fromkeys(value))
-
-
 def _identity(claims: dict[str, Any], now: datetime, issuer: str | None, audience: str | None) -> Identity:
-    expires_at = _check_times(claims, now)
-    _check_issuer_audience(claims, issuer, audience)
+    expires_at = check_times(claims, now)
+    check_issuer_audience(claims, issuer, audience)
     subject = claims.get("sub")
     if subject is None or subject == "":
         raise TokenError("missing_subject", "the token has no 'sub' claim naming the approver")
-    if (problem := _name_problem("subject", subject)) is not None:
+    if (problem := name_problem("subject", subject)) is not None:
         raise TokenError("bad_claim", f"in the 'sub' claim: {problem}")
     iss = claims.get("iss")
-    return Identity(subject=subject, groups=_groups(claims.get("groups")), expires_at=expires_at,
+    return Identity(subject=subject, groups=read_groups(claims.get("groups")), expires_at=expires_at,
                     issuer=iss if isinstance(iss, str) else None)

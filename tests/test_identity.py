@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import pickle
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -14,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from pydantic import ValidationError
 
 from signoff.errors import TokenError, UsageError
-from signoff.identity import ApproverKeys, Identity, issue_token
+from signoff.identity import TOKEN_REASONS, ApproverKeys, Identity, issue_token
 from tests.approver_keys import (
     NOW,
     PrivateKey,
@@ -30,6 +32,7 @@ from tests.approver_keys import (
     write_pem,
     write_secret,
 )
+from tests.processes import REPO
 
 SECRET = "s" * 20 + "0123456789abcdefghijklmnop"
 
@@ -48,6 +51,7 @@ def hs_keys(tmp_path: Path) -> ApproverKeys:
 def refused(keys: ApproverKeys, token: Any, now: Any = NOW) -> TokenError:
     with pytest.raises(TokenError) as caught:
         keys.verify(token, now=now)
+    assert caught.value.reason in TOKEN_REASONS
     return caught.value
 
 
@@ -162,7 +166,8 @@ def test_tampered_payload_is_refused(hs_keys: ApproverKeys) -> None:
 @pytest.mark.parametrize("alg", ["none", "None", "NONE"])
 def test_unsigned_token_is_never_accepted(hs_keys: ApproverKeys, alg: str) -> None:
     token = hand_made({"alg": alg, "typ": "JWT"}, json.dumps(claims()))
-    assert refused(hs_keys, token).reason == "algorithm_not_allowed"
+    error = refused(hs_keys, token)
+    assert (error.reason, str(error)) == ("algorithm_not_allowed", "unsigned tokens (alg 'none') are never accepted")
 
 
 def test_hs256_token_keyed_with_the_public_key_is_refused_by_an_rsa_verifier(tmp_path: Path, rsa: PrivateKey) -> None:
@@ -216,6 +221,7 @@ def test_subject_that_is_not_a_printable_name_is_refused(hs_keys: ApproverKeys, 
         ('{"sub": "alice", "exp": NaN}', "malformed"),
         ('{"sub": "alice", "exp": Infinity}', "malformed"),
         ('{"sub": "alice", "exp": 1e300}', "bad_claim"),
+        ('{"sub": "alice", "exp": 1e400}', "bad_claim"),
         ('{"sub": "alice", "exp": "tomorrow"}', "bad_claim"),
         ('{"sub": "alice", "exp": true}', "bad_claim"),
         ('{"sub": "bob", "sub": "alice", "exp": 9999999999}', "malformed"),
@@ -231,6 +237,11 @@ def test_claims_no_honest_issuer_produces_are_refused(hs_keys: ApproverKeys, pay
 @pytest.mark.parametrize("token", ["", "abc", "a.b.c", "x" * 20_000, None, b"bytes.are.not", "...."])
 def test_malformed_tokens_are_refused(hs_keys: ApproverKeys, token: Any) -> None:
     assert refused(hs_keys, token).reason == "malformed"
+
+
+def test_validly_signed_token_over_the_size_limit_is_refused(hs_keys: ApproverKeys) -> None:
+    error = refused(hs_keys, sign(SECRET, "HS256", padding="x" * 20_000))
+    assert error.reason == "malformed" and "longer than" in str(error)
 
 
 def test_critical_header_extensions_are_refused(hs_keys: ApproverKeys) -> None:
@@ -259,7 +270,7 @@ def test_identity_round_trips_through_json_and_is_frozen() -> None:
     identity = Identity(subject="alice", groups=("sre",), expires_at=NOW, issuer="team")
     assert Identity.model_validate_json(identity.model_dump_json()) == identity
     with pytest.raises(ValidationError):
-        identity.subject = "mallory"  # type: ignore[misc]
+        identity.subject = "mallory"
 
 
 def test_identity_matches_subjects_and_groups_but_a_subject_is_no_group() -> None:
@@ -276,3 +287,9 @@ def test_issue_token_refuses_bad_names_and_lifetimes(tmp_path: Path) -> None:
         with pytest.raises(UsageError):
             issue_token(tmp_path / "k", subject, groups, ttl)
 
+
+
+def test_identity_module_does_not_import_temporalio() -> None:
+    code = "import sys, signoff.identity; print('temporalio' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
