@@ -7,8 +7,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives import serialization
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from signoff.errors import ConfigError
 from signoff.identity import ApproverKeys, issue_token
@@ -175,3 +177,16 @@ def test_a_single_jwk_is_read_as_a_one_key_jwks(tmp_path: Path) -> None:
     (tmp_path / "k.json").write_text(json.dumps(jwk(key, "solo")))
     keys = ApproverKeys.load(tmp_path / "k.json")
     assert keys.verify(sign(key, "ES256", kid="solo"), now=NOW + timedelta(seconds=1)).subject == "alice"
+
+
+def test_certificate_is_read_for_its_public_key(tmp_path: Path) -> None:
+    key = ec_key()
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "signoff approvers")])
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(1).not_valid_before(NOW - timedelta(days=1)).not_valid_after(NOW + timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )  # fmt: skip
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    keys = ApproverKeys.load(tmp_path / "cert.pem")
+    assert keys.verify(sign(key, "ES256"), now=NOW).subject == "alice"
