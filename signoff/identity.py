@@ -150,7 +150,7 @@ class ApproverKeys:
                 raise TokenError(
                     "unknown_key_id",
                     f"no configured key has the token's key id {short(kid)}; if the identity provider "
-                    f"rotated its keys, download its JWKS again into {self.keys.path}",
+                    "rotated its keys, download its JWKS again into the worker's SIGNOFF_APPROVER_KEYS file",
                 )
         usable = [k for k in keys if alg in k.algorithms]
         if not usable:

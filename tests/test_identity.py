@@ -99,6 +99,7 @@ def test_jwks_refuses_an_unknown_kid_and_says_to_download_again(tmp_path: Path, 
     keys = ApproverKeys.load(write_jwks(tmp_path / "jwks.json", jwk(rsa, "old")))
     error = refused(keys, sign(rsa, "RS256", kid="rotated"))
     assert error.reason == "unknown_key_id" and "download its JWKS again" in str(error)
+    assert str(tmp_path) not in str(error)  # whoever sent the token learns nothing of the worker's files
 
 
 def test_jwks_key_with_declared_alg_refuses_other_algorithms(tmp_path: Path, rsa: PrivateKey) -> None:
