@@ -34,7 +34,7 @@ from signoff.claims import (
     short,
 )
 from signoff.errors import ConfigError, TokenError, UsageError
-from signoff.keyfile import KeySet, VerificationKey, read_key_file, read_secret
+from signoff.keyfile import KeyKind, KeySet, VerificationKey, read_key_file, read_secret
 
 ENV_KEYS = "SIGNOFF_APPROVER_KEYS"
 ENV_ISSUER = "SIGNOFF_APPROVER_ISSUER"
@@ -100,7 +100,7 @@ class ApproverKeys:
         return cls.load(path, issuer or None, audience or None)
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> KeyKind:
         """`"secret"`, `"pem"` or `"jwks"`."""
         return self.keys.kind
 
