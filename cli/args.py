@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from signoff.cli.demo import DEMO_PROMPT
+from signoff.cli.token import add_token_parser
 
 
 def default_approver() -> str | None:
@@ -76,4 +77,5 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="approve without asking")
     p.add_argument("--prompt", default=DEMO_PROMPT, help="what to ask the default agent")
     _approver(p)
+    add_token_parser(sub, common)
     return parser

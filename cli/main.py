@@ -52,6 +52,7 @@ from signoff.cli.output import (
     ui_link,
     ui_root,
 )
+from signoff.cli.token import cmd_token
 from signoff.contract import (
     QUERY_EVENTS,
     QUERY_PENDING,
@@ -523,6 +524,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Context], Coroutine[Any, Any, 
     "watch": cmd_watch,
     "result": cmd_result,
     "demo": cmd_demo,
+    "token": cmd_token,
 }
 
 

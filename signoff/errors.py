@@ -5,6 +5,7 @@
     ├── UsageError         a developer's misuse of the API (duplicate tool name, unknown agent)
     ├── ProviderError      the model provider answered non-2xx: status, message, Retry-After
     ├── StreamError        the provider's stream broke off or could not be read
+    ├── TokenError         an approver's token was refused: `reason` says why (expired, ...)
     └── RunFailedError     a run that cannot go on (a call's policy said fail_run on timeout)
 
 Every message says what happened and, where it can, what to do.
@@ -48,6 +49,27 @@ class ProviderError(SignoffError):
 
 class StreamError(SignoffError):
     """The provider's response stream ended early or could not be parsed."""
+
+
+class TokenError(SignoffError):
+    """An approver token that cannot be trusted.
+
+    The message never contains the token: it is a credential, and the message may be
+    recorded in workflow history or shown to whoever sent the token.
+
+    Attributes:
+        reason: a stable short code for programs: one of `TOKEN_REASONS` in
+            `signoff.identity` (`"expired"`, `"bad_signature"`, `"wrong_audience"`, ...).
+        message: what was wrong, for people, and what to do about it.
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        self.message = message
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[type[TokenError], tuple[str, str]]:
+        return type(self), (self.reason, self.message)
 
 
 class RunFailedError(SignoffError):

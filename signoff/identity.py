@@ -1,0 +1,226 @@
+"""Who an approver is: JWTs verified against the keys the worker is configured with.
+
+`ApproverKeys` reads `SIGNOFF_APPROVER_KEYS` (an HS256 secret, PEM public keys or a JWKS;
+see `signoff.keyfile`) and turns a token into an `Identity`, or refuses it with a
+`TokenError` whose `reason` says why. `issue_token` mints HS256 tokens for teams without
+an identity provider.
+
+Nothing here knows Temporal. Verification reads the clock and the key file, so a workflow
+must not call it directly: an activity verifies, and history records the `Identity` (a
+frozen pydantic model), so a replay never depends on today's keys or today's time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import jwt
+from pydantic import BaseModel, ConfigDict
+
+from signoff.claims import (
+    check_issuer_audience,
+    check_times,
+    checked_shape,
+    name_problem,
+    read_claims,
+    read_groups,
+    read_header,
+    short,
+)
+from signoff.errors import ConfigError, TokenError, UsageError
+from signoff.keyfile import KeyKind, KeySet, VerificationKey, read_key_file, read_secret
+
+ENV_KEYS = "SIGNOFF_APPROVER_KEYS"
+ENV_ISSUER = "SIGNOFF_APPROVER_ISSUER"
+ENV_AUDIENCE = "SIGNOFF_APPROVER_AUDIENCE"
+DEFAULT_TTL = timedelta(hours=1)
+TOKEN_REASONS = (
+    "malformed", "algorithm_not_allowed", "unknown_key_id", "bad_signature", "missing_expiry",
+    "expired", "not_yet_valid", "issued_in_future", "wrong_issuer", "wrong_audience",
+    "missing_subject", "bad_claim",
+)  # fmt: skip
+_JWS = jwt.PyJWS()
+
+__all__ = ["ApproverKeys", "Identity", "TokenError", "issue_token"]
+
+
+class Identity(BaseModel):
+    """A verified approver, as recorded in history.
+
+    Attributes:
+        subject: the token's `sub`.
+        groups: the token's `groups` claim (empty when absent), duplicates removed.
+        expires_at: when the token expires (UTC).
+        issuer: the token's `iss`, when it has one.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    subject: str
+    groups: tuple[str, ...] = ()
+    expires_at: datetime | None = None
+    issuer: str | None = None
+
+    def matches(self, entry: str) -> bool:
+        """Whether an allow-list entry names this identity: `group:<name>` or a subject.
+
+        A subject that itself starts with `group:` never matches a group entry.
+        """
+        if entry.startswith("group:"):
+            return entry.removeprefix("group:") in self.groups
+        return entry == self.subject
+
+
+class ApproverKeys:
+    """The keys approver tokens are verified with, and the issuer/audience they must name."""
+
+    def __init__(self, keys: KeySet, issuer: str | None = None, audience: str | None = None) -> None:
+        self.keys, self.issuer, self.audience = keys, issuer or None, audience or None
+
+    @classmethod
+    def load(cls, path: str | Path, issuer: str | None = None, audience: str | None = None) -> ApproverKeys:
+        """Read a key file; ConfigError names the file and what was expected."""
+        return cls(read_key_file(Path(path)), issuer, audience)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ApproverKeys | None:
+        """Keys from `SIGNOFF_APPROVER_KEYS` (+ `_ISSUER`, `_AUDIENCE`); None when unset."""
+        env = os.environ if environ is None else environ
+        path, issuer, audience = (env.get(name, "").strip() for name in (ENV_KEYS, ENV_ISSUER, ENV_AUDIENCE))
+        if not path:
+            if issuer or audience:
+                raise ConfigError(f"{ENV_ISSUER}/{ENV_AUDIENCE} are set but {ENV_KEYS} is not: name the key file")
+            return None
+        return cls.load(path, issuer or None, audience or None)
+
+    @property
+    def kind(self) -> KeyKind:
+        """`"secret"`, `"pem"` or `"jwks"`."""
+        return self.keys.kind
+
+    def describe(self) -> str:
+        """What is configured, for a startup log line; never the secret."""
+        keys = self.keys.keys
+        if self.kind == "secret":
+            what = f"HS256 shared secret from {self.keys.path}"
+        else:
+            labels = ", ".join(k.label + (f" kid={k.kid}" if k.kid else "") for k in keys)
+            what = f"{len(keys)} public key{'s' * (len(keys) != 1)} ({labels}) from {self.kind.upper()} {self.keys.path}"
+        if self.keys.skipped:
+            what += f"; skipped {len(self.keys.skipped)}: {'; '.join(self.keys.skipped)}"
+        issuer = repr(self.issuer) if self.issuer else "not checked"
+        audience = repr(self.audience) if self.audience else "not checked"
+        return f"approver tokens: {what}; issuer {issuer}; audience {audience}"
+
+    def __repr__(self) -> str:
+        return f"ApproverKeys({self.describe()!r})"
+
+    def verify(self, token: str, now: datetime | None = None) -> Identity:
+        """The identity a token proves, or TokenError saying why it proves none.
+
+        Args:
+            token: the compact JWT (surrounding whitespace is ignored).
+            now: the time to check `exp`/`nbf`/`iat` against (timezone-aware); default now.
+
+        Raises:
+            TokenError: the token is malformed, badly signed, expired, for another issuer
+                or audience, or its claims are not what signoff needs.
+            UsageError: `now` is a naive datetime.
+        """
+        if now is not None and now.tzinfo is None:
+            raise UsageError("verify(now=...) needs a timezone-aware datetime, e.g. datetime.now(UTC)")
+        token = checked_shape(token)
+        header = read_header(token)
+        payload = self._signed_payload(token, header)
+        claims = read_claims(payload)
+        return _identity(claims, now or datetime.now(UTC), self.issuer, self.audience)
+
+    def _candidates(self, header: dict[str, Any]) -> list[VerificationKey]:
+        alg, kid = header["alg"], header.get("kid")
+        keys = self.keys.keys
+        if kid is not None and any(k.kid is not None for k in keys):
+            keys = tuple(k for k in keys if k.kid == kid)
+            if not keys:
+                raise TokenError(
+                    "unknown_key_id",
+                    f"no configured key has the token's key id {short(kid)}; if the identity provider "
+                    "rotated its keys, download its JWKS again into the worker's SIGNOFF_APPROVER_KEYS file",
+                )
+        usable = [k for k in keys if alg in k.algorithms]
+        if not usable:
+            allowed = sorted({a for k in keys for a in k.algorithms})
+            raise TokenError(
+                "algorithm_not_allowed",
+                f"algorithm {short(alg)} is not accepted for the configured keys (accepted: {', '.join(allowed)})",
+            )
+        return usable
+
+    def _signed_payload(self, token: str, header: dict[str, Any]) -> bytes:
+        for key in self._candidates(header):
+            try:
+                payload: bytes = _JWS.decode(token, key.material, algorithms=[header["alg"]])
+            except jwt.InvalidSignatureError:
+                continue  # another configured key may have signed it
+            except jwt.PyJWTError as exc:
+                raise TokenError("malformed", f"the token cannot be read: {exc}") from None
+            return payload
+        raise TokenError(
+            "bad_signature",
+            "the token's signature does not match the configured keys: it was signed with another key or altered",
+        )
+
+
+def issue_token(
+    key_file: Path,
+    subject: str,
+    groups: Sequence[str] = (),
+    ttl: timedelta = DEFAULT_TTL,
+    issuer: str | None = None,
+    audience: str | None = None,
+    *,
+    now: datetime | None = None,
+) -> str:
+    """An HS256 approver token signed with the secret in `key_file`.
+
+    Raises:
+        ConfigError: the file is not an HS256 secret (PEM/JWKS setups mint tokens with
+            their identity provider), or cannot be read.
+        UsageError: an empty or unprintable subject or group, or a ttl that is not positive.
+    """
+    secret = read_secret(Path(key_file))
+    for what, value in [("subject", subject), *(("group", g) for g in groups)]:
+        if (problem := name_problem(what, value)) is not None:
+            raise UsageError(problem)
+    if ttl <= timedelta(0):
+        raise UsageError(f"the token's lifetime must be positive, not {ttl}")
+    issued = now or datetime.now(UTC)
+    claims: dict[str, Any] = {
+        "sub": subject, "iat": int(issued.timestamp()), "exp": int((issued + ttl).timestamp()),
+        "jti": secrets.token_urlsafe(16),
+    }  # fmt: skip
+    if groups:
+        claims["groups"] = list(dict.fromkeys(groups))
+    if issuer:
+        claims["iss"] = issuer
+    if audience:
+        claims["aud"] = audience
+    return _JWS.encode(json.dumps(claims, separators=(",", ":")).encode(), secret, algorithm="HS256")
+
+
+def _identity(claims: dict[str, Any], now: datetime, issuer: str | None, audience: str | None) -> Identity:
+    expires_at = check_times(claims, now)
+    check_issuer_audience(claims, issuer, audience)
+    subject = claims.get("sub")
+    if subject is None or subject == "":
+        raise TokenError("missing_subject", "the token has no 'sub' claim naming the approver")
+    if (problem := name_problem("subject", subject)) is not None:
+        raise TokenError("bad_claim", f"in the 'sub' claim: {problem}")
+    iss = claims.get("iss")
+    return Identity(subject=subject, groups=read_groups(claims.get("groups")), expires_at=expires_at,
+                    issuer=iss if isinstance(iss, str) else None)

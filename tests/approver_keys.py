@@ -1,0 +1,98 @@
+"""Real keys and tokens for approver-identity tests: key files as operators write them.
+
+Keys are generated with `cryptography`; tokens are signed with PyJWT, or by hand where a
+test needs a token no honest library would produce.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey
+
+
+def rsa_key(bits: int = 2048) -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=bits)
+
+
+def ec_key(curve: ec.EllipticCurve | None = None) -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(curve or ec.SECP256R1())
+
+
+def ed25519_key() -> ed25519.Ed25519PrivateKey:
+    return ed25519.Ed25519PrivateKey.generate()
+
+
+def public_pem(key: PrivateKey) -> bytes:
+    return key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def write_secret(path: Path, secret: str | None = None) -> str:
+    """An HS256 secret file as the README makes it (`secrets.token_urlsafe(48)` and a newline)."""
+    secret = secret or secrets.token_urlsafe(48)
+    path.write_text(secret + "\n")
+    return secret
+
+
+def write_pem(path: Path, *keys: PrivateKey) -> Path:
+    path.write_bytes(b"".join(public_pem(k) for k in keys))
+    return path
+
+
+def jwk(key: PrivateKey, kid: str, **extra: Any) -> dict[str, Any]:
+    """The public JWK of `key`, as an identity provider publishes it."""
+    public = key.public_key()
+    entry: dict[str, Any]
+    if isinstance(public, rsa.RSAPublicKey):
+        entry = RSAAlgorithm.to_jwk(public, as_dict=True)
+    elif isinstance(public, ec.EllipticCurvePublicKey):
+        entry = ECAlgorithm.to_jwk(public, as_dict=True)
+    else:
+        entry = OKPAlgorithm.to_jwk(public, as_dict=True)
+    return {**entry, "kid": kid, "use": "sig", **extra}
+
+
+def write_jwks(path: Path, *entries: dict[str, Any]) -> Path:
+    path.write_text(json.dumps({"keys": list(entries)}, indent=2))
+    return path
+
+
+def claims(**overrides: Any) -> dict[str, Any]:
+    """Valid claims at NOW (expiring in ten minutes); a None override removes the claim."""
+    base: dict[str, Any] = {
+        "sub": "alice", "groups": ["sre"], "iat": int(NOW.timestamp()),
+        "exp": int((NOW + timedelta(minutes=10)).timestamp()),
+    }  # fmt: skip
+    base.update(overrides)
+    return {k: v for k, v in base.items() if v is not None}
+
+
+def sign(key: PrivateKey | str, algorithm: str, kid: str | None = None, **overrides: Any) -> str:
+    headers = {"kid": kid} if kid else None
+    material: Any = key.encode() if isinstance(key, str) else key
+    return jwt.encode(claims(**overrides), material, algorithm=algorithm, headers=headers)
+
+
+def b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def hand_made(header: dict[str, Any], payload: bytes | str, hmac_key: bytes | None = None) -> str:
+    """A token built without a JWT library: any header, any payload bytes, HMAC or no signature."""
+    raw = payload.encode() if isinstance(payload, str) else payload
+    signing_input = f"{b64(json.dumps(header).encode())}.{b64(raw)}"
+    signature = hmac.new(hmac_key, signing_input.encode(), hashlib.sha256).digest() if hmac_key else b""
+    return f"{signing_input}.{b64(signature)}"
