@@ -36,6 +36,7 @@ from signoff.errors import UsageError
 from signoff.limits import Limits
 from signoff.policy import PolicyBook
 from signoff.runtime.devserver import DEFAULT_ADDRESS, EmbeddedServer, is_listening
+from signoff.runtime.hardening import harden_process
 from signoff.workflows.agent_run import AgentRun
 
 AGENTS_ENV = "SIGNOFF_AGENTS"
@@ -178,6 +179,7 @@ async def open_client(settings: WorkerSettings) -> tuple[Client, EmbeddedServer 
 
 async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | None = None) -> None:
     """Run a worker until SIGINT/SIGTERM, then shut down gracefully."""
+    harden_process()  # before anything reads a secret: tools must not read our memory
     settings = settings or WorkerSettings.from_env()
     agents = load_agents(agent_modules)
     client, server = await open_client(settings)

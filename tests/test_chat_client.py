@@ -9,7 +9,14 @@ from contextlib import asynccontextmanager
 import httpx
 
 from signoff.chat import ChatOptions, LLMConfig, OpenAIChatClient
-from signoff.messages import ChatMessage, ChatResponse, FinishReason, ToolCall, ToolSpec, Usage
+from signoff.messages import (
+    ChatMessage,
+    ChatResponse,
+    FinishReason,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 from signoff.testing import Reply, ScriptedModelServer
 
 RUN = ToolSpec(name="run_command", description="Run a shell command")

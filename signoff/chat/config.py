@@ -1,13 +1,16 @@
 """Where the model lives: endpoint, model name, timeouts. Never the API key itself.
 
-The key is read from the environment variable named by `LLMConfig.api_key_env` at the
-moment a request is sent, so it never sits in a config object that could end up in a
-repr, a log line, an event or Temporal history.
+The key is read at the moment a request is sent, from the file `LLMConfig.api_key_file`
+(`SIGNOFF_LLM_API_KEY_FILE`, as container secrets are mounted) or else from the
+environment variable named by `LLMConfig.api_key_env`. So it never sits in a config
+object that could end up in a repr, a log line, an event or Temporal history, and a
+rotated key file is picked up by the next request.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -30,6 +33,8 @@ PRESET_MODELS: dict[str, str] = {
 """Default model per preset; vLLM serves whatever it was started with, so it has none."""
 
 DEFAULT_API_KEY_ENV = "SIGNOFF_LLM_API_KEY"
+ENV_API_KEY_FILE = "SIGNOFF_LLM_API_KEY_FILE"
+MAX_KEY_FILE_BYTES = 64 * 1024
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 120.0
 ENV_BASE_URL = "SIGNOFF_LLM_BASE_URL"
@@ -47,6 +52,9 @@ class LLMConfig:
         model: model name sent with each request unless `ChatOptions.model` overrides it.
         api_key_env: name of the environment variable holding the bearer key. The key is
             read when a request is made and sent only if the variable is set and non-empty.
+        api_key_file: path of a file holding the bearer key (surrounding whitespace is
+            ignored). When set, it is the key's only source: `api_key_env` is not read.
+            Checked when the config is built and read again at each request.
         connect_timeout: seconds to establish the connection.
         read_timeout: seconds allowed between two chunks of the stream (not for the whole
             answer: a long answer that keeps streaming never times out).
@@ -60,6 +68,7 @@ class LLMConfig:
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     read_timeout: float = DEFAULT_READ_TIMEOUT
     headers: Mapping[str, str] = field(default_factory=dict, repr=False, hash=False)
+    api_key_file: str | None = None
 
     def __post_init__(self) -> None:
         # A frozen dataclass cannot assign normally; normalising the URL here means
@@ -74,6 +83,8 @@ class LLMConfig:
         for name in ("connect_timeout", "read_timeout"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be a positive number of seconds")
+        if self.api_key_file is not None:
+            read_key_file(self.api_key_file)  # fail now, not at the first request
 
     @classmethod
     def preset(cls, name: str, model: str | None = None, **kwargs: object) -> LLMConfig:
@@ -96,10 +107,12 @@ class LLMConfig:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> LLMConfig:
-        """Build from `SIGNOFF_LLM_BASE_URL` and `SIGNOFF_LLM_MODEL`.
+        """Build from `SIGNOFF_LLM_BASE_URL`, `SIGNOFF_LLM_MODEL`, `SIGNOFF_LLM_API_KEY_FILE`.
 
         `SIGNOFF_LLM_BASE_URL` is a URL or a preset name (e.g. `deepseek`); with a preset,
-        `SIGNOFF_LLM_MODEL` may be left unset to use the preset's default model.
+        `SIGNOFF_LLM_MODEL` may be left unset to use the preset's default model. The key
+        comes from `SIGNOFF_LLM_API_KEY_FILE` or `SIGNOFF_LLM_API_KEY`; setting both is
+        an error, since which one the operator meant cannot be guessed.
 
         Args:
             environ: the environment to read; `os.environ` when None.
@@ -110,20 +123,86 @@ class LLMConfig:
         env = os.environ if environ is None else environ
         base_url = env.get(ENV_BASE_URL, "").strip()
         model = env.get(ENV_MODEL, "").strip() or None
+        key_file = env.get(ENV_API_KEY_FILE, "").strip() or None
+        if key_file and env.get(DEFAULT_API_KEY_ENV):
+            raise ConfigError(
+                f"both {DEFAULT_API_KEY_ENV} and {ENV_API_KEY_FILE} are set: "
+                "unset one of them (the file is the safer home for the key)"
+            )
         if not base_url:
             raise ConfigError(
                 f"{ENV_BASE_URL} is not set: set it to an OpenAI-compatible endpoint "
                 f"such as https://api.deepseek.com/v1, or a preset name ({', '.join(PRESETS)})"
             )
         if base_url in PRESETS:
-            return cls.preset(base_url, model=model)
+            return cls.preset(base_url, model=model, api_key_file=key_file)
         if model is None:
             raise ConfigError(f"{ENV_MODEL} is not set: set it to the model name to use")
-        return cls(base_url=base_url, model=model)
+        return cls(base_url=base_url, model=model, api_key_file=key_file)
 
     def api_key(self) -> str | None:
-        """The API key from the environment now, or None when unset or empty."""
+        """The API key now: from `api_key_file` when set, else from `api_key_env`.
+
+        Returns:
+            The key, or None when the environment variable is unset or empty.
+
+        Raises:
+            ConfigError: `api_key_file` is set but missing, unreadable or empty.
+        """
+        if self.api_key_file is not None:
+            return read_key_file(self.api_key_file)
         return os.environ.get(self.api_key_env) or None
+
+
+def read_key_file(path: str) -> str:
+    """The key held in the file at `path`, without surrounding whitespace.
+
+    Errors name the file, never its content. A path that does not exist is named only
+    when it looks like one: a key pasted into the setting by mistake must not be
+    echoed into a log.
+
+    Raises:
+        ConfigError: the file is missing, unreadable, not a regular file, too large,
+            not text, or empty.
+    """
+    what = _key_file_name(path)
+    try:
+        # O_NONBLOCK: a FIFO planted at the path must not hang the worker; it is refused below.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise ConfigError(f"{what} does not exist: mount or create it, or fix the path") from None
+    except PermissionError:
+        raise ConfigError(f"{what} is not readable by this worker (uid {os.geteuid()})") from None
+    except OSError as exc:
+        raise ConfigError(f"{what} cannot be opened: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{what} is not a regular file")
+        if info.st_size > MAX_KEY_FILE_BYTES:
+            raise ConfigError(f"{what} is larger than {MAX_KEY_FILE_BYTES} bytes: not a key file?")
+        data = os.read(fd, MAX_KEY_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{what} cannot be read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    try:
+        key = data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise ConfigError(f"{what} is not UTF-8 text") from None
+    if not key:
+        raise ConfigError(f"{what} is empty: write the API key into it")
+    return key
+
+
+def _key_file_name(path: str) -> str:
+    if os.path.lexists(path) or path.startswith(("/", ".", "~")):
+        return f"API key file {path!r} ({ENV_API_KEY_FILE})"
+    return (
+        f"the API key file named by {ENV_API_KEY_FILE} (its value is not shown: it does not "
+        "look like a path and may be the key itself; the setting takes the path of a file "
+        "holding the key)"
+    )
 
 
 def _check_base_url(url: str) -> None:

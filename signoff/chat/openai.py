@@ -17,6 +17,11 @@ What is raised:
   connection), was malformed JSON, or ended without a finish reason. Retryable.
 - `httpx.ConnectError`, `httpx.TimeoutException` (including a read timeout between two
   chunks) and other transport errors propagate as they are; they are retryable too.
+
+No error leaving `complete` holds 8 or more consecutive characters of the API key
+(`signoff.chat.masking`): a provider that echoes the key, whole or in part, in an error
+body, an SSE `error` event, a mid-stream error chunk or a malformed chunk is masked, and
+an exception whose chain quotes it is replaced by a masked `StreamError`.
 """
 
 from __future__ import annotations
@@ -26,15 +31,23 @@ import time
 from collections.abc import Mapping
 from datetime import UTC
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, Self
 
 import httpx
 from httpx_sse import EventSource, aconnect_sse
 
 from signoff.chat.base import ChatOptions, OnText
 from signoff.chat.config import LLMConfig
+from signoff.chat.masking import mask_secret, masked_exception
 from signoff.errors import ProviderError, StreamError
-from signoff.messages import ChatMessage, ChatResponse, FinishReason, ToolCall, ToolSpec, Usage
+from signoff.messages import (
+    ChatMessage,
+    ChatResponse,
+    FinishReason,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 
 _FINISH_REASONS = {
     "stop": FinishReason.STOP,
@@ -74,7 +87,7 @@ class OpenAIChatClient:
     def __repr__(self) -> str:
         return f"OpenAIChatClient(base_url={self.config.base_url!r}, model={self.config.model!r})"
 
-    async def __aenter__(self) -> OpenAIChatClient:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -106,8 +119,26 @@ class OpenAIChatClient:
             httpx.TransportError: connecting failed or a timeout expired.
         """
         key = self.config.api_key()
+        try:
+            return await self._complete(key, messages, tools, options or ChatOptions(), on_text)
+        except Exception as exc:
+            # The one exit for errors: whatever quotes the provider is checked for the key.
+            masked = masked_exception(exc, key)
+            if masked is None:
+                raise
+        # Raised outside the handler, so not even a suppressed __context__ holds the original.
+        raise masked
+
+    async def _complete(
+        self,
+        key: str | None,
+        messages: list[ChatMessage],
+        tools: list[ToolSpec],
+        options: ChatOptions,
+        on_text: OnText | None,
+    ) -> ChatResponse:
         url = f"{self.config.base_url}/chat/completions"
-        body = self._body(messages, tools, options or ChatOptions())
+        body = self._body(messages, tools, options)
         async with aconnect_sse(
             self._http, "POST", url, json=body, headers=self._headers(key), timeout=self._timeout
         ) as source:
@@ -308,10 +339,8 @@ async def _provider_error(response: httpx.Response, key: str | None) -> Provider
         message = _error_text(json.loads(text))
     except ValueError:
         message = text.strip() or response.reason_phrase
-    # Some providers echo the key they rejected. Short values are dummies ("ollama"),
-    # and masking them would garble the message rather than protect anything.
-    if key and len(key) >= 8:
-        message = message.replace(key, "***")
+    # Some providers echo the key they rejected, whole or in part.
+    message = mask_secret(message, key)
     retry_after = _retry_after(response.headers)
     return ProviderError(response.status_code, message[:_MAX_ERROR_TEXT], retry_after)
 

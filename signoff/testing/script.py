@@ -60,6 +60,8 @@ class Reply:
     done: bool = True  # send `data: [DONE]`
     interleave: bool = False  # interleave the deltas of parallel tool calls
     ignore_stream: bool = False  # answer plain JSON even to `stream: true`
+    stream_error: str | None = None  # after the text deltas, report this error in the stream
+    error_event: bool = True  # with `stream_error`: an SSE `event: error` (else a data chunk)
 
     @classmethod
     def text(cls, text: str, chunks: int = 3, usage: Usage | None = None) -> Reply:
@@ -95,6 +97,13 @@ class Reply:
         """Some text deltas, then the connection closes (or, `close=False`, the body
         ends cleanly) with neither finish reason nor `[DONE]`."""
         return cls(content=text, chunks=chunks, broken=True, close=close, done=False)
+
+    @classmethod
+    def failing_stream(cls, message: str, text: str = "", event: bool = True) -> Reply:
+        """A 200 stream of `text` that then reports an error and ends: an SSE
+        `event: error` whose data is `{"error": {"message": ...}}`, or (`event=False`)
+        that object as an ordinary `data:` chunk, as some providers do mid-stream."""
+        return cls(content=text, stream_error=message, error_event=event, done=False)
 
     @classmethod
     def finish(cls, reason: str = "length", text: str = "") -> Reply:

@@ -204,9 +204,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        events = [json.dumps(chunk) for chunk in _stream_chunks(reply, request)]
-        for data in events + (["[DONE]"] if reply.done else []):
-            payload = f"data: {data}\n\n".encode()
+        events = [f"data: {json.dumps(chunk)}" for chunk in _stream_chunks(reply, request)]
+        if reply.stream_error is not None:
+            kind = "event: error\n" if reply.error_event else ""
+            events.append(f"{kind}data: {json.dumps(_error_body(reply.stream_error))}")
+        for event in events + (["data: [DONE]"] if reply.done else []):
+            payload = f"{event}\n\n".encode()
             self.wfile.write(b"%X\r\n%s\r\n" % (len(payload), payload))
         if reply.broken and reply.close:
             self.close_connection = True  # no terminating chunk: the client sees a cut body
@@ -266,7 +269,7 @@ def _stream_chunks(reply: Reply, request: ScriptedRequest) -> list[dict[str, Any
     base = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 0}
     base["model"] = request.model
     chunks = [{**base, "choices": [_choice(d, None)]} for d in deltas]
-    if reply.broken:
+    if reply.broken or reply.stream_error is not None:
         return chunks
     chunks.append({**base, "choices": [_choice({}, reply.finish_reason)]})
     chunks.append({**base, "choices": [], "usage": _usage(reply, request, calls).model_dump()})

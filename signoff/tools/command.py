@@ -14,13 +14,12 @@ from pydantic import Field
 from signoff.errors import ConfigError
 from signoff.tools._arguments import Arguments, json_schema, validate_arguments
 from signoff.tools.base import ToolResult
+from signoff.tools.process import ToolUser, tool_env_names, tool_environment
 from signoff.tools.scope import WorkspaceScope
 
 DEFAULT_TIMEOUT_SECS = 60
 MAX_TIMEOUT_SECS = 3600
 DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024
-# signoff's own secret stays out of commands: `env` would put it in the transcript.
-HIDDEN_ENV_VARS = ("SIGNOFF_LLM_API_KEY",)
 
 
 class RunCommandArguments(Arguments):
@@ -45,6 +44,12 @@ class RunCommand:
     The command counts as finished when its output closes: a background job that
     keeps stdout open runs into the timeout unless its output is redirected.
 
+    The command sees only an allow-listed environment (`signoff.tools.process`): no
+    Temporal settings, provider key or other secret of the worker's unless an operator
+    lists its name in `SIGNOFF_TOOL_ENV`. With `SIGNOFF_TOOL_USER` (or `user=`) it runs
+    as that OS user, in that user's primary group only, so it cannot read the worker's
+    files or process memory either.
+
     This tool never asks for approval itself; `default_tools` wraps it in
     `ApprovalRequiredTool`.
     """
@@ -60,23 +65,34 @@ class RunCommand:
         *,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         env: Mapping[str, str] | None = None,
+        user: str | int | None = None,
     ) -> None:
-        """Configure the tool; nothing runs until `execute`.
+        """Configure the tool and check its configuration now; nothing runs until `execute`.
 
         Args:
             scope: the workspace; its root is the command's working directory.
             max_output_bytes: how much output to keep.
-            env: the command's environment; None inherits the worker's, minus
-                `HIDDEN_ENV_VARS`.
+            env: the command's whole environment; None takes the allow-listed part of
+                the worker's (`PATH`, `HOME`, `LANG`, `LC_*`, `TZ`, `TERM`, `USER`,
+                `SHELL` and the names in `SIGNOFF_TOOL_ENV`).
+            user: the OS user (login name or uid) to run commands as; None takes
+                `SIGNOFF_TOOL_USER`, and runs as the worker's own user when that is unset.
+                `HOME`, `USER`, `LOGNAME` and `SHELL` are then that user's, even in `env`.
 
         Raises:
-            ConfigError: `max_output_bytes` is not positive.
+            ConfigError: `max_output_bytes` is not positive, `SIGNOFF_TOOL_ENV` is
+                malformed, or the user does not exist, cannot be switched to, or cannot
+                reach the workspace.
         """
         if max_output_bytes < 1:
             raise ConfigError(f"max_output_bytes must be positive, not {max_output_bytes}")
         self.scope = scope
         self.max_output_bytes = max_output_bytes
-        self.env = dict(env) if env is not None else _inherited_env()
+        self.user = ToolUser.lookup(user) if user is not None else ToolUser.from_env()
+        self.env = dict(env) if env is not None else tool_environment(os.environ, tool_env_names())
+        if self.user is not None:
+            self.user.check(scope.root)
+            self.env.update(self.user.identity_env())
         self.parameters: dict[str, Any] = json_schema(RunCommandArguments)
 
     def requires_approval(self, arguments: dict[str, Any]) -> bool:
@@ -97,6 +113,7 @@ class RunCommand:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,  # its own process group: one signal reaches all
+                **(self.user.popen_options() if self.user else {}),
             )
         except OSError as exc:
             return ToolResult.error(f"could not start the command: {exc}")
@@ -159,7 +176,3 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
     # ProcessLookupError: the whole group has already exited.
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _inherited_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in HIDDEN_ENV_VARS}
