@@ -34,8 +34,16 @@ def gated_call_ids(registry: ToolRegistry, calls: Iterable[ToolCall]) -> list[st
     return gated
 
 
-async def execute_call(registry: ToolRegistry, call: ToolCall) -> str:
-    """Run one call; the tool message text. A tool's own failure is `Error: ...`."""
+async def execute_call(registry: ToolRegistry, call: ToolCall, *, approved: bool = False) -> str:
+    """Run one call; the tool message text. A tool's own failure is `Error: ...`.
+
+    Args:
+        registry: the run's tools.
+        call: the call to run.
+        approved: a person approved this very call. Passed on only to tools that declare
+            `approval_aware = True` (the file tools: an unapproved call of theirs stays
+            inside the workspace however the path changed since it was judged).
+    """
     tool = registry.get(call.name)
     arguments = _arguments(call)
     if tool is None:
@@ -43,7 +51,10 @@ async def execute_call(registry: ToolRegistry, call: ToolCall) -> str:
     if arguments is None:
         return f"Error: arguments for {call.name} are not a JSON object"
     try:
-        result = await tool.execute(arguments)
+        if getattr(tool, "approval_aware", False):
+            result = await tool.execute(arguments, approved=approved)  # type: ignore[call-arg]
+        else:
+            result = await tool.execute(arguments)
     except Exception as exc:  # a tool's bug is the model's information, not a failed run
         result = ToolResult.error(f"{type(exc).__name__}: {exc}")
     return result.to_message()
