@@ -111,8 +111,25 @@ def test_approve_outside_asks_only_for_paths_outside(ws: Path, outside: Path) ->
 
 async def test_approve_outside_runs_an_approved_outside_call(ws: Path, outside: Path) -> None:
     write = WriteFile(WorkspaceScope(ws, ScopePolicy.APPROVE_OUTSIDE))
-    result = await write.execute({"path": str(outside / "x.txt"), "content": "hi"})
+    arguments = {"path": str(outside / "x.txt"), "content": "hi"}
+    result = await write.execute(arguments, approved=True)
     assert not result.is_error and (outside / "x.txt").read_text() == "hi"
+
+
+async def test_approve_outside_refuses_an_unapproved_outside_call(ws: Path, outside: Path) -> None:
+    write = WriteFile(WorkspaceScope(ws, ScopePolicy.APPROVE_OUTSIDE))
+    result = await write.execute({"path": str(outside / "x.txt"), "content": "hi"})
+    assert result.is_error and "was not approved" in result.content
+    assert not (outside / "x.txt").exists()
+
+
+async def test_deny_refuses_outside_even_when_the_call_was_approved(
+    ws: Path, outside: Path
+) -> None:
+    write = WriteFile(WorkspaceScope(ws, ScopePolicy.DENY))
+    result = await write.execute({"path": str(outside / "x.txt"), "content": "hi"}, approved=True)
+    assert result.is_error and "refuses it" in result.content
+    assert not (outside / "x.txt").exists()
 
 
 async def test_allow_policy_runs_outside_without_asking(ws: Path, outside: Path) -> None:

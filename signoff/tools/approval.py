@@ -12,7 +12,9 @@ class ApprovalRequiredTool:
     """Forwards everything to `inner`; only `requires_approval` answers True.
 
     The model sees the same name, description and schema, and an approved call
-    runs exactly as the inner tool would.
+    runs exactly as the inner tool would: keyword options of `execute` (such as
+    `approved=` for tools that declare `approval_aware`) and `approval_aware`
+    itself are passed through.
 
     Args:
         inner: the tool whose every call waits for a person.
@@ -39,8 +41,8 @@ class ApprovalRequiredTool:
             raise AttributeError(attribute)
         return getattr(self.inner, attribute)
 
-    async def execute(self, arguments: dict[str, Any]) -> ToolResult:
-        return await self.inner.execute(arguments)
+    async def execute(self, arguments: dict[str, Any], **options: Any) -> ToolResult:
+        return await self.inner.execute(arguments, **options)
 
     def requires_approval(self, arguments: dict[str, Any]) -> bool:
         return True

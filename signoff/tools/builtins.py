@@ -1,35 +1,42 @@
 """The default agent's tools (CONTRACT.md): a shell command and four file tools.
 
 File tools take a `path`; relative paths are relative to the workspace. Whether a
-call may run is the scope's decision on the path's real location: inside runs,
-outside is refused, asked about, or run, per `ScopePolicy`. Failures (a missing
-file, a directory without `recursive`) are tool errors for the model, not exceptions.
+call may run is the scope's decision (`WorkspaceScope`), taken when the model asks
+(`requires_approval`, which resolves the path without touching anything) and again
+when the call runs, on descriptors (`FileTool`): a call nobody approved is resolved
+beneath the root, so nothing that changed in between can send it outside. Whatever
+the policy, they never touch `/proc`, `/sys`, `/dev`, the worker's secret files or
+anything but regular files (`signoff.tools.guard`). Failures (a missing file, a
+directory without `recursive`) are tool errors for the model, not exceptions.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
-import shutil
-from pathlib import Path
-from typing import Any, ClassVar
+import stat
+from typing import Any
 
 from pydantic import Field
 
-from signoff.tools._arguments import Arguments, json_schema, validate_arguments
 from signoff.tools.approval import ApprovalRequiredTool
 from signoff.tools.base import Tool, ToolResult
 from signoff.tools.command import RunCommand
-from signoff.tools.scope import ScopeDecision, WorkspaceScope
+from signoff.tools.filetool import (
+    FileTool,
+    PathArguments,
+    Place,
+    TreatedAsOutside,
+    split_last,
+)
+from signoff.tools.fs import make_dirs_beneath, remove_tree
+from signoff.tools.guard import Refusal
+from signoff.tools.scope import WorkspaceScope
 
 DEFAULT_MAX_READ_BYTES = 256 * 1024
 DEFAULT_MAX_LIST_ENTRIES = 1000
 
 _PATH_HELP = "Relative paths are relative to the workspace."
-
-
-class PathArguments(Arguments):
-    path: str = Field(description=f"The file. {_PATH_HELP}")
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
 
 
 class ListDirArguments(PathArguments):
@@ -45,50 +52,6 @@ class RemovePathArguments(PathArguments):
     recursive: bool = Field(False, description="Required to remove a directory and all it holds.")
 
 
-class FileTool:
-    """What the file tools share: argument checks, the scope, errors as results.
-
-    Subclasses set `name`, `description`, `arguments_model` and implement `run`,
-    which does blocking I/O (in a worker thread) on the path as given, joined to
-    the root: the OS then resolves it exactly as the scope did.
-    """
-
-    kind = "file"
-    idempotent = True
-    name: str
-    description: str
-    arguments_model: ClassVar[type[PathArguments]] = PathArguments
-
-    def __init__(self, scope: WorkspaceScope) -> None:
-        self.scope = scope
-        self.parameters: dict[str, Any] = json_schema(self.arguments_model)
-
-    def requires_approval(self, arguments: dict[str, Any]) -> bool:
-        """True when the path is outside the workspace and the policy asks a human."""
-        args = validate_arguments(self.arguments_model, self.name, arguments)
-        # Invalid arguments run nowhere: `execute` answers them with an error.
-        return not isinstance(args, ToolResult) and self.scope.check(args.path) is ScopeDecision.ASK
-
-    async def execute(self, arguments: dict[str, Any]) -> ToolResult:
-        args = validate_arguments(self.arguments_model, self.name, arguments)
-        if isinstance(args, ToolResult):
-            return args
-        if self.scope.check(args.path) is ScopeDecision.REFUSE:
-            return ToolResult.error(self.scope.refusal(args.path))
-        try:
-            return await asyncio.to_thread(self.run, self.scope.root / args.path, args)
-        except OSError as exc:
-            return ToolResult.error(f"{args.path}: {exc.strerror or exc}")
-        except ValueError as exc:  # e.g. a NUL byte in the path
-            return ToolResult.error(f"{args.path!r}: {exc}")
-
-    def run(self, target: Path, args: Any) -> ToolResult:
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.scope!r})"
-
-
 class ReadFile(FileTool):
     """Reads a text file; past `max_bytes`, the start is returned with a note saying so."""
 
@@ -99,23 +62,28 @@ class ReadFile(FileTool):
         super().__init__(scope)
         self.max_bytes = max_bytes
 
-    def run(self, target: Path, args: PathArguments) -> ToolResult:
-        if target.is_dir():
+    def run(self, place: Place, args: PathArguments) -> ToolResult:
+        try:
+            fd, found = place.open_regular(os.O_RDONLY)
+        except IsADirectoryError:
             return ToolResult.error(f"{args.path} is a directory; use list_dir to see its entries")
-        if target.exists() and not target.is_file():
-            # A FIFO or device could block the read forever.
-            return ToolResult.error(f"{args.path} is not a regular file")
-        with open(target, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            data = file.read(self.max_bytes)
+        try:
+            data = _read_up_to(fd, self.max_bytes)
+        finally:
+            os.close(fd)
         text = data.decode(errors="replace")
-        if size > len(data):
-            text += f"\n[file truncated: showing the first {len(data)} of {size} bytes]"
+        if found.st_size > len(data):
+            text += f"\n[file truncated: showing the first {len(data)} of {found.st_size} bytes]"
         return ToolResult(content=text)
 
 
 class WriteFile(FileTool):
-    """Writes a text file (UTF-8), replacing it, creating missing parent directories."""
+    """Writes a text file (UTF-8), replacing it, creating missing parent directories.
+
+    An existing file is opened without truncating, checked (a regular file, one hard link
+    unless the call may leave the workspace), then truncated and written. A new one is
+    created with `O_EXCL | O_NOFOLLOW`, so never through a symlink.
+    """
 
     name = "write_file"
     description = (
@@ -123,48 +91,112 @@ class WriteFile(FileTool):
     )
     arguments_model = WriteFileArguments
 
-    def run(self, target: Path, args: WriteFileArguments) -> ToolResult:
+    def leaves(self, args: Any) -> bool:
+        probe = self.scope.probe(args.path)
+        return probe.leaves or _hard_linked(probe.stat)
+
+    def run(self, place: Place, args: WriteFileArguments) -> ToolResult:
+        parent, name = split_last(place.path)
+        if name is None:
+            return ToolResult.error(f"{args.path} does not name a file")
+        if place.confined and place.probe(place.path).leaves:
+            raise TreatedAsOutside("it leads out through '..', an absolute path or a symlink")
         data = args.content.encode()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        fd = self._open(place, parent, name)
+        try:
+            found = os.fstat(fd)
+            if place.confined and _hard_linked(found):
+                raise TreatedAsOutside(
+                    f"it has {found.st_nlink} hard links, so the same file is also elsewhere"
+                )
+            os.ftruncate(fd, 0)
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
         return ToolResult(content=f"wrote {len(data)} bytes to {args.path}")
+
+    def _open(self, place: Place, parent: str, name: str) -> int:
+        """The file to write, opened (an existing one) or created (a new one)."""
+        dir_fd = make_dirs_beneath(place.root_fd, parent, in_root=place.in_root)
+        try:
+            place.guard.check_opened(place.shown, dir_fd, os.fstat(dir_fd))
+            for _ in range(3):  # a file that comes and goes while we look: give up after 3
+                try:
+                    return place.open_regular(os.O_WRONLY)[0]
+                except FileNotFoundError:
+                    pass
+                try:
+                    return os.open(name, _CREATE, 0o666, dir_fd=dir_fd)
+                except FileExistsError:
+                    if stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+                        raise Refusal(
+                            f"{place.shown} is a symbolic link to a file that does not exist; "
+                            "write to the file's own path instead"
+                        ) from None
+        finally:
+            os.close(dir_fd)
+        raise Refusal(f"{place.shown} kept changing while it was being opened; nothing was written")
 
 
 class RemovePath(FileTool):
     """Removes a file or symlink, or a directory tree when `recursive` is true.
 
-    A symlink is removed itself, never what it points to. The workspace root
-    itself is never removed: every later call would fail.
+    A symlink is removed itself, never what it points to; a tree is removed through
+    descriptors (`fs.remove_tree`), without following links. The workspace
+    root itself is never removed: every later call would fail.
     """
 
     name = "remove_path"
     description = "Remove a file, or a directory and everything in it with recursive=true"
     arguments_model = RemovePathArguments
 
-    def run(self, target: Path, args: RemovePathArguments) -> ToolResult:
-        if self._is_root(target):
-            return ToolResult.error(
-                f"{args.path} is the workspace root itself; it cannot be removed"
-            )
-        if target.is_symlink() or not target.is_dir():
-            target.unlink()
-            return ToolResult(content=f"removed {args.path}")
-        if not args.recursive:
-            return ToolResult.error(
-                f"{args.path} is a directory; pass recursive=true to remove it and everything in it"
-            )
-        shutil.rmtree(target)
+    def leaves(self, args: Any) -> bool:
+        parent, name = split_last(args.path)  # the entry itself is never followed
+        return self.scope.probe(args.path if name is None else parent).leaves
+
+    def run(self, place: Place, args: RemovePathArguments) -> ToolResult:
+        parent, name = split_last(place.path)
+        if name is None:
+            return self._not_a_name(place)
+        dir_fd = place.open(parent, os.O_PATH | os.O_DIRECTORY)
+        try:
+            place.guard.check_opened(place.shown, dir_fd, os.fstat(dir_fd))
+            found = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            place.guard.check_secret(place.shown, found)
+            if (found.st_dev, found.st_ino) == place.workspace:
+                return _root_refusal(args.path)
+            if not stat.S_ISDIR(found.st_mode):
+                os.unlink(name, dir_fd=dir_fd)
+                return ToolResult(content=f"removed {args.path}")
+            if not args.recursive:
+                return ToolResult.error(
+                    f"{args.path} is a directory; pass recursive=true to remove it "
+                    "and everything in it"
+                )
+            remove_tree(dir_fd, name)
+        finally:
+            os.close(dir_fd)
         return ToolResult(content=f"removed directory {args.path} and everything in it")
 
-    def _is_root(self, target: Path) -> bool:
-        # The configured root may itself be a symlink, hence both comparisons.
-        if Path(os.path.normpath(target)) == self.scope.root:
-            return True
-        return not target.is_symlink() and self.scope.resolve(target) == self.scope.real_root
+    def _not_a_name(self, place: Place) -> ToolResult:
+        fd = place.open(place.path, os.O_PATH | os.O_DIRECTORY)
+        try:
+            found = os.fstat(fd)
+        finally:
+            os.close(fd)
+        if (found.st_dev, found.st_ino) == place.workspace:
+            return _root_refusal(place.shown)
+        return ToolResult.error(
+            f"{place.shown} ends in '.' or '..'; name the directory itself to remove it"
+        )
 
 
 class ListDir(FileTool):
-    """Lists a directory's entries, sorted; subdirectories end with `/`."""
+    """Lists a directory's entries, sorted; subdirectories end with `/`.
+
+    Entries are read from the directory's descriptor and not followed: a symlink to a
+    directory is listed as a plain name.
+    """
 
     name = "list_dir"
     description = "List a directory's entries; subdirectories end with /"
@@ -176,15 +208,45 @@ class ListDir(FileTool):
         super().__init__(scope)
         self.max_entries = max_entries
 
-    def run(self, target: Path, args: ListDirArguments) -> ToolResult:
-        with os.scandir(target) as found:
-            entries = sorted(f"{e.name}/" if e.is_dir() else e.name for e in found)
+    def run(self, place: Place, args: ListDirArguments) -> ToolResult:
+        fd = place.open(place.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK)
+        try:
+            place.guard.check_opened(place.shown, fd, os.fstat(fd))
+            with os.scandir(fd) as found:
+                entries = sorted(
+                    f"{e.name}/" if e.is_dir(follow_symlinks=False) else e.name for e in found
+                )
+        finally:
+            os.close(fd)
         if not entries:
             return ToolResult(content="(empty directory)")
         shown = entries[: self.max_entries]
         if len(entries) > len(shown):
             shown.append(f"[{len(entries) - len(shown)} more entries not shown]")
         return ToolResult(content="\n".join(shown))
+
+
+def _hard_linked(found: os.stat_result | None) -> bool:
+    """A regular file with more than one name: writing it changes every one of them."""
+    return found is not None and stat.S_ISREG(found.st_mode) and found.st_nlink > 1
+
+
+def _root_refusal(path: str) -> ToolResult:
+    return ToolResult.error(f"{path} is the workspace root itself; it cannot be removed")
+
+
+def _read_up_to(fd: int, limit: int) -> bytes:
+    chunks, left = [], limit
+    while left > 0 and (chunk := os.read(fd, min(left, 1 << 16))):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def default_tools(scope: WorkspaceScope) -> list[Tool]:
@@ -199,6 +261,8 @@ def default_tools(scope: WorkspaceScope) -> list[Tool]:
 
 
 __all__ = [
+    "DEFAULT_MAX_LIST_ENTRIES",
+    "DEFAULT_MAX_READ_BYTES",
     "FileTool",
     "ListDir",
     "ReadFile",

@@ -1,17 +1,22 @@
 """`WorkspaceScope`: where file tools may go, and what happens outside.
 
-A path is judged by its *real* location, after `..` and symlinks, so neither
-`../../etc/passwd` nor a symlink in the workspace pointing at `/etc` is inside.
+A path is inside when resolving it beneath the root never leaves the root
+(`signoff.tools.fs`): neither `../../etc/passwd` nor a symlink in the workspace
+pointing at `/etc` is inside, and an absolute symlink counts as leaving, as
+`openat2(RESOLVE_BENEATH)` has it. File tools resolve paths the same way when
+they run, so what was judged inside cannot be swapped for something outside.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 
 from signoff.errors import ConfigError
+from signoff.tools.fs import Probe, probe_beneath, split_path
 
 WORKSPACE_ENV = "SIGNOFF_WORKSPACE"
 POLICY_ENV = "SIGNOFF_SCOPE_POLICY"
@@ -112,17 +117,74 @@ class WorkspaceScope:
         """
         return Path(os.path.realpath(self.root / path))
 
+    def relative(self, path: str | os.PathLike[str]) -> str | None:
+        """`path` relative to the root, or None for an absolute path that is not under it.
+
+        An absolute path counts as under the root when it starts with the root as
+        configured or with its real path (compared component by component); what follows
+        is resolved beneath the root like any relative path.
+        """
+        text = os.fspath(path)
+        if not text.startswith("/"):
+            return text
+        parts = split_path(text)
+        for base in (self.root, self.real_root):
+            prefix = split_path(str(base))
+            if parts[: len(prefix)] == prefix:
+                return "/".join(parts[len(prefix) :]) or "."
+        return None
+
+    def absolute(self, path: str | os.PathLike[str]) -> str:
+        """`path` joined to the root (an absolute path as it is), not resolved."""
+        return os.path.join(self.root, os.fspath(path))
+
+    @contextmanager
+    def opened_root(self) -> Iterator[int]:
+        """An `O_PATH` descriptor of the root, closed on exit.
+
+        Raises:
+            OSError: the root is gone or no longer a directory.
+        """
+        fd = os.open(self.root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+    def probe(self, path: str | os.PathLike[str]) -> Probe:
+        """Whether `path` leaves the root, and what it names now; changes nothing.
+
+        Raises:
+            ValueError: the path cannot name a file (e.g. it contains a NUL byte).
+            OSError: the root itself cannot be opened.
+        """
+        relative = self.relative(path)
+        if relative is None:
+            return Probe(leaves=True)
+        with self.opened_root() as root_fd:
+            return probe_beneath(root_fd, relative)
+
     def is_inside(self, path: str | os.PathLike[str]) -> bool:
         """Whether `path` really is the root or lies under it.
 
-        Compared component by component, so `/ws-other` is not inside `/ws`. A path
-        that cannot be resolved is not inside.
+        Resolved beneath the root (see `signoff.tools.fs`), so `/ws-other` is not inside
+        `/ws`, and neither is a symlink leading out. A path that cannot be resolved is not
+        inside.
         """
         try:
-            real = self.resolve(path)
+            return not self.probe(path).leaves
         except (ValueError, OSError):
             return False
-        return real == self.real_root or real.is_relative_to(self.real_root)
+
+    def confines(self, approved: bool) -> bool:
+        """Whether a call must stay beneath the root when it runs.
+
+        Only `allow`, or an approved call under `approve_outside`, may go outside; under
+        `deny` not even an approval (e.g. of an `ApprovalRequiredTool`) widens the scope.
+        """
+        if self.policy is ScopePolicy.ALLOW:
+            return False
+        return not (approved and self.policy is ScopePolicy.APPROVE_OUTSIDE)
 
     def check(self, path: str | os.PathLike[str]) -> ScopeDecision:
         """What to do with a file-tool call on `path` under this policy.
@@ -136,17 +198,36 @@ class WorkspaceScope:
             return ScopeDecision.REFUSE
         return ScopeDecision.ASK
 
-    def refusal(self, path: str | os.PathLike[str]) -> str:
+    def refusal(self, path: str | os.PathLike[str], why: str | None = None) -> str:
         """The tool error the model reads when the deny policy refuses `path`."""
+        return (
+            f"{self._outside(path, why)}; the scope policy '{self.policy.value}' refuses it, "
+            "so use a path inside the workspace"
+        )
+
+    def unapproved_refusal(self, path: str | os.PathLike[str], why: str | None = None) -> str:
+        """The tool error for a call that runs unapproved but now leads outside the root.
+
+        Under `approve_outside` that happens when the path was inside when the call was
+        judged and something changed before it ran (e.g. a directory became a symlink);
+        under `deny` it is `refusal`.
+        """
+        if self.policy is not ScopePolicy.APPROVE_OUTSIDE:
+            return self.refusal(path, why)
+        return (
+            f"{self._outside(path, why)}, and this call was not approved; under the scope "
+            f"policy '{self.policy.value}' a path outside needs a person's approval, so "
+            "nothing was done: call the tool again to ask for it"
+        )
+
+    def _outside(self, path: str | os.PathLike[str], why: str | None) -> str:
         try:
             real = str(self.resolve(path))
         except (ValueError, OSError):
             real = str(path)
         where = "" if real == str(path) else f" (really {real})"
-        return (
-            f"path {str(path)!r}{where} is outside the workspace {self.root}; "
-            f"the scope policy '{self.policy.value}' refuses it, so use a path inside the workspace"
-        )
+        because = f" ({why})" if why else ""
+        return f"path {str(path)!r}{where} is outside the workspace {self.root}{because}"
 
     def __repr__(self) -> str:
         return f"WorkspaceScope({str(self.root)!r}, policy={self.policy.value!r})"

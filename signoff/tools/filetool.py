@@ -1,0 +1,226 @@
+"""`FileTool`: what the file tools share.
+
+Argument checks, the scope decision (twice: when the model asks, and again, on
+descriptors, when the call runs), the off-limits guard, errors as results, and the
+threads their blocking I/O runs on: a small pool of their own, never asyncio's
+default one, so no file call can starve the worker's other work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from signoff.tools._arguments import Arguments, json_schema, validate_arguments
+from signoff.tools.base import ToolResult
+from signoff.tools.fs import EscapeError, Probe, open_beneath, probe_beneath
+from signoff.tools.guard import Guard, Refusal, check_path, require_regular
+from signoff.tools.scope import ScopePolicy, WorkspaceScope
+
+FILE_TOOL_THREADS = 4
+"""Threads of the pool file tools run on; fixed, since no file call can block for long."""
+
+_PATH_HELP = "Relative paths are relative to the workspace."
+_executor: ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()
+
+
+def file_tool_executor() -> ThreadPoolExecutor:
+    """The pool file tools do their I/O on (threads named `signoff-file-tool`), made once."""
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(
+                FILE_TOOL_THREADS, thread_name_prefix="signoff-file-tool"
+            )
+        return _executor
+
+
+class PathArguments(Arguments):
+    path: str = Field(description=f"The file. {_PATH_HELP}")
+
+
+class TreatedAsOutside(Exception):
+    """Inside by location, but treated as outside (e.g. a file with several hard links)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def split_last(path: str) -> tuple[str, str | None]:
+    """`(parent, name)` of `path`; name is None when the path ends in `.` or `..`."""
+    head, _, name = path.rstrip("/").rpartition("/")
+    parent = head or ("/" if path.startswith("/") else ".")
+    return parent, (None if name in ("", ".", "..") else name)
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where one running call resolves its path.
+
+    Attributes:
+        root_fd: the workspace root (confined) or `/` (`in_root`: the call may go anywhere).
+        path: the call's path, relative to `root_fd` (absolute when `in_root`).
+        in_root: whether the call may leave the workspace.
+        shown: the path as the model wrote it, for messages.
+        guard: what is off limits.
+        workspace: device and inode of the workspace root, which is never removed.
+    """
+
+    root_fd: int
+    path: str
+    in_root: bool
+    shown: str
+    guard: Guard
+    workspace: tuple[int, int]
+
+    @property
+    def confined(self) -> bool:
+        return not self.in_root
+
+    def open(self, path: str, flags: int, mode: int = 0o666) -> int:
+        """`open_beneath` from this place's root (the caller closes the descriptor)."""
+        return open_beneath(self.root_fd, path, flags, mode, in_root=self.in_root)
+
+    def probe(self, path: str) -> Probe:
+        return probe_beneath(self.root_fd, path, in_root=self.in_root)
+
+    def open_regular(self, flags: int) -> tuple[int, os.stat_result]:
+        """Open the call's path, which must be a regular file and not off limits.
+
+        It is first opened `O_PATH` (which never blocks and has no effect on a device),
+        checked, then opened with `flags | O_NONBLOCK` and compared: a swap in between
+        is refused, never acted on.
+
+        Raises:
+            Refusal: off limits, not a regular file, or swapped while opening.
+            IsADirectoryError: it is a directory.
+            OSError: it cannot be opened (EscapeError when confined and it leads out).
+        """
+        probe_fd = self.open(self.path, os.O_PATH)
+        try:
+            found = os.fstat(probe_fd)
+            self.guard.check_opened(self.shown, probe_fd, found)
+        finally:
+            os.close(probe_fd)
+        require_regular(self.shown, found)
+        fd = self.open(self.path, flags | os.O_NONBLOCK | os.O_NOCTTY)
+        try:
+            opened = os.fstat(fd)
+            if (opened.st_dev, opened.st_ino) != (found.st_dev, found.st_ino):
+                raise Refusal(f"{self.shown} changed while it was being opened; nothing was done")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, opened
+
+
+class FileTool:
+    """The base of the file tools.
+
+    Subclasses set `name`, `description`, `arguments_model` and implement `run`, which
+    does blocking I/O on a `Place` (on the file-tool pool). `execute` takes `approved`:
+    only an approved call under `approve_outside`, or any call under `allow`, may leave
+    the workspace when it runs.
+    """
+
+    kind = "file"
+    idempotent = True
+    approval_aware = True
+    name: str
+    description: str
+    arguments_model: ClassVar[type[PathArguments]] = PathArguments
+
+    def __init__(self, scope: WorkspaceScope) -> None:
+        self.scope = scope
+        self.parameters: dict[str, Any] = json_schema(self.arguments_model)
+
+    def requires_approval(self, arguments: dict[str, Any]) -> bool:
+        """True when the policy is `approve_outside` and the call would leave the workspace.
+
+        Resolved as the call will be (`leaves`), without touching anything. Invalid
+        arguments and off-limits paths are refused when run, so nobody is asked.
+        """
+        args = validate_arguments(self.arguments_model, self.name, arguments)
+        if isinstance(args, ToolResult) or self.scope.policy is not ScopePolicy.APPROVE_OUTSIDE:
+            return False
+        try:
+            check_path(args.path, self.scope.absolute(args.path))
+            return self.leaves(args)
+        except (Refusal, OSError, ValueError):
+            return False  # refused or failing when run: unapproved runs stay confined
+
+    def leaves(self, args: Any) -> bool:
+        """Whether this call would leave the workspace (subclasses add their own cases)."""
+        return self.scope.probe(args.path).leaves
+
+    async def execute(self, arguments: dict[str, Any], *, approved: bool = False) -> ToolResult:
+        """Run the call; `approved`: a person approved this very call."""
+        args = validate_arguments(self.arguments_model, self.name, arguments)
+        if isinstance(args, ToolResult):
+            return args
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(file_tool_executor(), self._execute, args, approved)
+
+    def _execute(self, args: Any, approved: bool) -> ToolResult:
+        shown = args.path
+        try:
+            check_path(shown, self.scope.absolute(shown))
+            with self._place(shown, confined=self.scope.confines(approved)) as place:
+                return self.run(place, args)
+        except EscapeError:
+            return ToolResult.error(self.scope.unapproved_refusal(shown))
+        except TreatedAsOutside as exc:
+            return ToolResult.error(self.scope.unapproved_refusal(shown, exc.why))
+        except Refusal as exc:
+            return ToolResult.error(str(exc))
+        except OSError as exc:
+            return ToolResult.error(f"{shown}: {exc.strerror or exc}")
+        except ValueError as exc:  # e.g. a NUL byte in the path
+            return ToolResult.error(f"{shown!r}: {exc}")
+
+    @contextmanager
+    def _place(self, path: str, *, confined: bool) -> Iterator[Place]:
+        relative = self.scope.relative(path) if confined else self.scope.absolute(path)
+        if relative is None:
+            raise EscapeError(path)
+        root = str(self.scope.root) if confined else "/"
+        root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            workspace = os.stat(self.scope.root)
+            yield Place(
+                root_fd=root_fd,
+                path=relative,
+                in_root=not confined,
+                shown=path,
+                guard=Guard.now(),
+                workspace=(workspace.st_dev, workspace.st_ino),
+            )
+        finally:
+            os.close(root_fd)
+
+    def run(self, place: Place, args: Any) -> ToolResult:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.scope!r})"
+
+
+__all__ = [
+    "FILE_TOOL_THREADS",
+    "FileTool",
+    "PathArguments",
+    "Place",
+    "TreatedAsOutside",
+    "file_tool_executor",
+    "split_last",
+]
