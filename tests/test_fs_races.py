@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from signoff.dispatch import execute_call, gated_call_ids
+from signoff.dispatch import execute_call
+from signoff.gate import gated_call_ids, snapshot_of
+from signoff.limits import Limits
 from signoff.messages import ToolCall
 from signoff.tools import (
     ScopePolicy,
@@ -50,12 +52,13 @@ async def test_directory_swapped_for_a_symlink_after_the_decision_writes_nothing
     resolver: str, ws: Path, outside: Path, link_to: str
 ) -> None:
     registry = ToolRegistry(default_tools(WorkspaceScope(ws, ScopePolicy.APPROVE_OUTSIDE)))
+    snapshot = snapshot_of("default", "", registry, Limits())
     target = outside if link_to == "absolute" else Path("..") / outside.name
     answers = []
     for i in range(ATTEMPTS):
         (ws / "d").mkdir()
         call = write_call(i, f"d/f{i}.txt")
-        assert gated_call_ids(registry, [call]) == []  # inside when the model asked: runs unasked
+        assert gated_call_ids(snapshot, registry, [call]) == []  # inside when the model asked: runs unasked
         (ws / "d").rmdir()
         (ws / "d").symlink_to(target, target_is_directory=True)  # swapped before it runs
         answers.append(await execute_call(registry, call))  # not approved
