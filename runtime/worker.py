@@ -32,11 +32,12 @@ from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.contract import DEFAULT_TASK_QUEUE, SEARCH_ATTRIBUTES
 from signoff.defaults import default_agent
-from signoff.errors import UsageError
+from signoff.errors import SignoffError, UsageError
 from signoff.limits import Limits
 from signoff.policy import PolicyBook
 from signoff.runtime.devserver import DEFAULT_ADDRESS, EmbeddedServer, is_listening
 from signoff.runtime.hardening import harden_process
+from signoff.runtime.setup import WorkerSetup
 from signoff.workflows.agent_run import AgentRun
 
 AGENTS_ENV = "SIGNOFF_AGENTS"
@@ -182,12 +183,18 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
     harden_process()  # before anything reads a secret: tools must not read our memory
     settings = settings or WorkerSettings.from_env()
     agents = load_agents(agent_modules)
+    setup = WorkerSetup.from_env(agents)  # a configuration that cannot work stops the worker here
     client, server = await open_client(settings)
     try:
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-        worker = build_worker(client, agents, settings.task_queue, graceful_shutdown_timeout=timedelta(seconds=10))
+        worker = build_worker(
+            client, agents, settings.task_queue, graceful_shutdown_timeout=timedelta(seconds=10),
+            **setup.worker_options(),
+        )  # fmt: skip
+        for line in setup.describe():
+            print(f"signoff: {line}", flush=True)
         print(f"signoff: worker on task queue {settings.task_queue!r} at {settings.address}, "
               f"agents: {', '.join(sorted(agents))}", flush=True)
         async with worker:
@@ -204,7 +211,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help=f"module offering agents() or AGENTS (repeatable; env {AGENTS_ENV}, comma-separated)")
     args = parser.parse_args(argv)
     modules = args.agents + [m.strip() for m in os.environ.get(AGENTS_ENV, "").split(",") if m.strip()]
-    asyncio.run(serve(modules))
+    try:
+        asyncio.run(serve(modules))
+    except SignoffError as exc:  # a configuration that cannot work: its message, not a traceback
+        print(f"signoff: {exc}", file=sys.stderr, flush=True)
+        os._exit(2)
     # The SDK's runtime threads can abort the interpreter at exit (exit code 134);
     # everything is shut down by now, so leave without running the finalizers.
     sys.stdout.flush()
