@@ -19,7 +19,6 @@ from temporalio.common import RawValue
 from signoff.contract import AgentRunInput
 from signoff.loop_state import LoopState
 from signoff.snapshot import RunSnapshot
-from signoff.transcript import Sender
 
 
 class Requester(BaseModel):
@@ -43,7 +42,6 @@ class ContinuedRun(BaseModel):
     requester: Requester = Field(default_factory=Requester)
     event_seq: int = 0
     events: list[dict[str, Any]] = Field(default_factory=list)
-    sender: Sender = Field(default_factory=Sender)
 
 
 class InvalidInput(Exception):
