@@ -28,7 +28,9 @@ MAX_PREVIEW_CHARS = 16_000
 def tool_gate(tool: Tool) -> Gate:
     """How `tool` decides whether a call needs approval (its `gate` attribute, else `per_call`)."""
     gate = getattr(tool, "gate", "per_call")
-    return gate if gate in ("always", "never", "per_call") else "per_call"
+    if gate == "always" or gate == "never":
+        return "always" if gate == "always" else "never"
+    return "per_call"
 
 
 def tool_policy(tool: Tool) -> ApprovalPolicy | None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
@@ -30,6 +31,9 @@ with workflow.unsafe.imports_passed_through():
     from signoff.workflows.queries import RunQueries
     from signoff.workflows.record import SIGNOFF_AGENT
     from signoff.workflows.run_input import ContinuedRun, Requester
+
+
+T = TypeVar("T", bound=BaseModel)
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
@@ -63,7 +67,9 @@ class AgentRun(DecisionHandlers, RunQueries):
             self._next()
         await workflow.wait_condition(workflow.all_handlers_finished)
         self._record.set_status(STATUS_FINISHED, [])
-        return self._checked(self._result(), "the result")
+        result = self._result()
+        self._checked(result, "the result")
+        return result
 
     # --- starting --------------------------------------------------------------------
 
@@ -192,7 +198,7 @@ class AgentRun(DecisionHandlers, RunQueries):
             approvals=s.approvals,
         )  # fmt: skip
 
-    def _checked(self, payload: Any, what: str) -> Any:
+    def _checked(self, payload: T, what: str) -> T:
         """`payload`, unless it cannot be recorded: then the run fails naming the limit,
         rather than its workflow task failing on every retry."""
         budget = self._snapshot.payload_budget if self._snapshot else TEMPORAL_BLOB_LIMIT - 128 * 1024

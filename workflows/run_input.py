@@ -51,7 +51,7 @@ class InvalidInput(Exception):
 def decode(raw: RawValue) -> AgentRunInput | ContinuedRun:
     """The run's input, or InvalidInput naming the problem."""
     try:
-        data = workflow.payload_converter().from_payload(raw.payload, None)
+        data = workflow.payload_converter().from_payload(raw.payload)
     except Exception as exc:  # bytes that are not JSON, an unknown encoding
         raise InvalidInput(f"invalid input: the workflow input could not be decoded as JSON ({exc})") from None
     try:

@@ -14,7 +14,7 @@ def demo_script(request: ScriptedRequest) -> Reply:
     - last messages are tool results: summarise them, saying so when a call was rejected;
     - otherwise: a greeting.
     """
-    results = []
+    results: list[str] = []
     for message in reversed(request.messages):
         if message.role != "tool":
             break

@@ -44,6 +44,7 @@ class ScriptedModelServer:
         if self._httpd is None:
             raise RuntimeError("server not started: use `with ScriptedModelServer(...)`")
         host, port = self._httpd.server_address[:2]
+        host = host.decode() if isinstance(host, bytes) else host
         return f"http://{host}:{port}/v1"
 
     @property
