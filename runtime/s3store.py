@@ -1,7 +1,8 @@
 """The SDK's S3 driver for `SIGNOFF_PAYLOAD_STORE=s3://bucket/prefix` (extra `signoff[s3]`).
 
 Endpoint, region and credentials come from the standard AWS settings (`AWS_ENDPOINT_URL`
-for MinIO, `AWS_DEFAULT_REGION`, `AWS_ACCESS_KEY_ID`, profiles, instance roles...).
+for MinIO, `AWS_DEFAULT_REGION`, `AWS_ACCESS_KEY_ID`, profiles, instance roles...), or
+the secret key from the file `SIGNOFF_S3_SECRET_ACCESS_KEY_FILE` names (a compose secret).
 Two things are added around the SDK's driver: keys go under the configured prefix, and
 a reference is only followed into the configured bucket and prefix, so a crafted
 reference (in a workflow input or a signal) cannot make a worker read other objects; it
@@ -12,8 +13,10 @@ an ignored signal) rather than failing the workflow task for ever.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
 from temporalio.api.common.v1 import Payload
@@ -31,8 +34,25 @@ except ImportError as exc:  # the optional extra is not installed
         f"SIGNOFF_PAYLOAD_STORE=s3://... needs the S3 support: pip install 'signoff[s3]' ({exc})"
     ) from None
 
+# The secret key as container secrets are mounted (botocore reads it only from env or INI files).
+SECRET_FILE_ENV = "SIGNOFF_S3_SECRET_ACCESS_KEY_FILE"
 # The SDK's driver writes keys of this shape (`v0/ns/...`, `v0/d/sha256/...`).
 _KEY_START = "v0/"
+
+
+def _session() -> aioboto3.Session:
+    """AWS's own settings; with `SIGNOFF_S3_SECRET_ACCESS_KEY_FILE`, the secret key from that file."""
+    path = os.environ.get(SECRET_FILE_ENV)
+    if not path:
+        return aioboto3.Session()
+    key_id = os.environ.get("AWS_ACCESS_KEY_ID")
+    if not key_id:
+        raise ConfigError(f"{SECRET_FILE_ENV} is set: also set AWS_ACCESS_KEY_ID, the key's id")
+    try:
+        secret = Path(path).read_text().strip()
+    except OSError as exc:
+        raise ConfigError(f"{SECRET_FILE_ENV}={path}: cannot read it ({exc.strerror})") from None
+    return aioboto3.Session(aws_access_key_id=key_id, aws_secret_access_key=secret)
 
 
 class Aioboto3Client(S3StorageDriverClient):
@@ -45,7 +65,7 @@ class Aioboto3Client(S3StorageDriverClient):
 
     def __init__(self, prefix: str = "") -> None:
         self.prefix = prefix
-        self._session = aioboto3.Session()
+        self._session = _session()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stack = AsyncExitStack()
         self._inner: S3StorageDriverClient | None = None

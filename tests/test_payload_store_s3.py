@@ -141,3 +141,21 @@ async def test_startup_check_names_an_unreachable_bucket(buckets: None, s3_endpo
     await check_store(PayloadStore(f"s3://{BUCKET}/runs"))
     with pytest.raises(ConfigError, match=f"s3://no-such-bucket/runs is not reachable \\(endpoint {s3_endpoint}\\)"):
         await check_store(PayloadStore("s3://no-such-bucket/runs"))
+
+
+async def test_secret_key_is_read_from_the_file_a_compose_secret_mounts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from signoff.runtime.s3store import Aioboto3Client
+
+    secret = tmp_path / "minio_password"
+    secret.write_text("from-the-file\n")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "signoff")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "from-the-environment")
+    monkeypatch.setenv("SIGNOFF_S3_SECRET_ACCESS_KEY_FILE", str(secret))
+    credentials = await (await Aioboto3Client()._session.get_credentials()).get_frozen_credentials()
+    assert (credentials.access_key, credentials.secret_key) == ("signoff", "from-the-file")
+
+    monkeypatch.setenv("SIGNOFF_S3_SECRET_ACCESS_KEY_FILE", str(tmp_path / "missing"))
+    with pytest.raises(ConfigError, match="SIGNOFF_S3_SECRET_ACCESS_KEY_FILE=.*cannot read it"):
+        Aioboto3Client()
