@@ -534,7 +534,10 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Context], Coroutine[Any, Any, 
 def settings_from(args: argparse.Namespace) -> WorkerSettings:
     """Temporal's client configuration (profile, environment), the flags on top."""
     try:
-        return ConnectionSettings.load(profile=args.profile, address=args.address, namespace=args.namespace)
+        return ConnectionSettings.load(  # commands that never reach Temporal (token) have no connection flags
+            profile=getattr(args, "profile", None), address=getattr(args, "address", None),
+            namespace=getattr(args, "namespace", None),
+        )
     except ConfigError as exc:
         raise CommandError(str(exc), 2) from None
 
