@@ -290,7 +290,7 @@ async def approve(handle: WorkflowHandle, kind: str, call_id: str = "call_1_1") 
 async def finish(handle: WorkflowHandle, tool: str, rounds: int, timeout: float = 300.0) -> Any:
     try:
         result = await asyncio.wait_for(handle.result(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise BenchError(f"{handle.id} did not finish in {timeout}s") from None
     check_result(result.text, result.messages, tool, rounds, handle.id)
     return result

@@ -17,7 +17,17 @@ import uuid
 from pathlib import Path
 
 from bench.bench_agents import BIG_AGENT, BIG_OUTPUT
-from bench.common import BenchError, bench_env, history_bytes, run, start_signoff, summary, table, workers, write_results
+from bench.common import (
+    BenchError,
+    bench_env,
+    history_bytes,
+    run,
+    start_signoff,
+    summary,
+    table,
+    workers,
+    write_results,
+)
 from bench.history_growth import chain
 from signoff.runtime.connection import ConnectionSettings, connect
 

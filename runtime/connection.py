@@ -201,7 +201,7 @@ async def ensure_search_attributes(client: Client, namespace: str) -> None:
             await service.add_search_attributes(
                 AddSearchAttributesRequest(namespace=namespace, search_attributes=missing)
             )
-    except Exception as exc:  # noqa: BLE001 - any failure: print the commands that do it by hand
+    except Exception as exc:
         commands = [  # one per attribute: the CLI takes a single --type per command
             f"  temporal operator search-attribute create --namespace {namespace} --name {name} --type {kind}"
             for name, kind in SEARCH_ATTRIBUTES.items()

@@ -160,7 +160,7 @@ async def check_bucket(bucket: str, url: str) -> None:
     try:
         raw = await client.open()
         await raw.head_bucket(Bucket=bucket)
-    except Exception as exc:  # noqa: BLE001 - botocore's errors share no useful base
+    except Exception as exc:
         endpoint = client.raw.meta.endpoint_url if client.raw is not None else "not set"
         raise ConfigError(f"the payload store {url} is not reachable (endpoint {endpoint}): {exc}. "
                           "Check AWS_ENDPOINT_URL, AWS_DEFAULT_REGION and the credentials, "

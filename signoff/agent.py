@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from signoff.approvals import ToolApprovalResponse
@@ -325,4 +325,4 @@ def _as_messages(messages: str | ChatMessage | Sequence[ChatMessage]) -> list[Ch
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)

@@ -23,7 +23,16 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from signoff.digest import arguments_digest
 from signoff.runtime.devserver import find_temporal_binary
-from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, call, running_worker, start_run, wait_pending
+from tests.helpers import (
+    Reply,
+    ScriptedModelServer,
+    ScriptedRequest,
+    agents_for,
+    call,
+    running_worker,
+    start_run,
+    wait_pending,
+)
 
 PWNED = "touch pwned"
 

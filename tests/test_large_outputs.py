@@ -16,7 +16,15 @@ from signoff.contract import AgentRunResult, RunOptions
 from signoff.limits import Limits
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.tools import tool
-from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, assert_eventually, call, running_worker, start_run
+from tests.helpers import (
+    Reply,
+    ScriptedModelServer,
+    ScriptedRequest,
+    assert_eventually,
+    call,
+    running_worker,
+    start_run,
+)
 
 ROUNDS = 50
 MB = 1_000_000

@@ -18,7 +18,16 @@ from temporalio.testing import WorkflowEnvironment
 from signoff.contract import AgentRunResult, RunOptions
 from signoff.messages import ToolCall, Usage
 from tests.conftest import start_dev_server
-from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, call, running_worker, start_run, wait_pending
+from tests.helpers import (
+    Reply,
+    ScriptedModelServer,
+    ScriptedRequest,
+    agents_for,
+    call,
+    running_worker,
+    start_run,
+    wait_pending,
+)
 
 BIG = 376 * 1024
 

@@ -16,12 +16,20 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RawValue
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as ActivityTimeout
 
 with workflow.unsafe.imports_passed_through():
     from signoff.activities import AgentActivities
-    from signoff.activities.models import ApprovalProof, ChatInput, ChatTurn, PrepareInput, PrepareOutput, ToolInput
-    from signoff.activities.models import ToolOutput
+    from signoff.activities.models import (
+        ApprovalProof,
+        ChatInput,
+        ChatTurn,
+        PrepareInput,
+        PrepareOutput,
+        ToolInput,
+        ToolOutput,
+    )
     from signoff.contract import STATUS_AWAITING, STATUS_FINISHED, STATUS_RUNNING, WORKFLOW_TYPE, AgentRunResult
     from signoff.limits import TEMPORAL_BLOB_LIMIT
     from signoff.loop import AwaitApproval, DecisionError, Fail, Finish, RunTools, unanswered_calls
@@ -147,7 +155,7 @@ class AgentRun(DecisionHandlers, RunQueries):
                 summary=steps.tool_summary(call), **steps.tool_options(idempotent),
             )  # fmt: skip
         except ActivityError as exc:
-            if not idempotent and isinstance(exc.cause, TimeoutError):
+            if not idempotent and isinstance(exc.cause, ActivityTimeout):
                 return steps.OUTCOME_UNKNOWN
             return f"Error: {steps.root_message(exc)}"
         return output.content
@@ -166,7 +174,7 @@ class AgentRun(DecisionHandlers, RunQueries):
                     lambda: self._revision != seen or workflow.info().is_continue_as_new_suggested(),
                     timeout=timeout, timeout_summary=steps.timer_summary(loop, wake),
                 )  # fmt: skip
-            except asyncio.TimeoutError:
+            except TimeoutError:  # the timer fired: a deadline, reminder or escalation is due
                 assert wake is not None
                 loop.due(max(workflow.now(), wake))
                 self._publish()

@@ -6,6 +6,7 @@ import shlex
 
 from signoff.testing.script import Reply, ScriptedRequest
 
+
 def demo_script(request: ScriptedRequest) -> Reply:
     """A tiny model for demos: asks to list what the prompt mentions, then reports.
 

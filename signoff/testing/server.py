@@ -14,6 +14,7 @@ from signoff.chat.openai import message_from_openai, message_to_openai
 from signoff.messages import ChatMessage, ToolCall, Usage
 from signoff.testing.script import Reply, Script, ScriptedRequest, _from_list
 
+
 class ScriptedModelServer:
     """An OpenAI-compatible server answering from a script.
 
