@@ -96,8 +96,8 @@ async def previews(
     event loop, at once with the others: on the executor its tool names
     (`preview_executor`: the file tools' own pool), else on asyncio's default one; an
     awaitable it returns is awaited. A preview is an aid, so none may hold up the request:
-    one that fails, or is not done within `seconds` of the first, says so instead. Each is
-    cut at `MAX_PREVIEW_CHARS`, and together at `MAX_TURN_PREVIEW_CHARS`.
+    one that fails, or is not done within `seconds` (for all of them together), says so
+    instead. Each is cut at `MAX_PREVIEW_CHARS`, and together at `MAX_TURN_PREVIEW_CHARS`.
     """
     wanted, jobs = set(gated), {}
     for call in calls:
@@ -108,9 +108,11 @@ async def previews(
             jobs[call.id] = asyncio.ensure_future(_run_preview(tool, preview, arguments))
     if not jobs:
         return {}
-    _, late = await asyncio.wait(jobs.values(), timeout=seconds)
-    for job in late:
-        job.cancel()  # its thread, if it has one, runs on; its answer is no longer wanted
+    try:
+        await asyncio.wait(jobs.values(), timeout=seconds)
+    finally:
+        for job in jobs.values():
+            job.cancel()  # a thread already running one goes on; its answer is not wanted
     found, left = {}, MAX_TURN_PREVIEW_CHARS
     for call_id, job in jobs.items():
         text = _outcome(job, seconds)

@@ -217,3 +217,10 @@ def test_reading_tools_have_no_preview_and_run_command_none(ws: Path) -> None:
     assert getattr(ApprovalRequiredTool(RunCommand(scope)), "preview", None) is None
     wrapped = ApprovalRequiredTool(writer(ws))
     assert wrapped.preview({"path": "n.txt", "content": "hi\n"}).endswith("+hi")
+
+
+def test_a_workspace_reached_through_a_link_is_not_called_elsewhere(tmp_path: Path, ws: Path) -> None:
+    (tmp_path / "ws-link").symlink_to(ws)
+    (ws / "a.txt").write_text("1\n")
+    preview = WriteFile(WorkspaceScope(tmp_path / "ws-link")).preview({"path": "a.txt", "content": "2\n"})
+    assert preview is not None and preview.splitlines()[0] == "--- a.txt (now: 2 bytes, 1 line)"

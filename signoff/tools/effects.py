@@ -69,10 +69,12 @@ def _show_new(place: Place, parent: str, name: str, content: str, scope: Workspa
 
 
 def _really(shown: str, real: str | None, scope: WorkspaceScope) -> list[str]:
-    """Where the file really is, when that is not where its path says."""
-    if real is None or real == os.path.normpath(scope.absolute(shown)):
-        return []
-    return [f"really {visible(real)}"]
+    """Where the file really is, when that is not where its path says (a link on the way)."""
+    relative = scope.relative(shown)
+    said = {os.path.normpath(scope.absolute(shown))}
+    if relative is not None:  # the workspace root may itself be reached through a link
+        said.add(os.path.normpath(os.path.join(scope.real_root, relative)))
+    return [] if real is None or real in said else [f"really {visible(real)}"]
 
 
 __all__ = ["show_write"]
