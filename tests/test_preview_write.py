@@ -80,7 +80,7 @@ def test_a_huge_diff_is_capped_saying_how_much_was_left_out(ws: Path) -> None:
     assert lines[:4] == [
         "--- big.txt (now: 48,890 bytes, 5,000 lines)",
         "+++ big.txt (after write_file: 48,890 bytes, 5,000 lines)",
-        "@@ -1,5000 +1,5000 @@",
+        "@@ -1,5000 +1,5000 @@ (over 2,000 lines changed: not compared line by line, so all shown replaced)",
         "-line 0",
     ]
     assert lines[-1] == "[... 9,803 more lines not shown, of 10,003]"
@@ -99,7 +99,7 @@ def test_a_large_changed_region_is_shown_as_a_replacement_that_still_applies(
     (ws / "f.txt").write_text("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n")
     preview = writer(ws).preview({"path": "f.txt", "content": "1\n2\n3\n4\nX\nY\nZ\n8\n9\n10\n"})
     assert preview is not None
-    assert preview.splitlines()[2:] == ["@@ -2,9 +2,9 @@", " 2", " 3", " 4", "-5", "-6", "-7", "+X", "+Y", "+Z", " 8",
+    assert preview.splitlines()[2:] == ["@@ -2,9 +2,9 @@ (over 2 lines changed: not compared line by line, so all shown replaced)", " 2", " 3", " 4", "-5", "-6", "-7", "+X", "+Y", "+Z", " 8",
                                         " 9", " 10"]  # fmt: skip
 
 

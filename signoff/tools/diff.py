@@ -47,13 +47,13 @@ def write_preview(
         after.append(f"over {MAX_COMPARED_BYTES:,} bytes: not compared")
     new_header = f"+++ {name} ({'; '.join([*after, *new_notes])})"
     if now is None:
-        return capped(["--- /dev/null", new_header, *unified_diff("", content)])
+        return capped(*_framed(["--- /dev/null", new_header], _diff("", content)))
     old = _text(now, size)
     before = [f"now: {many(size, 'byte')}, {count_lines(old)}" if old is not None else _why_not_compared(now, size)]
     old_header = f"--- {name} ({'; '.join([*before, *now_notes])})"
     if old is None or new_size > MAX_COMPARED_BYTES:
-        return capped([old_header, new_header, *added_lines(content)])
-    return capped([old_header, new_header, *unified_diff(old, content)])
+        return capped(*_framed([old_header, new_header], _shown_parts([("+", split_lines(content))])))
+    return capped(*_framed([old_header, new_header], _diff(old, content)))
 
 
 def _text(data: bytes, size: int) -> str | None:
@@ -98,24 +98,30 @@ def many(count: int, one: str, more: str | None = None) -> str:
     return f"{count:,} {one if count == 1 else more or one + 's'}"
 
 
+Shown = tuple[Iterator[str], "int | None"]
+"""Diff lines to show, and how many there are when that is known without making them all."""
+
+
 def unified_diff(old: str, new: str) -> Iterator[str]:
     """The hunks of a unified diff from `old` to `new` (no file headers), one line each.
 
     Lines are shown without their ends; a last line without `\\n` is followed by git's
     `\\ No newline at end of file`.
     """
+    return _diff(old, new)[0]
+
+
+def _diff(old: str, new: str) -> Shown:
     a, b = split_lines(old), split_lines(new)
     same = _common(zip(a, b))
     tail = _common(zip(reversed(a[same:]), reversed(b[same:])))
     start = max(same - CONTEXT_LINES, 0)  # keep the context difflib would show
     a_end, b_end = (len(side) - max(tail - CONTEXT_LINES, 0) for side in (a, b))
     if max(len(a), len(b)) - same - tail > MAX_COMPARED_LINES:
-        hunks: Iterable[str] = _replacement(a[start:a_end], b[start:b_end], start, same - start, tail)
-    else:
-        compared = difflib.unified_diff(a[start:a_end], b[start:b_end], n=CONTEXT_LINES, lineterm="")
-        hunks = (_shifted(line, start) for line in itertools.islice(compared, 2, None))
-    for line in hunks:
-        yield from _shown(line)
+        return _replacement(a[start:a_end], b[start:b_end], start, same - start, tail)
+    compared = difflib.unified_diff(a[start:a_end], b[start:b_end], n=CONTEXT_LINES, lineterm="")
+    hunks = (_shifted(line, start) for line in itertools.islice(compared, 2, None))
+    return (shown for line in hunks for shown in _shown(line)), None  # at most a few thousand
 
 
 def _common(pairs: Iterable[tuple[str, str]]) -> int:
@@ -131,14 +137,25 @@ def _shifted(line: str, offset: int) -> str:
     return f"@@ -{int(old) + offset}{old_count} +{int(new) + offset}{new_count} @@"
 
 
-def _replacement(a: Sequence[str], b: Sequence[str], start: int, lead: int, tail: int) -> Iterator[str]:
+def _replacement(a: Sequence[str], b: Sequence[str], start: int, lead: int, tail: int) -> Shown:
     """One hunk replacing all of a region too large to compare line by line."""
     trail = min(tail, CONTEXT_LINES)
-    yield f"@@ -{_range(start, len(a))} +{_range(start, len(b))} @@"
-    yield from (" " + line for line in a[:lead])
-    yield from ("-" + line for line in a[lead : len(a) - trail])
-    yield from ("+" + line for line in b[lead : len(b) - trail])
-    yield from (" " + line for line in a[len(a) - trail :])
+    why = f"(over {MAX_COMPARED_LINES:,} lines changed: not compared line by line, so all shown replaced)"
+    header = f"@@ -{_range(start, len(a))} +{_range(start, len(b))} @@ {why}"
+    parts = [(" ", a[:lead]), ("-", a[lead : len(a) - trail]), ("+", b[lead : len(b) - trail]), (" ", a[len(a) - trail :])]
+    return _framed([header], _shown_parts(parts))
+
+
+def _shown_parts(parts: Sequence[tuple[str, Sequence[str]]]) -> Shown:
+    """Runs of lines, each with its prefix, and how many lines they show (the last line
+    of a file may add git's no-newline note)."""
+    total = sum(len(lines) + (bool(lines) and not lines[-1].endswith("\n")) for _, lines in parts)
+    return (shown for prefix, lines in parts for line in lines for shown in _shown(prefix + line)), total
+
+
+def _framed(headers: list[str], body: Shown) -> Shown:
+    lines, total = body
+    return itertools.chain(headers, lines), None if total is None else len(headers) + total
 
 
 def _range(start: int, length: int) -> str:
@@ -157,29 +174,27 @@ def _shown(line: str) -> Iterator[str]:
         yield _NO_NEWLINE
 
 
-def added_lines(text: str) -> Iterator[str]:
-    """`text` as the added lines of a diff (for content nothing is compared with)."""
-    for line in split_lines(text):
-        yield from _shown("+" + line)
-
-
-def capped(lines: Iterable[str], max_lines: int = MAX_PREVIEW_LINES, max_chars: int = MAX_PREVIEW_CHARS) -> str:
+def capped(
+    lines: Iterable[str], total: int | None = None, max_lines: int = MAX_PREVIEW_LINES, max_chars: int = MAX_PREVIEW_CHARS
+) -> str:
     """The first `lines`, up to `max_lines` lines and about `max_chars` characters, and a
-    note saying how many were left out (the rest are counted, not kept)."""
+    note saying how many were left out (`total` of them in all; counted when not given)."""
     kept: list[str] = []
-    size, left = 0, 0
+    size = pulled = 0
     rest = iter(lines)
     for line in rest:
+        pulled += 1
         room = max_chars - size
         if len(kept) == max_lines or room <= 0:
-            left = 1 + sum(1 for _ in rest)
             break
         if len(line) > room:  # one long line: show its start
             kept.append(line[:room] + " [line cut]")
-            left = sum(1 for _ in rest)
             break
         kept.append(line)
         size += len(line) + 1
+    else:
+        return "\n".join(kept)
+    left = total - len(kept) if total is not None else pulled - len(kept) + sum(1 for _ in rest)
     if left:
         kept.append(f"[... {left:,} more line{'' if left == 1 else 's'} not shown, of {len(kept) + left:,}]")
     return "\n".join(kept)
@@ -191,7 +206,6 @@ __all__ = [
     "MAX_COMPARED_LINES",
     "MAX_PREVIEW_CHARS",
     "MAX_PREVIEW_LINES",
-    "added_lines",
     "capped",
     "count_lines",
     "many",
