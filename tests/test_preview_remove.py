@@ -181,3 +181,11 @@ def test_a_system_filesystem_inside_a_tree_is_not_entered(ws: Path) -> None:
         system = Guard(devices=frozenset({found.st_dev}))  # as if /proc were mounted there
         survey = surveys.survey_tree(root, "t", found, system)
     assert survey.stopped == ["a system filesystem is mounted at t: not counted"] and survey.entries == 0
+
+
+def test_names_that_are_not_utf8_are_shown_as_escapes(ws: Path) -> None:
+    (ws / "t").mkdir()
+    os.close(os.open(os.fsencode(ws / "t") + b"/caf\xe9", os.O_CREAT | os.O_WRONLY))
+    preview = remover(ws).preview({"path": "t", "recursive": True})
+    assert preview is not None and preview.splitlines()[1] == "  t/caf\\udce9 (0 bytes)"
+    preview.encode()  # no lone surrogate left: it can travel as JSON

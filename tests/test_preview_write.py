@@ -224,3 +224,11 @@ def test_a_workspace_reached_through_a_link_is_not_called_elsewhere(tmp_path: Pa
     (ws / "a.txt").write_text("1\n")
     preview = WriteFile(WorkspaceScope(tmp_path / "ws-link")).preview({"path": "a.txt", "content": "2\n"})
     assert preview is not None and preview.splitlines()[0] == "--- a.txt (now: 2 bytes, 1 line)"
+
+
+def test_lone_surrogates_never_reach_the_preview(ws: Path) -> None:
+    new = writer(ws).preview({"path": "bad\udcff.txt", "content": "ok\n"})
+    failing = writer(ws).preview({"path": "ok.txt", "content": "half a pair \ud800"})
+    assert new is not None and "+++ bad\\udcff.txt (new file" in new
+    assert failing is not None and failing.startswith("write_file would fail, even if approved: ")
+    new.encode(), failing.encode()  # no lone surrogate left: both can travel as JSON

@@ -106,7 +106,11 @@ class WriteFile(FileTool):
     def preview(self, arguments: dict[str, Any]) -> str | None:
         """A unified diff of the file now against `content`, as an approved call would
         write it (blocking I/O; `signoff.gate.previews` runs it off the event loop)."""
-        return self.preview_of(arguments, lambda place, args: show_write(place, args.content, self.scope))
+        return self.preview_of(arguments, self.show)
+
+    def show(self, place: Place, args: WriteFileArguments) -> ToolResult:
+        """What `run` would change, found by the same checks and guarded opens (for reading)."""
+        return show_write(place, args.content, self.scope)
 
     def run(self, place: Place, args: WriteFileArguments) -> ToolResult:
         parent, name = write_target(place)
