@@ -84,7 +84,8 @@ def _secret_files(env: Mapping[str, str]) -> dict[tuple[int, int], str]:
     return secrets
 
 
-def _descriptor_path(fd: int) -> str | None:
+def descriptor_path(fd: int) -> str | None:
+    """Where `fd` really is, as the kernel names it (None when it cannot say)."""
     try:
         return os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
@@ -109,7 +110,7 @@ class Guard:
         Raises:
             Refusal: it is in a system filesystem or is one of the worker's secret files.
         """
-        real = _descriptor_path(fd)
+        real = descriptor_path(fd)
         tree = _tree_of(real) if real and real.startswith("/") else None
         if found.st_dev in self.devices or tree is not None:
             raise Refusal(_system_message(shown, tree or "a system filesystem"))
@@ -174,6 +175,7 @@ __all__ = [
     "Guard",
     "Refusal",
     "check_path",
+    "descriptor_path",
     "kind_of",
     "require_regular",
 ]
