@@ -48,10 +48,10 @@ def test_a_file_is_shown_with_its_size(ws: Path, outside: Path) -> None:
 
 
 def test_a_directory_tree_is_counted_with_its_first_entries(ws: Path, outside: Path, resolver: str) -> None:
-    make_tree(outside / "build")
-    preview = remover(ws).preview({"path": str(outside / "build"), "recursive": True})
+    make_tree(ws / "build")
+    preview = remover(ws).preview({"path": "build", "recursive": True})
     assert preview == (
-        f"remove_path would delete the directory {outside}/build and everything in it: "
+        "remove_path would delete the directory build and everything in it: "
         "3 files, 2 directories, 1 symbolic link; 1,005 bytes in all.\n"
         "  build/a.txt (5 bytes)\n"
         "  build/link (symbolic link)\n"
@@ -60,7 +60,19 @@ def test_a_directory_tree_is_counted_with_its_first_entries(ws: Path, outside: P
         "  build/sub/deeper/\n"
         "  build/sub/deeper/c (0 bytes)"
     )
-    assert (outside / "build" / "sub" / "deeper" / "c").exists()
+    assert (ws / "build" / "sub" / "deeper" / "c").exists()
+
+
+def test_a_tree_outside_the_workspace_is_counted_but_its_names_withheld(ws: Path, outside: Path, resolver: str) -> None:
+    """A preview is in history before anyone decides: it must not list what a person
+    would need an approval to see (list_dir outside the workspace asks first)."""
+    make_tree(outside / "build")
+    preview = remover(ws).preview({"path": str(outside / "build"), "recursive": True})
+    assert preview == (
+        f"remove_path would delete the directory {outside}/build and everything in it: "
+        "3 files, 2 directories, 1 symbolic link; 1,005 bytes in all.\n"
+        "  (entries not listed: the directory is outside the workspace)"
+    )
 
 
 def test_a_directory_without_recursive_says_the_call_would_fail(ws: Path, outside: Path) -> None:

@@ -53,22 +53,19 @@ async def test_pending_writes_and_removals_carry_their_previews(client: Client, 
             assert (outside / "hosts").read_text() == "127.0.0.1 localhost\n"  # previews change nothing
             await handle.signal("tool_approval", {"call_id": "*", "approved": True, "approver": "alice"})
             result = await handle.result()
-    assert write["preview"] == (
-        f"--- {outside}/hosts (now: 20 bytes, 1 line)\n"
+    assert write["preview"] == (  # outside the workspace: the new content, not the file's current one
+        f"--- {outside}/hosts (now: 20 bytes, not shown: the file is outside the workspace)\n"
         f"+++ {outside}/hosts (after write_file: 32 bytes, 2 lines)\n"
-        "@@ -1 +1,2 @@\n"
-        " 127.0.0.1 localhost\n"
+        "+127.0.0.1 localhost\n"
         "+10.0.0.9 db"
     )
     assert remove["preview"] == (
         f"remove_path would delete the directory {outside}/cache and everything in it: "
         "2 files, 1 directory, 0 symbolic links; 2,148 bytes in all.\n"
-        "  cache/index (2,048 bytes)\n"
-        "  cache/objects/\n"
-        "  cache/objects/ab12 (100 bytes)"
+        "  (entries not listed: the directory is outside the workspace)"
     )
     details = metadata.current_details  # what the Web UI shows as the run's current details
-    assert "  preview:" in details and "  +10.0.0.9 db" in details and "  cache/objects/ab12 (100 bytes)" in details
+    assert "  preview:" in details and "  +10.0.0.9 db" in details and "2,148 bytes in all" in details
     assert result.messages[-1] == ChatMessage.assistant(
         f"wrote 32 bytes to {outside}/hosts | removed directory {outside}/cache and everything in it"
     )
@@ -85,9 +82,9 @@ async def test_the_in_process_agent_shows_the_same_preview(tmp_path: Path) -> No
         agent = AgentBuilder("ops").with_chat_client(client).with_tools(default_tools(WorkspaceScope(workspace))).build()
         events = [event async for event in agent.run("tidy up")]
     requests = {e.request.call_id: e.request.preview for e in events if isinstance(e, ApprovalRequestEvent)}
-    assert requests["call_w"] is not None and requests["call_w"].endswith("\n 127.0.0.1 localhost\n+10.0.0.9 db")
+    assert requests["call_w"] is not None and requests["call_w"].endswith("\n+127.0.0.1 localhost\n+10.0.0.9 db")
     assert requests["call_r"] == (
         f"remove_path would delete the directory {outside}/cache and everything in it: "
         "0 files, 1 directory, 0 symbolic links; 0 bytes in all.\n"
-        "  cache/objects/"
+        "  (entries not listed: the directory is outside the workspace)"
     )

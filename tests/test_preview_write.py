@@ -131,19 +131,20 @@ def test_control_and_bidi_characters_are_shown_as_escapes(ws: Path) -> None:
     assert "+++ x\\x1b[2J.txt" in preview and "+ok\\x0d" in preview and "+if admin\\u202e {" in preview
 
 
-def test_an_approved_call_outside_the_workspace_shows_the_real_outside_file(ws: Path, outside: Path) -> None:
+def test_a_call_outside_the_workspace_shows_the_new_content_but_not_the_outside_file(ws: Path, outside: Path) -> None:
+    """The preview is in history before anyone decides, and a run's starter can read history:
+    showing the outside file would let any starter read what read_file needs approval for."""
     (outside / "hosts").write_text("127.0.0.1 localhost\n")
     (ws / "out").symlink_to(outside)
     tool = writer(ws)
     assert tool.requires_approval({"path": "out/hosts", "content": ""})
     preview = tool.preview({"path": "out/hosts", "content": "10.0.0.1 evil\n"})
     assert preview == (
-        f"--- out/hosts (now: 20 bytes, 1 line; really {outside}/hosts)\n"
+        f"--- out/hosts (now: 20 bytes, not shown: the file is outside the workspace; really {outside}/hosts)\n"
         "+++ out/hosts (after write_file: 14 bytes, 1 line)\n"
-        "@@ -1 +1 @@\n"
-        "-127.0.0.1 localhost\n"
         "+10.0.0.1 evil"
     )
+    assert "localhost" not in preview
 
 
 def test_under_deny_a_link_out_is_refused_and_its_target_not_read(ws: Path, outside: Path, resolver: str) -> None:

@@ -36,7 +36,7 @@ from signoff.tools.filetool import (
     write_target,
 )
 from signoff.tools.fs import make_dirs_beneath, remove_tree
-from signoff.tools.guard import Guard, Refusal
+from signoff.tools.guard import Guard, Refusal, descriptor_path, is_beneath
 from signoff.tools.scope import WorkspaceScope
 from signoff.tools.survey import removal_preview
 
@@ -170,7 +170,7 @@ class RemovePath(FileTool):
 
     def show(self, place: Place, args: RemovePathArguments) -> ToolResult:
         """What `run` would remove, found by the same checks, reading only entries' metadata."""
-        return self._at_target(place, args, functools.partial(_describe, place.guard))
+        return self._at_target(place, args, functools.partial(_describe, place.guard, self.scope))
 
     def _at_target(self, place: Place, args: RemovePathArguments, act: _Act) -> ToolResult:
         """`act` on the entry to remove, once its directory and itself have been checked."""
@@ -249,10 +249,13 @@ def _remove(dir_fd: int, name: str, found: os.stat_result, args: RemovePathArgum
     return ToolResult(content=f"removed directory {args.path} and everything in it")
 
 
-def _describe(guard: Guard, dir_fd: int, name: str, found: os.stat_result, args: RemovePathArguments) -> ToolResult:
+def _describe(
+    guard: Guard, scope: WorkspaceScope, dir_fd: int, name: str, found: os.stat_result, args: RemovePathArguments
+) -> ToolResult:
     if stat.S_ISDIR(found.st_mode) and not args.recursive:
         return _needs_recursive(args.path)
-    return ToolResult(content=removal_preview(dir_fd, name, found, guard, args.path))
+    inside = is_beneath(descriptor_path(dir_fd), scope.real_root)
+    return ToolResult(content=removal_preview(dir_fd, name, found, guard, args.path, list_entries=inside))
 
 
 def _needs_recursive(path: str) -> ToolResult:

@@ -36,7 +36,14 @@ _NO_NEWLINE = "\\ No newline at end of file"
 
 
 def write_preview(
-    shown: str, now: bytes | None, size: int, content: str, *, now_notes: Sequence[str] = (), new_notes: Sequence[str] = ()
+    shown: str,
+    now: bytes | None,
+    size: int,
+    content: str,
+    *,
+    now_notes: Sequence[str] = (),
+    new_notes: Sequence[str] = (),
+    withheld: str | None = None,
 ) -> str:
     """`write_file`'s effect on `shown`: a capped unified diff from the file now to `content`.
 
@@ -45,6 +52,8 @@ def write_preview(
             no file yet (the diff then adds every line).
         size: the current file's size.
         now_notes, new_notes: said in the `---` and `+++` headers (e.g. where it really is).
+        withheld: why the current content is not shown (only its size): the new content
+            is then shown as added lines.
     """
     name, new_size = visible(shown), len(content.encode(errors="surrogatepass"))
     if now is not None and size == new_size and now == content.encode(errors="surrogatepass"):
@@ -55,8 +64,11 @@ def write_preview(
     new_header = f"+++ {name} ({'; '.join([*after, *new_notes])})"
     if now is None:
         return capped(*_framed(["--- /dev/null", new_header], _diff("", content)))
-    old = _text(now, size)
-    before = [f"now: {many(size, 'byte')}, {count_lines(old)}" if old is not None else _why_not_compared(now, size)]
+    old = None if withheld else _text(now, size)
+    if withheld:
+        before = [f"now: {many(size, 'byte')}, not shown: {withheld}"]
+    else:
+        before = [f"now: {many(size, 'byte')}, {count_lines(old)}" if old is not None else _why_not_compared(now, size)]
     old_header = f"--- {name} ({'; '.join([*before, *now_notes])})"
     if old is None or new_size > MAX_COMPARED_BYTES:
         return capped(*_framed([old_header, new_header], _shown_parts([("+", split_lines(content))])))

@@ -21,7 +21,7 @@ from signoff.tools.filetool import (
     refuse_hard_linked,
     write_target,
 )
-from signoff.tools.guard import Refusal, descriptor_path
+from signoff.tools.guard import Refusal, descriptor_path, is_beneath
 from signoff.tools.scope import WorkspaceScope
 
 
@@ -46,7 +46,10 @@ def show_write(place: Place, content: str, scope: WorkspaceScope) -> ToolResult:
     notes = _really(shown, real, scope)
     if found.st_nlink > 1:
         notes.append(f"{found.st_nlink} hard links: the change shows under each name")
-    return ToolResult(content=write_preview(shown, now, found.st_size, content, now_notes=notes))
+    # A preview is recorded in the run's history before anyone decides, and history may be
+    # read more widely than the worker's files: a file outside the workspace keeps its content.
+    withheld = None if is_beneath(real, scope.real_root) else "the file is outside the workspace"
+    return ToolResult(content=write_preview(shown, now, found.st_size, content, now_notes=notes, withheld=withheld))
 
 
 def _show_new(place: Place, parent: str, name: str, content: str, scope: WorkspaceScope) -> str:

@@ -169,6 +169,14 @@ def require_regular(shown: str, found: os.stat_result) -> None:
         )
 
 
+def is_beneath(real: str | os.PathLike[str] | None, root: str | os.PathLike[str]) -> bool:
+    """Whether the real path `real` is `root` or lies under it (None: unknown, so no)."""
+    if real is None:
+        return False
+    top = os.fspath(root)
+    return os.path.commonpath([os.fspath(real), top]) == top
+
+
 __all__ = [
     "SECRET_FILE_ENV",
     "SYSTEM_TREES",
@@ -176,6 +184,8 @@ __all__ = [
     "Refusal",
     "check_path",
     "descriptor_path",
+    "is_beneath",
     "kind_of",
     "require_regular",
 ]
+

@@ -155,8 +155,15 @@ def survey_tree(
     return walk.survey
 
 
-def removal_preview(dir_fd: int, name: str, found: os.stat_result, guard: Guard, shown: str) -> str:
-    """What removing entry `name` of `dir_fd` (whose `lstat` is `found`) would delete."""
+def removal_preview(
+    dir_fd: int, name: str, found: os.stat_result, guard: Guard, shown: str, *, list_entries: bool = True
+) -> str:
+    """What removing entry `name` of `dir_fd` (whose `lstat` is `found`) would delete.
+
+    Args:
+        list_entries: name the first entries of a directory (else counts only: the
+            preview is recorded in history, which may be read more widely than the files).
+    """
     what = visible(shown)
     if stat.S_ISLNK(found.st_mode):
         target = visible(os.readlink(name, dir_fd=dir_fd))
@@ -168,10 +175,10 @@ def removal_preview(dir_fd: int, name: str, found: os.stat_result, guard: Guard,
         return text
     if not stat.S_ISDIR(found.st_mode):
         return f"remove_path would delete {what}, {kind_of(found)} (its name only: nothing is read from it)."
-    return describe_tree(shown, survey_tree(dir_fd, name, found, guard))
+    return describe_tree(shown, survey_tree(dir_fd, name, found, guard), listed=list_entries)
 
 
-def describe_tree(shown: str, survey: TreeSurvey) -> str:
+def describe_tree(shown: str, survey: TreeSurvey, *, listed: bool = True) -> str:
     """The removal of a directory tree in words, with its first entries."""
     bound = "at least " if survey.stopped else ""
     counts = (
@@ -181,6 +188,8 @@ def describe_tree(shown: str, survey: TreeSurvey) -> str:
     lines = [f"remove_path would delete the directory {visible(shown)} and everything in it: {counts}."]
     lines += [f"Counts are a lower bound: {why}." for why in survey.stopped]
     lines += [f"Among them, the worker's own secret file {secret}." for secret in survey.secrets]
+    if not listed:
+        return "\n".join([*lines, "  (entries not listed: the directory is outside the workspace)"])
     lines += ["  " + entry for entry in survey.shown]
     if survey.entries > len(survey.shown):
         lines.append(f"  [... and {bound}{survey.entries - len(survey.shown):,} more]")
