@@ -36,11 +36,10 @@ from signoff.activities.served import ServedAgents
 from signoff.activities.tool import Callers, run_call
 from signoff.agent import ChatClientAgent
 from signoff.chat.base import ChatClient
-from signoff.limits import TEMPORAL_BLOB_LIMIT, Limits
+from signoff.limits import DEFAULT_PAYLOAD_BUDGET, Limits
 from signoff.policy import PolicyBook
 
-PAYLOAD_BUDGET = TEMPORAL_BLOB_LIMIT - 128 * 1024
-"""The most an activity result may hold when no external store takes large payloads."""
+PAYLOAD_BUDGET = DEFAULT_PAYLOAD_BUDGET
 
 
 class AgentActivities:

@@ -20,6 +20,7 @@ from signoff.activities.served import ServedAgents
 from signoff.chat.base import ChatOptions
 from signoff.errors import ProviderError
 from signoff.gate import gated_call_ids, previews
+from signoff.limits import size_over
 from signoff.messages import ChatMessage
 from signoff.snapshot import RunSnapshot
 from signoff.tools.registry import ToolRegistry
@@ -60,8 +61,9 @@ async def _snapshot(
 
 
 def _check_size(turn: ChatTurn, budget: int | None) -> None:
-    size = len(turn.model_dump_json())
-    if budget is not None and size > budget:
+    size = size_over(turn, budget)
+    if size is not None:
+        assert budget is not None
         raise ApplicationError(
             f"the model's answer is {size:,} bytes, over the payload limit of {budget:,} bytes "
             "(Temporal's 2 MB blob limit, less a margin); set SIGNOFF_PAYLOAD_STORE to keep large "

@@ -80,6 +80,7 @@ class ServedAgents:
         self.policies = policies or PolicyBook()
         self._taken: OrderedDict[str, Taken] = OrderedDict()
         self._foreign: dict[str, RunSnapshot] = {}
+        self._made: OrderedDict[tuple[object, ...], Taken] = OrderedDict()
 
     def agent(self, name: str) -> ChatClientAgent:
         agent = self._agents.get(name)
@@ -104,24 +105,39 @@ class ServedAgents:
         return self._default
 
     def take(self, name: str, transcript: list[ChatMessage]) -> Taken:
-        """Snapshot an agent for a run starting with `transcript` (providers see it)."""
+        """Snapshot an agent for a run starting with `transcript` (providers see it).
+
+        Providers usually give the same instructions and the same tool objects every time:
+        then the serialisable snapshot and its digest are the ones already made."""
         agent = self.agent(name)
         snapshot = agent.snapshot(transcript)
-        model = snapshot.model(name, self.limits, self.policies.merged_over(agent.policies))
-        model.payload_budget = self.payload_budget
-        taken = Taken(model, model.digest(), snapshot.registry)
-        self._remember(taken)
-        return taken
+        key = (name, snapshot.instructions, *map(id, snapshot.registry))
+        made = self._made.get(key)
+        if made is None or [*made.registry] != [*snapshot.registry]:  # ids of live tools: the same objects
+            model = snapshot.model(name, self.limits, self.policies.merged_over(agent.policies))
+            model.payload_budget = self.payload_budget
+            made = self._made[key] = Taken(model, model.digest(), snapshot.registry)
+            while len(self._made) > SNAPSHOTS_REMEMBERED:
+                self._made.popitem(last=False)
+        self._remember(made)
+        return made
+
+    def own(self, name: str, digest: str) -> Resolved | None:
+        """The run's snapshot if this worker can reproduce it (no I/O), else None."""
+        if digest not in self._taken:
+            self.take(name, [])  # the same configuration gives the same digest
+        taken = self._taken.get(digest)
+        if taken is None:
+            return None
+        self._taken.move_to_end(digest)
+        return Resolved(taken.model, taken.registry, own=True)
 
     async def resolve(self, name: str, digest: str) -> Resolved:
         """The run's snapshot `digest` of agent `name`: this worker's if it can reproduce it,
         else the run's own from its history (the `agent_snapshot` query)."""
-        if digest not in self._taken:
-            self.take(name, [])  # the same configuration gives the same digest
-        taken = self._taken.get(digest)
-        if taken is not None:
-            self._taken.move_to_end(digest)
-            return Resolved(taken.model, taken.registry, own=True)
+        found = self.own(name, digest)
+        if found is not None:
+            return found
         if digest not in self._foreign:
             info = activity.info()
             handle = activity.client().get_workflow_handle(info.workflow_id or "", run_id=info.workflow_run_id)

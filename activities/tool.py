@@ -2,9 +2,10 @@
 
 The activity does not take the workflow's word for anything it can check itself:
 
-- It runs only for a genuine `AgentRun` on this worker's task queue (the server's
-  description of the calling run), so a workflow of another type, one on another
-  queue scheduling `signoff.tool` here, or a standalone activity, runs nothing.
+- It runs only for an `AgentRun`; an approved call, only for a genuine `AgentRun` on
+  this worker's task queue (the server's description of the calling run, checked once
+  per run), so a workflow of another type, one on another queue scheduling
+  `signoff.tool` here, or a standalone activity, runs nothing that needs approval.
 - It gates the call again, now, with the run's snapshot: a call that needs approval
   at execution (a path that leads outside the workspace since it was requested) runs
   only if the run approved it; otherwise the model is told it was not run.
@@ -41,14 +42,15 @@ class Callers:
         self._size = size
         self._known: OrderedDict[str, None] = OrderedDict()
 
-    async def check(self) -> None:
-        """Raise a non-retryable error unless the calling run is a genuine AgentRun here."""
+    async def check(self, approved: bool) -> None:
+        """Raise a non-retryable error unless the calling run is an AgentRun, and, for an
+        approved call, a genuine one on this task queue."""
         info = activity.info()
         if info.workflow_type != WORKFLOW_TYPE or not info.workflow_id:
             raise _refusal(f"it was scheduled by {info.workflow_type or 'no workflow'}")
         key = f"{info.workflow_id}/{info.workflow_run_id}"
-        if key in self._known:
-            return
+        if not approved or key in self._known:
+            return  # a call that needs no approval is the agent's to make: one round trip saved
         handle = activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
         described = await handle.describe()
         if described.workflow_type != WORKFLOW_TYPE or described.task_queue != info.task_queue:
@@ -70,13 +72,21 @@ def _refusal(why: str) -> ApplicationError:
 
 async def run_call(served: ServedAgents, callers: Callers, input: ToolInput) -> ToolOutput:
     """Run one call; its own failure is the message `Error: ...`."""
-    await callers.check()
-    run = await served.resolve(input.agent, input.snapshot_digest or "")
     call = input.call
-    tool = run.registry.get(call.name) if run.own else None
     approved = input.approval is not None and input.approval.call_id == call.id
-    if not approved and needs_approval(run.model.tool(call.name), tool, parse_arguments(call.arguments)):
+    await callers.check(approved)
+    if not input.snapshot_digest:
+        raise _refusal("it names no snapshot of the run's agent")
+    run = served.own(input.agent, input.snapshot_digest)
+    if run is None:  # a snapshot this worker cannot reproduce: ask the run, once it is known genuine
+        await callers.check(approved=True)
+        run = await served.resolve(input.agent, input.snapshot_digest)
+    entry = run.model.tool(call.name)
+    if entry is None:
+        return ToolOutput(content=f"Error: unknown tool {call.name!r}")
+    tool = run.registry.get(call.name) if run.own else None
+    if not approved and needs_approval(entry, tool, parse_arguments(call.arguments)):
         return ToolOutput(content=NOT_APPROVED)
-    limit = run.model.limits.max_tool_output
     async with heartbeating():
-        return ToolOutput(content=await execute_call(run.registry, call, approved=approved, max_output=limit))
+        output = await execute_call(run.registry, call, approved=approved, max_output=run.model.limits.max_tool_output)
+    return ToolOutput(content=output)

@@ -29,6 +29,8 @@ TRANSCRIPT_BUDGET_ENV = "SIGNOFF_TRANSCRIPT_BUDGET"
 MAX_ROUNDS_LIMIT = 1000
 TEMPORAL_BLOB_LIMIT = 2 * 1024 * 1024
 """Temporal's default per-payload limit (`limit.blobSize.error`)."""
+DEFAULT_PAYLOAD_BUDGET = TEMPORAL_BLOB_LIMIT - 128 * 1024
+"""The most a payload may hold when no external store takes large payloads."""
 
 
 class Limits(BaseModel):
@@ -84,3 +86,35 @@ def cap_text(text: str, limit: int, what: str = "tool output") -> str:
     cut = len(text) - head - tail
     note = f"\n[... {cut:,} characters cut: {what} over the limit of {limit:,} characters ...]\n"
     return text[:head] + note + text[-tail:]
+
+
+def size_over(payload: BaseModel, budget: int | None) -> int | None:
+    """The payload's JSON size if it is over `budget`, else None.
+
+    Exact serialisation costs as much as sending the payload, so it is done only when a
+    cheap upper bound (six bytes a character, the worst JSON escape) says it might not fit.
+    """
+    if budget is None or rough_json_size(payload, budget) <= budget:
+        return None
+    size = len(payload.model_dump_json())
+    return size if size > budget else None
+
+
+def rough_json_size(value: object, budget: int) -> int:
+    """An upper bound of `value`'s JSON size, counted until it passes `budget`."""
+    if isinstance(value, str):
+        return 6 * len(value) + 2
+    if isinstance(value, BaseModel):
+        value = value.__dict__
+    if isinstance(value, dict):
+        items: list[object] = [*value.keys(), *value.values()]
+    elif isinstance(value, list | tuple | set | frozenset):
+        items = list(value)
+    else:
+        return 32 + (len(str(value)) if not isinstance(value, int | float | bool) and value is not None else 0)
+    total = 2
+    for item in items:
+        total += rough_json_size(item, budget) + 2
+        if total > budget:
+            break
+    return total

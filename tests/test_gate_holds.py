@@ -22,6 +22,7 @@ from temporalio.common import RawValue
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from signoff.digest import arguments_digest
+from signoff.snapshot import RunSnapshot
 from signoff.runtime.devserver import find_temporal_binary
 from tests.helpers import (
     Reply,
@@ -120,10 +121,10 @@ class Impostor:
     """A stranger's workflow on its own task queue, scheduling signoff's tool activity."""
 
     @workflow.run
-    async def run(self, queue: str) -> str:
-        tool_input = {"agent": "default", "snapshot_digest": None,
-                      "call": {"id": "call_1", "name": "run_command", "arguments": json.dumps({"command": PWNED})},
-                      "approval": {"call_id": "call_1", "arguments_digest": "0" * 64, "record_hash": "0" * 64}}  # fmt: skip
+    async def run(self, queue: str, with_proof: bool = True, digest: str = "f" * 32) -> str:
+        proof = {"call_id": "call_1", "arguments_digest": "0" * 64, "record_hash": "0" * 64} if with_proof else None
+        tool_input = {"agent": "default", "snapshot_digest": digest, "approval": proof,
+                      "call": {"id": "call_1", "name": "run_command", "arguments": json.dumps({"command": PWNED})}}  # fmt: skip
         result = await workflow.execute_activity(
             "signoff.tool", tool_input, task_queue=queue, start_to_close_timeout=timedelta(seconds=30)
         )
@@ -135,14 +136,15 @@ class ImpostorNamedAgentRun(Impostor):
     """The same, under signoff's own workflow type name (on another task queue)."""
 
     @workflow.run
-    async def run(self, queue: str) -> str:
-        return await super().run(queue)
+    async def run(self, queue: str, with_proof: bool = True, digest: str = "f" * 32) -> str:
+        return await super().run(queue, with_proof, digest)
 
 
 @pytest.mark.parametrize("impostor", [Impostor, ImpostorNamedAgentRun], ids=["other-type", "same-name-other-queue"])
 async def test_a_foreign_workflow_cannot_run_signoff_tool(
     client: Client, task_queue: str, tmp_path: Path, impostor: type
 ) -> None:
+    """With a made-up approval: refused, since the server says it is no AgentRun of this queue."""
     own_queue = f"stranger-{uuid.uuid4()}"
     with ScriptedModelServer(one_command) as model:
         async with running_worker(client, task_queue, model, agents_for(tmp_path)):
@@ -182,3 +184,45 @@ async def test_a_decision_bound_to_other_arguments_is_rejected_and_the_call_wait
     assert ack["decided"] == [{"call_id": "call_1", "name": "run_command", "arguments": {"command": "echo hello"},
                                "arguments_digest": pending["arguments_digest"], "outcome": "approved"}]  # fmt: skip
     assert result.messages[2].content == "exit code: 0\nhello\n"
+
+
+async def test_a_foreign_workflow_without_an_approval_meets_the_gate(client: Client, task_queue: str, tmp_path: Path) -> None:
+    """Without one it names a snapshot this worker cannot reproduce; asking the run for its
+    snapshot needs a genuine AgentRun on this queue, which it is not: refused."""
+    own_queue = f"stranger-{uuid.uuid4()}"
+    with ScriptedModelServer(one_command) as model:
+        async with running_worker(client, task_queue, model, agents_for(tmp_path)):
+            worker = Worker(client, task_queue=own_queue, workflows=[ImpostorNamedAgentRun],
+                            workflow_runner=UnsandboxedWorkflowRunner())  # fmt: skip
+            async with worker:
+                handle = await client.start_workflow(
+                    ImpostorNamedAgentRun.run, args=[task_queue, False], id=f"imp-{uuid.uuid4()}", task_queue=own_queue
+                )
+                with pytest.raises(WorkflowFailureError) as failure:
+                    await handle.result()
+    assert "signoff.tool runs calls only for AgentRun workflows on its own task queue" in str(
+        failure.value.cause.cause  # type: ignore[union-attr]
+    )
+    assert not (tmp_path / "pwned").exists()
+
+
+async def test_a_foreign_workflow_with_the_real_snapshot_meets_the_gate(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """A digest is no secret (it is in every run's history): with it, the call is gated again."""
+    own_queue = f"stranger-{uuid.uuid4()}"
+    with ScriptedModelServer(one_command) as model:
+        async with running_worker(client, task_queue, model, agents_for(tmp_path)):
+            real = await start_run(client, task_queue)
+            await wait_pending(real)
+            snapshot = await real.query("agent_snapshot", result_type=RunSnapshot)
+            worker = Worker(client, task_queue=own_queue, workflows=[ImpostorNamedAgentRun],
+                            workflow_runner=UnsandboxedWorkflowRunner())  # fmt: skip
+            async with worker:
+                answer = await client.execute_workflow(
+                    ImpostorNamedAgentRun.run, args=[task_queue, False, snapshot.digest()],
+                    id=f"imp-{uuid.uuid4()}", task_queue=own_queue,
+                )  # fmt: skip
+            await real.terminate()
+    assert "needs approval now and was not approved" in answer
+    assert not (tmp_path / "pwned").exists()

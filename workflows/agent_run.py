@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
         ToolOutput,
     )
     from signoff.contract import STATUS_AWAITING, STATUS_FINISHED, STATUS_RUNNING, WORKFLOW_TYPE, AgentRunResult
-    from signoff.limits import TEMPORAL_BLOB_LIMIT
+    from signoff.limits import DEFAULT_PAYLOAD_BUDGET, size_over
     from signoff.loop import AwaitApproval, DecisionError, Fail, Finish, RunTools, unanswered_calls
     from signoff.messages import ToolCall
     from signoff.workflows import steps
@@ -209,9 +209,9 @@ class AgentRun(DecisionHandlers, RunQueries):
     def _checked(self, payload: T, what: str) -> T:
         """`payload`, unless it cannot be recorded: then the run fails naming the limit,
         rather than its workflow task failing on every retry."""
-        budget = self._snapshot.payload_budget if self._snapshot else TEMPORAL_BLOB_LIMIT - 128 * 1024
-        size = len(payload.model_dump_json())
-        if budget is not None and size > budget:
+        budget = self._snapshot.payload_budget if self._snapshot else DEFAULT_PAYLOAD_BUDGET
+        size = size_over(payload, budget)
+        if size is not None:
             raise ApplicationError(
                 f"{what} is {size:,} bytes, over the payload limit of {budget:,} bytes (Temporal's 2 MB "
                 "blob limit, less a margin); set SIGNOFF_PAYLOAD_STORE to keep large payloads outside the history",
