@@ -18,14 +18,21 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.api.enums.v1 import IndexedValueType
-from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.worker.workflow_sandbox import (
+    SandboxedWorkflowRunner,
+    SandboxRestrictions,
+)
 
 from signoff.activities import PAYLOAD_BUDGET, AgentActivities
 from signoff.activities.identify import Verifier
+from signoff.activities.notify import NotifyConfig
 from signoff.agent import ChatClientAgent
 from signoff.chat.base import ChatClient
 from signoff.chat.config import LLMConfig
@@ -110,6 +117,7 @@ def build_worker(
     policies: PolicyBook | None = None,
     payload_budget: int | None = PAYLOAD_BUDGET,
     verifier: Verifier | None = None,
+    notify: NotifyConfig | None = None,
     **options: Any,
 ) -> Worker:
     """A worker for `AgentRun` and its activities, serving `agents` (by name).
@@ -120,9 +128,10 @@ def build_worker(
         payload_budget: the largest payload a run may write; None when the client's data
             converter has an external store for large payloads.
         verifier: checks approvers' tokens (`SIGNOFF_APPROVER_KEYS`).
+        notify: where runs send notices (`SIGNOFF_NOTIFY_URLS`); None sends none.
         **options: passed to `temporalio.worker.Worker`.
     """
-    activities = AgentActivities(agents, default_client, limits, policies, payload_budget, verifier)
+    activities = AgentActivities(agents, default_client, limits, policies, payload_budget, verifier, notify)
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))
     return Worker(
         client,
@@ -187,9 +196,11 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-        worker = build_worker(client, agents, settings.task_queue, graceful_shutdown_timeout=timedelta(seconds=10))
+        notify = NotifyConfig.from_env(settings.address, settings.namespace, server.ui_url if server else None)
+        worker = build_worker(client, agents, settings.task_queue, notify=notify,
+                              graceful_shutdown_timeout=timedelta(seconds=10))
         print(f"signoff: worker on task queue {settings.task_queue!r} at {settings.address}, "
-              f"agents: {', '.join(sorted(agents))}", flush=True)
+              f"agents: {', '.join(sorted(agents))}" + (f"; {notify.describe()}" if notify else ""), flush=True)
         async with worker:
             await stop.wait()
             print("signoff: shutting down", flush=True)
