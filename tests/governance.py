@@ -10,13 +10,14 @@ import importlib.metadata
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from temporalio.api.enums.v1 import EventType, IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
-from temporalio.client import WorkflowHandle
+from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
@@ -63,6 +64,13 @@ def turns(*rounds: Sequence[ToolCall]) -> Callable[[ScriptedRequest], Reply]:
         return Reply.text("|".join(m.content or "" for m in request.messages if m.role == "tool"))
 
     return script
+
+
+async def refusal(update: Awaitable[Any]) -> str:
+    """Why the update was rejected (its validator's or handler's message)."""
+    with pytest.raises(WorkflowUpdateFailedError) as failure:
+        await update
+    return str(failure.value.cause)
 
 
 async def events_of(handle: WorkflowHandle[Any, Any], kind: str) -> list[dict[str, Any]]:
