@@ -10,14 +10,16 @@ import importlib.metadata
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 import pytest
 from temporalio.api.enums.v1 import EventType, IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
-from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
@@ -25,8 +27,16 @@ from signoff.agent import AgentBuilder, ChatClientAgent
 from signoff.contract import SEARCH_ATTRIBUTES
 from signoff.messages import ToolCall
 from signoff.policy import ApprovalPolicy
+from signoff.testing import Script
 from signoff.tools.function import tool
-from tests.helpers import Reply, ScriptedRequest, assert_eventually
+from tests.helpers import (
+    Reply,
+    ScriptedModelServer,
+    ScriptedRequest,
+    assert_eventually,
+    running_worker,
+    start_run,
+)
 
 Turns = Sequence[Sequence[ToolCall]]
 
@@ -45,6 +55,24 @@ def ops_agent(deploy: ApprovalPolicy | None = None, restart: ApprovalPolicy | No
         return f"restarted {service}"
 
     return AgentBuilder("ops").with_tools([deploy_tool, restart_tool]).build()
+
+
+@asynccontextmanager
+async def ops_run(
+    client: Client, script: Script, *, worker: dict[str, Any] | None = None, **start: Any
+) -> AsyncIterator[WorkflowHandle[Any, Any]]:
+    """A run of agent `ops` (give `agents=` in `worker` for other policies), on a fresh task queue.
+
+    Args:
+        worker: options of `build_worker` (notify, verifier, agents, max_cached_workflows...).
+        start: options of `start_run` (prompt, options, messages...).
+    """
+    options = dict(worker or {})
+    agents = options.pop("agents", None) or {"ops": ops_agent()}
+    queue = f"tq-{uuid4()}"
+    with ScriptedModelServer(script) as model:
+        async with running_worker(client, queue, model, agents, **options):
+            yield await start_run(client, queue, agent="ops", **start)
 
 
 def deploy(call_id: str, target: str = "web") -> ToolCall:

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
-from uuid import uuid4
 
 import pytest
 from temporalio.client import WorkflowFailureError, WorkflowHandle
@@ -21,12 +20,13 @@ from tests.governance import (
     events_of,
     no_activity_in_flight,
     ops_agent,
+    ops_run,
     refusal,
     restart,
     turns,
     wait_event,
 )
-from tests.helpers import ScriptedModelServer, running_worker, start_run, wait_pending
+from tests.helpers import wait_pending
 from tests.receiver import Receiver
 
 HOUR = 3600
@@ -37,14 +37,11 @@ async def paused(
     env: WorkflowEnvironment, script: Script, receiver: Receiver | None = None, **policies: ApprovalPolicy
 ) -> AsyncIterator[WorkflowHandle[Any, Any]]:
     """A run of agent `ops` with these policies, paused on its first call, its notices settled."""
-    queue = f"tq-{uuid4()}"
     notify = NotifyConfig(urls=(receiver.url,)) if receiver else None
-    with ScriptedModelServer(script) as model:
-        async with running_worker(env.client, queue, model, {"ops": ops_agent(**policies)}, notify=notify):
-            handle = await start_run(env.client, queue, agent="ops")
-            await wait_pending(handle)
-            await no_activity_in_flight(handle)
-            yield handle
+    async with ops_run(env.client, script, worker={"agents": {"ops": ops_agent(**policies)}, "notify": notify}) as handle:
+        await wait_pending(handle)
+        await no_activity_in_flight(handle)
+        yield handle
 
 
 async def decide(handle: WorkflowHandle[Any, Any], call_id: str, approver: str | None = None) -> dict[str, Any]:
