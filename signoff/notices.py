@@ -100,12 +100,12 @@ def _headline(kind: NoticeKind, where: str, request: dict[str, Any] | None, deci
         reason = inert(record.get("reason") or "no decision in time", REASON_SHOWN)
         return f"no decision in time on {where}: {outcome} by its policy ({reason})"
     verb = "approved" if record.get("approved") else "denied"
-    who = name(record["approver"]) if record.get("approver") else "an anonymous approver"
+    who = f" by {name(record['approver'])}" if record.get("approver") else ""
     how = " (verified)" if record.get("verified") else ""
     if record.get("grant_id"):
         how += f" through grant {name(record['grant_id'])}"
     why = f": {inert(record['reason'], REASON_SHOWN)}" if record.get("reason") and not record.get("approved") else ""
-    return f"{where} {verb} by {who}{how}{why}"
+    return f"{where} {verb}{who}{how}{why}"
 
 
 def _rules(request: dict[str, Any]) -> list[str]:

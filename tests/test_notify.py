@@ -98,6 +98,18 @@ async def test_a_failing_channel_is_recorded_and_neither_stops_the_run_nor_resen
     assert all("answered HTTP 500" in f["message"] and "/hook" not in f["message"] for f in failures)
 
 
+async def test_cancelling_a_waiting_run_tells_the_channels_the_call_is_settled(client: Client, task_queue: str) -> None:
+    with Receiver() as receiver, ScriptedModelServer(turns([deploy("call_d")])) as model:
+        async with running_worker(client, task_queue, model, {"ops": ops_agent()}, notify=config(receiver)):
+            handle = await start_run(client, task_queue, agent="ops")
+            await wait_pending(handle)
+            await handle.cancel()
+            result = await handle.result()
+    assert result.finish_reason == "cancelled"
+    (notice,) = receiver.of("approval_decided", "call_d")
+    assert notice.json["text"].splitlines()[0].endswith('(call call_d) denied: "Run cancelled"')
+
+
 async def test_a_run_without_channels_schedules_no_notice(client: Client, task_queue: str, tmp_path: Path) -> None:
     with ScriptedModelServer(turns([deploy("call_d")])) as model:
         async with running_worker(client, task_queue, model, {"ops": ops_agent()}):
