@@ -10,9 +10,18 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, call, running_worker, start_run, wait_pending
 from signoff.runtime.worker import sandbox_runner
 from signoff.workflows.agent_run import AgentRun
+from tests.helpers import (
+    Reply,
+    ScriptedModelServer,
+    ScriptedRequest,
+    agents_for,
+    call,
+    running_worker,
+    start_run,
+    wait_pending,
+)
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
