@@ -85,10 +85,14 @@ class NotifyConfig:
     request_timeout: float = 10.0
 
     def __post_init__(self) -> None:
-        for url in self.urls:
+        for number, url in enumerate(self.urls, 1):
             parts = urlsplit(url)
             if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise ConfigError(f"{URLS_ENV}: {channel_label(url)!r} is not an http(s) URL with a host")
+                shown = channel_label(url) if parts.scheme else url.split("/")[0][:40] + "/..."
+                raise ConfigError(
+                    f"{URLS_ENV}: entry {number} ({shown}) is not an absolute http(s) URL with a host, "
+                    "e.g. https://hooks.example.com/..."
+                )
         object.__setattr__(self, "urls", tuple(dict.fromkeys(self.urls)))
 
     @property
