@@ -114,6 +114,7 @@ async def test_reminders_and_escalation_fire_at_their_times_and_the_escalated_ap
             assert await events_of(handle, "approval_reminder") == []
             await skipping.sleep(timedelta(seconds=2))
             await wait_event(handle, "approval_reminder", 1)
+            await no_activity_in_flight(handle)
             await skipping.sleep(timedelta(seconds=600))
             await wait_event(handle, "approval_reminder", 2)
             await no_activity_in_flight(handle)
