@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
+from signoff.approvals import ToolApprovalResponse
 from signoff.contract import RunOptions
 from signoff.identity import ApproverKeys, issue_token
 from signoff.messages import ChatMessage
@@ -168,7 +169,7 @@ async def test_a_requester_token_for_someone_else_fails_the_start(client: Client
 def resumed(requester: dict[str, Any]) -> dict[str, Any]:
     """A start from a transcript whose open call the starter approves in the input."""
     transcript = [ChatMessage.user("deploy"), ChatMessage.assistant(None, [deploy("call_d")])]
-    options = RunOptions(tool_approval_responses=[{"call_id": "call_d", "approved": True}], **requester)
+    options = RunOptions(tool_approval_responses=[ToolApprovalResponse.approve("call_d")], **requester)
     return {"prompt": None, "messages": transcript, "options": options}
 
 
