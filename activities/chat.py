@@ -40,7 +40,9 @@ async def model_turn(served: ServedAgents, memory: RunMemory, input: ChatInput, 
     memory.keep_answer(response.message.model_copy(update={"role": "assistant"}))
     calls = response.message.tool_calls or []
     gated = gated_call_ids(snapshot, registry, calls)
-    turn = ChatTurn(response=response, gated=gated, previews=previews(registry, calls, gated))
+    async with heartbeating():  # previews read files: bounded, but not instant
+        shown = await previews(registry, calls, gated)
+    turn = ChatTurn(response=response, gated=gated, previews=shown)
     if first:
         turn.snapshot, turn.snapshot_digest = snapshot, snapshot.digest()
     _check_size(turn, budget)

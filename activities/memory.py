@@ -8,6 +8,7 @@ workflow cache; a delta this worker's copy cannot serve is served from the run's
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -28,22 +29,29 @@ class RunMemory:
         self._size = size
         self._copies: OrderedDict[str, Copy] = OrderedDict()
 
-    async def transcript(self, delta: TranscriptDelta) -> list[ChatMessage]:
-        """The whole transcript the delta stands for (the current activity's run)."""
-        key = _run_key()
+    async def transcript(
+        self, delta: TranscriptDelta, key: str | None = None, ask: Callable[[], Awaitable[list[ChatMessage]]] | None = None
+    ) -> list[ChatMessage]:
+        """The whole transcript the delta stands for.
+
+        Args:
+            key: the run (default: the current activity's workflow id and run id).
+            ask: reads the run's whole transcript (default: its `messages` query).
+        """
+        key = key or _run_key()
         known = self._copies.get(key)
         if delta.base == 0:
             copy = Copy(delta.messages)
         elif known is not None and known.holds(delta):
             copy = known.applied(delta)
         else:
-            copy = from_full(await _ask_run(), delta) or _mismatch(key, delta)
+            copy = from_full(await (ask or _ask_run)(), delta) or _mismatch(key, delta)
         self._store(key, copy)
         return list(copy.messages)
 
-    def keep_answer(self, answer: ChatMessage) -> None:
+    def keep_answer(self, answer: ChatMessage, key: str | None = None) -> None:
         """Remember the model's answer too: the sender counts it as seen."""
-        copy = self._copies.get(_run_key())
+        copy = self._copies.get(key or _run_key())
         if copy is not None:
             copy.extend([answer])
 

@@ -19,5 +19,5 @@ async def prepare_run(served: ServedAgents, input: PrepareInput) -> PrepareOutpu
         snapshot=taken.model,
         snapshot_digest=taken.digest,
         gated=gated,
-        previews=previews(taken.registry, input.open_calls, gated),
+        previews=await previews(taken.registry, input.open_calls, gated),
     )

@@ -45,23 +45,23 @@ class Callers:
         """Raise a non-retryable error unless the calling run is a genuine AgentRun here."""
         info = activity.info()
         if info.workflow_type != WORKFLOW_TYPE or not info.workflow_id:
-            _refuse(f"it was scheduled by {info.workflow_type or 'no workflow'}")
+            raise _refusal(f"it was scheduled by {info.workflow_type or 'no workflow'}")
         key = f"{info.workflow_id}/{info.workflow_run_id}"
         if key in self._known:
             return
         handle = activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
         described = await handle.describe()
         if described.workflow_type != WORKFLOW_TYPE or described.task_queue != info.task_queue:
-            _refuse(f"the run is a {described.workflow_type} on task queue {described.task_queue!r}")
+            raise _refusal(f"the run is a {described.workflow_type} on task queue {described.task_queue!r}")
         if described.status != WorkflowExecutionStatus.RUNNING:
-            _refuse("the run is not running")
+            raise _refusal("the run is not running")
         self._known[key] = None
         while len(self._known) > self._size:
             self._known.popitem(last=False)
 
 
-def _refuse(why: str) -> None:
-    raise ApplicationError(
+def _refusal(why: str) -> ApplicationError:
+    return ApplicationError(
         f"signoff.tool runs calls only for AgentRun workflows on its own task queue; {why}",
         type="NotAnAgentRun",
         non_retryable=True,

@@ -15,8 +15,18 @@ import uuid
 from temporalio.api.enums.v1 import EventType
 
 from bench.common import (
+    START,
+    BenchEnv,
+    BenchError,
+    approve,
+    bench_env,
+    finish,
+    history_events,
     run,
-    START, BenchEnv, BenchError, approve, bench_env, finish, history_events, summary, table, wait_paused, workers,
+    summary,
+    table,
+    wait_paused,
+    workers,
     write_results,
 )  # fmt: skip
 

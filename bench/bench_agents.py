@@ -11,6 +11,7 @@ from signoff.chat.base import ChatClient
 from signoff.tools import ApprovalRequiredTool, tool
 
 AGENT = "bench"
+BIG_AGENT = "bench_big"
 INSTRUCTIONS = "You are a benchmark agent. Call the tool you are asked to call."
 
 
@@ -36,6 +37,19 @@ def _gated(x: str) -> str:
 
 gated_noop = ApprovalRequiredTool(_gated)
 
+BIG_OUTPUT = 300_000
+
+
+@tool
+def big(x: str) -> str:
+    """Return a large output (300,000 characters) that starts with `big:<x>`.
+
+    Args:
+        x: any text, echoed at the start.
+    """
+    head = f"big:{x}|"
+    return head + "o" * (BIG_OUTPUT - len(head))
+
 
 def bench_agent(chat_client: ChatClient | None = None) -> ChatClientAgent:
     """The agent named `bench`; `chat_client` only for the in-process baseline."""
@@ -46,4 +60,5 @@ def bench_agent(chat_client: ChatClient | None = None) -> ChatClientAgent:
 
 
 def agents() -> list[ChatClientAgent]:
-    return [bench_agent()]
+    big_outputs = AgentBuilder(BIG_AGENT).with_instructions(INSTRUCTIONS).with_tool(big).with_max_rounds(1000).build()
+    return [bench_agent(), big_outputs]

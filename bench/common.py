@@ -159,7 +159,9 @@ async def _start_server(port: int, server_args: Sequence[str]) -> WorkflowEnviro
 class WorkerProcess:
     """A worker in its own process: `signoff` (worker.py) or `floor` (bench.floor)."""
 
-    def __init__(self, kind: str, bench: BenchEnv, task_queue: str, name: str | None = None) -> None:
+    def __init__(
+        self, kind: str, bench: BenchEnv, task_queue: str, name: str | None = None, extra_env: dict[str, str] | None = None
+    ) -> None:
         self.kind, self.task_queue = kind, task_queue
         self.name = name or f"{kind}-{uuid.uuid4().hex[:6]}"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "SIGNOFF_"))}
@@ -171,6 +173,7 @@ class WorkerProcess:
             SIGNOFF_WORKSPACE=str(bench.log_dir),
             PYTHONUNBUFFERED="1",
         )
+        env.update(extra_env or {})
         if BYTECODE == "cached":  # as an install that compiled its .pyc files; kept out of the repo
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "signoff-bench-pycache")
@@ -235,9 +238,13 @@ class WorkerProcess:
 
 
 @asynccontextmanager
-async def workers(bench: BenchEnv, *specs: tuple[str, str]) -> AsyncIterator[list[WorkerProcess]]:
-    """Start `(kind, task_queue)` worker processes, wait until ready, stop them at the end."""
-    procs = [WorkerProcess(kind, bench, queue) for kind, queue in specs]
+async def workers(
+    bench: BenchEnv, *specs: tuple[str, str], env: dict[str, dict[str, str]] | None = None
+) -> AsyncIterator[list[WorkerProcess]]:
+    """Start `(kind, task_queue)` worker processes, wait until ready, stop them at the end.
+
+    `env`: extra environment by task queue."""
+    procs = [WorkerProcess(kind, bench, queue, extra_env=(env or {}).get(queue)) for kind, queue in specs]
     try:
         await asyncio.gather(*(p.ready() for p in procs))
         yield procs
@@ -249,8 +256,10 @@ async def workers(bench: BenchEnv, *specs: tuple[str, str]) -> AsyncIterator[lis
 # --- starting and checking runs ----------------------------------------------------------
 
 
-async def start_signoff(client: Client, queue: str, tool: str, rounds: int, workflow_id: str | None = None) -> WorkflowHandle:
-    run_input = AgentRunInput(agent="bench", prompt=prompt_for(tool, rounds), options=RunOptions(max_rounds=rounds + 1))
+async def start_signoff(
+    client: Client, queue: str, tool: str, rounds: int, workflow_id: str | None = None, agent: str = "bench"
+) -> WorkflowHandle:
+    run_input = AgentRunInput(agent=agent, prompt=prompt_for(tool, rounds), options=RunOptions(max_rounds=rounds + 1))
     return await client.start_workflow(
         "AgentRun", run_input, id=workflow_id or f"signoff-{uuid.uuid4()}", task_queue=queue, result_type=AgentRunResult
     )
@@ -281,7 +290,7 @@ async def approve(handle: WorkflowHandle, kind: str, call_id: str = "call_1_1") 
 async def finish(handle: WorkflowHandle, tool: str, rounds: int, timeout: float = 300.0) -> Any:
     try:
         result = await asyncio.wait_for(handle.result(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise BenchError(f"{handle.id} did not finish in {timeout}s") from None
     check_result(result.text, result.messages, tool, rounds, handle.id)
     return result

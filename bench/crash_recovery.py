@@ -14,8 +14,18 @@ import time
 import uuid
 
 from bench.common import (
+    START,
+    WorkerProcess,
+    approve,
+    bench_env,
+    bounded,
+    finish,
     run,
-    START, WorkerProcess, approve, bench_env, bounded, finish, summary, table, target, wait_paused, write_results,
+    summary,
+    table,
+    target,
+    wait_paused,
+    write_results,
 )  # fmt: skip
 
 TOOL, ROUNDS = "gated_noop", 1

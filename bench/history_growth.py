@@ -15,7 +15,7 @@ from collections import Counter
 
 from temporalio.api.enums.v1 import EventType
 
-from bench.common import run, START, bench_env, finish, history_events, table, target, workers, write_results
+from bench.common import START, bench_env, finish, history_events, run, table, target, workers, write_results
 from signoff.messages import ChatMessage, ToolCall
 
 TOOL = "noop"

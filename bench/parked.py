@@ -15,9 +15,20 @@ import time
 import uuid
 
 from bench.common import (
+    START,
+    BenchError,
+    WorkerProcess,
+    approve,
+    bench_env,
+    bounded,
+    finish,
+    history_events,
+    is_paused,
     run,
-    START, BenchError, WorkerProcess, approve, bench_env, bounded, finish, history_events, is_paused, table, target,
-    wait_paused, write_results,
+    table,
+    target,
+    wait_paused,
+    write_results,
 )  # fmt: skip
 
 TOOL, ROUNDS = "gated_noop", 1

@@ -14,8 +14,17 @@ import uuid
 
 from bench.bench_agents import bench_agent
 from bench.common import (
+    START,
+    BenchEnv,
+    check_result,
+    finish,
+    prompt_for,
     run,
-    START, BenchEnv, check_result, finish, prompt_for, summary, table, target, workers, write_results,
+    summary,
+    table,
+    target,
+    workers,
+    write_results,
 )  # fmt: skip
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient

@@ -66,9 +66,11 @@ from signoff.contract import (
 )
 from signoff.defaults import default_agent
 from signoff.errors import ConfigError
+from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.devserver import DEFAULT_ADDRESS, EmbeddedServer
+from signoff.runtime.storage import storage_problem
+from signoff.runtime.worker import WorkerSettings, build_worker, open_client
 from signoff.tools.scope import WorkspaceScope
-from signoff.runtime.worker import WorkerSettings, build_worker, connect, open_client
 from signoff.workflows.record import SIGNOFF_PENDING_TOOLS as PENDING_TOOLS
 from signoff.workflows.run_input import format_validation_error
 
@@ -103,17 +105,18 @@ class Context:
     @property
     def options(self) -> str:
         """Connection flags another terminal needs to reach the same runs."""
-        flags = "" if self.settings.address == DEFAULT_ADDRESS else f" --address {self.settings.address}"
+        flags = f" --profile {self.settings.profile}" if self.settings.profile else ""
+        flags += "" if self.settings.address == DEFAULT_ADDRESS else f" --address {self.settings.address}"
         return flags + ("" if self.settings.namespace == "default" else f" --namespace {self.settings.namespace}")
 
     async def connect(self) -> Client:
         try:
-            return await connect(self.settings.address, self.settings.namespace)
-        except RuntimeError as exc:
-            raise CommandError(
-                f"cannot reach Temporal at {self.settings.address}: {exc}\n"
-                "Start it (e.g. `python worker.py` starts a local dev server) or set TEMPORAL_ADDRESS / --address."
-            ) from None
+            return await connect(self.settings)
+        except ConfigError as exc:  # not reachable (ConnectError), or the payload store cannot work
+            hint = ("Check the address, TLS settings (TEMPORAL_TLS_*) and API key, or use another --profile."
+                    if self.settings.configured else
+                    "Start it (e.g. `python worker.py` starts a local dev server) or set TEMPORAL_ADDRESS / --address.")
+            raise CommandError(f"{exc}\n{hint}") from None
 
 
 # --- talking to a run ------------------------------------------------------------------
@@ -529,12 +532,14 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Context], Coroutine[Any, Any, 
 
 
 def settings_from(args: argparse.Namespace) -> WorkerSettings:
-    settings = WorkerSettings.from_env()
-    if args.address:
-        settings = dataclasses.replace(settings, address=args.address, address_given=True)
-    if args.namespace:
-        settings = dataclasses.replace(settings, namespace=args.namespace)
-    return settings
+    """Temporal's client configuration (profile, environment), the flags on top."""
+    try:
+        return ConnectionSettings.load(  # commands that never reach Temporal (token) have no connection flags
+            profile=getattr(args, "profile", None), address=getattr(args, "address", None),
+            namespace=getattr(args, "namespace", None),
+        )
+    except ConfigError as exc:
+        raise CommandError(str(exc), 2) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -559,12 +564,17 @@ def _main(argv: Sequence[str] | None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else 2
-    ctx = Context(settings_from(args), Console())
     try:
+        ctx = Context(settings_from(args), Console())
         return asyncio.run(COMMANDS[args.command](args, ctx))
     except CommandError as exc:
         print(f"signoff: {exc}", file=sys.stderr)
         return exc.code
+    except (ConfigError, RuntimeError, ValueError) as exc:  # a stored payload this client cannot read
+        if (problem := storage_problem(exc)) is None:
+            raise
+        print(f"signoff: {problem}", file=sys.stderr)
+        return 1
     except RPCError as exc:
         print(f"signoff: Temporal said: {exc.message}", file=sys.stderr)
         return 1

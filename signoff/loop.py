@@ -31,7 +31,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from signoff import authority, audit
+from signoff import audit, authority
 from signoff.approvals import ApprovalRecord, Grant, ToolApprovalRequest, ToolApprovalResponse, parse_arguments
 from signoff.authority import Decider, Decision
 from signoff.budget import elide_to_budget

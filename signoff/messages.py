@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -197,20 +197,18 @@ class ErrorEvent(_Event):
 
 
 AgentEvent = Annotated[
-    Union[
-        TextEvent,
-        ToolCallEvent,
-        ToolResultEvent,
-        ApprovalRequestEvent,
-        ApprovalDecisionEvent,
-        DecisionIgnoredEvent,
-        ApprovalReminderEvent,
-        ApprovalEscalatedEvent,
-        DeadlineExtendedEvent,
-        GrantEvent,
-        NotificationFailedEvent,
-        FinishEvent,
-        ErrorEvent,
-    ],
+    TextEvent
+    | ToolCallEvent
+    | ToolResultEvent
+    | ApprovalRequestEvent
+    | ApprovalDecisionEvent
+    | DecisionIgnoredEvent
+    | ApprovalReminderEvent
+    | ApprovalEscalatedEvent
+    | DeadlineExtendedEvent
+    | GrantEvent
+    | NotificationFailedEvent
+    | FinishEvent
+    | ErrorEvent,
     Field(discriminator="type"),
 ]

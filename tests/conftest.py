@@ -14,7 +14,6 @@ from signoff.runtime.devserver import find_temporal_binary
 from signoff.workflows.record import SEARCH_ATTRIBUTE_KEYS
 
 
-
 async def start_dev_server(*extra_args: str) -> WorkflowEnvironment:
     return await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(find_temporal_binary()),

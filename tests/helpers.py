@@ -17,10 +17,11 @@ from signoff.chat.openai import OpenAIChatClient
 from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
 from signoff.defaults import default_agent
 from signoff.messages import ToolCall
-from signoff.tools.scope import ScopePolicy, WorkspaceScope
-from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
-from tests.waiting import assert_eventually
 from signoff.runtime.worker import build_worker
+from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
+from signoff.tools.scope import ScopePolicy, WorkspaceScope
+from tests.waiting import assert_eventually
+
 
 def call(name: str, call_id: str | None = None, **arguments: Any) -> ToolCall:
     return ToolCall(id=call_id or f"call_{name}", name=name, arguments=json.dumps(arguments))

@@ -12,7 +12,17 @@ from temporalio.testing import WorkflowEnvironment
 
 from signoff.contract import AgentRunResult
 from tests.conftest import start_dev_server
-from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, assert_eventually, call, running_worker, start_run, wait_pending
+from tests.helpers import (
+    Reply,
+    ScriptedModelServer,
+    ScriptedRequest,
+    agents_for,
+    assert_eventually,
+    call,
+    running_worker,
+    start_run,
+    wait_pending,
+)
 
 SUGGEST_AFTER_EVENTS = 30
 

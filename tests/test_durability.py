@@ -18,6 +18,7 @@ from signoff.approvals import ToolApprovalResponse
 from signoff.contract import AgentRunResult
 from signoff.messages import ChatMessage
 from signoff.runtime.devserver import is_listening
+from signoff.runtime.worker import connect
 from tests.helpers import (
     Reply,
     ScriptedModelServer,
@@ -28,7 +29,6 @@ from tests.helpers import (
     wait_pending,
 )
 from tests.processes import READY, REPO, Processes, clean_env, free_port, kill_group, pids_with_cwd
-from signoff.runtime.worker import connect
 
 RESULT_TIMEOUT = 30.0
 

@@ -9,8 +9,8 @@ import pytest
 from temporalio.client import Client
 
 from signoff.messages import ToolCall
-from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, running_worker, start_run, wait_pending
 from signoff.runtime.worker import load_agents
+from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, running_worker, start_run, wait_pending
 
 
 def ops_script(request: ScriptedRequest) -> Reply:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -11,7 +11,7 @@ from signoff.approvals import ToolApprovalResponse as Decision
 from signoff.loop import AgentLoop, AwaitApproval, CallModel, DecisionError, Finish, RunTools
 from signoff.messages import ChatMessage, ChatResponse, FinishReason, ToolCall
 
-NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 TOOLS = {"run_command": "Run a shell command", "read_file": "Read a file"}
 USER = ChatMessage.user("clean up")
 

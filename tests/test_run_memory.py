@@ -9,7 +9,16 @@ from temporalio.client import Client
 
 from signoff.agent import AgentBuilder
 from signoff.tools import WorkspaceScope, default_tools
-from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, call, running_worker, start_run, wait_pending
+from tests.helpers import (
+    Reply,
+    ScriptedModelServer,
+    ScriptedRequest,
+    agents_for,
+    call,
+    running_worker,
+    start_run,
+    wait_pending,
+)
 
 
 def gate_then_text(request: ScriptedRequest) -> Reply:

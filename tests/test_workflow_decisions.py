@@ -13,7 +13,16 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 
 from signoff.contract import RunOptions
 from signoff.messages import ChatMessage
-from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, call, running_worker, start_run, wait_pending
+from tests.helpers import (
+    Reply,
+    ScriptedModelServer,
+    ScriptedRequest,
+    agents_for,
+    call,
+    running_worker,
+    start_run,
+    wait_pending,
+)
 
 
 def two_commands(request: ScriptedRequest) -> Reply:

@@ -9,7 +9,16 @@ import pytest
 from temporalio.client import Client, WorkflowFailureError
 
 from signoff.contract import AgentRunResult, RunOptions
-from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, call, running_worker, start_run, wait_pending
+from tests.helpers import (
+    Reply,
+    ScriptedModelServer,
+    ScriptedRequest,
+    agents_for,
+    call,
+    running_worker,
+    start_run,
+    wait_pending,
+)
 
 
 async def run_raw(client: Client, task_queue: str, raw: object) -> BaseException:

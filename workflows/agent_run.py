@@ -13,16 +13,25 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RawValue
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as ActivityTimeout
 
 with workflow.unsafe.imports_passed_through():
     from signoff.activities import AgentActivities
-    from signoff.activities.models import ApprovalProof, ChatInput, ChatTurn, PrepareInput, PrepareOutput, ToolInput
-    from signoff.activities.models import ToolOutput
+    from signoff.activities.models import (
+        ApprovalProof,
+        ChatInput,
+        ChatTurn,
+        PrepareInput,
+        PrepareOutput,
+        ToolInput,
+        ToolOutput,
+    )
     from signoff.contract import STATUS_AWAITING, STATUS_FINISHED, STATUS_RUNNING, WORKFLOW_TYPE, AgentRunResult
     from signoff.limits import TEMPORAL_BLOB_LIMIT
     from signoff.loop import AwaitApproval, DecisionError, Fail, Finish, RunTools, unanswered_calls
@@ -32,6 +41,9 @@ with workflow.unsafe.imports_passed_through():
     from signoff.workflows.queries import RunQueries
     from signoff.workflows.record import SIGNOFF_AGENT
     from signoff.workflows.run_input import ContinuedRun, Requester
+
+
+T = TypeVar("T", bound=BaseModel)
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
@@ -67,7 +79,9 @@ class AgentRun(DecisionHandlers, RunQueries):
         await self._notifier.drain()
         await workflow.wait_condition(workflow.all_handlers_finished)
         self._record.set_status(STATUS_FINISHED, [])
-        return self._checked(self._result(), "the result")
+        result = self._result()
+        self._checked(result, "the result")
+        return result
 
     # --- starting --------------------------------------------------------------------
 
@@ -145,7 +159,7 @@ class AgentRun(DecisionHandlers, RunQueries):
                 summary=steps.tool_summary(call), **steps.tool_options(idempotent),
             )  # fmt: skip
         except ActivityError as exc:
-            if not idempotent and isinstance(exc.cause, TimeoutError):
+            if not idempotent and isinstance(exc.cause, ActivityTimeout):
                 return steps.OUTCOME_UNKNOWN
             return f"Error: {steps.root_message(exc)}"
         return output.content
@@ -164,7 +178,7 @@ class AgentRun(DecisionHandlers, RunQueries):
                     lambda: self._revision != seen or workflow.info().is_continue_as_new_suggested(),
                     timeout=timeout, timeout_summary=steps.timer_summary(loop, wake),
                 )  # fmt: skip
-            except asyncio.TimeoutError:
+            except TimeoutError:  # the timer fired: a deadline, reminder or escalation is due
                 assert wake is not None
                 loop.due(max(workflow.now(), wake))
                 self._publish()
@@ -200,7 +214,7 @@ class AgentRun(DecisionHandlers, RunQueries):
             approvals=s.approvals,
         )  # fmt: skip
 
-    def _checked(self, payload: Any, what: str) -> Any:
+    def _checked(self, payload: T, what: str) -> T:
         """`payload`, unless it cannot be recorded: then the run fails naming the limit,
         rather than its workflow task failing on every retry."""
         budget = self._snapshot.payload_budget if self._snapshot else TEMPORAL_BLOB_LIMIT - 128 * 1024

@@ -50,7 +50,8 @@ class AgentRunBase:
             self._continued = given
             self._input, self._loop = given.input, AgentLoop.from_state(given.loop)
             self._requester, self._snapshot, self._digest = given.requester, given.snapshot, given.snapshot_digest
-            self._record, self._sender = RunRecord(given.events, given.event_seq), given.sender
+            # A new run id: the model's worker holds nothing of it, so the transcript goes whole once.
+            self._record, self._sender = RunRecord(given.events, given.event_seq), Sender()
             return
         options = given.options
         self._input = given

@@ -45,7 +45,7 @@ class DecisionHandlers(AgentRunBase):
     async def tool_approval(self, payload: RawValue) -> None:
         """Apply what can be applied; record the rest as ignored, never lost."""
         try:
-            data = workflow.payload_converter().from_payload(payload.payload, None)
+            data = workflow.payload_converter().from_payload(payload.payload)
         except Exception as exc:  # undecodable bytes: still say so in the events
             self._ignore(f"undecodable payload: {exc}", None)
             return

@@ -19,7 +19,6 @@ from temporalio.common import RawValue
 from signoff.contract import AgentRunInput
 from signoff.loop_state import LoopState
 from signoff.snapshot import RunSnapshot
-from signoff.transcript import Sender
 
 
 class Requester(BaseModel):
@@ -43,7 +42,6 @@ class ContinuedRun(BaseModel):
     requester: Requester = Field(default_factory=Requester)
     event_seq: int = 0
     events: list[dict[str, Any]] = Field(default_factory=list)
-    sender: Sender = Field(default_factory=Sender)
 
 
 class InvalidInput(Exception):
@@ -53,7 +51,7 @@ class InvalidInput(Exception):
 def decode(raw: RawValue) -> AgentRunInput | ContinuedRun:
     """The run's input, or InvalidInput naming the problem."""
     try:
-        data = workflow.payload_converter().from_payload(raw.payload, None)
+        data = workflow.payload_converter().from_payload(raw.payload)
     except Exception as exc:  # bytes that are not JSON, an unknown encoding
         raise InvalidInput(f"invalid input: the workflow input could not be decoded as JSON ({exc})") from None
     try:

@@ -21,7 +21,7 @@ import uuid
 
 from temporalio.api.enums.v1 import EventType
 
-from bench.approval_latency import TOOL, ROUNDS
+from bench.approval_latency import ROUNDS, TOOL
 from bench.common import START, approve, bench_env, finish, history_events, run, wait_paused, workers
 
 

@@ -4,4 +4,4 @@ from signoff.chat.base import ChatClient, ChatOptions, OnText
 from signoff.chat.config import PRESETS, LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 
-__all__ = ["ChatClient", "ChatOptions", "LLMConfig", "OnText", "OpenAIChatClient", "PRESETS"]
+__all__ = ["PRESETS", "ChatClient", "ChatOptions", "LLMConfig", "OnText", "OpenAIChatClient"]

@@ -6,6 +6,7 @@ import shlex
 
 from signoff.testing.script import Reply, ScriptedRequest
 
+
 def demo_script(request: ScriptedRequest) -> Reply:
     """A tiny model for demos: asks to list what the prompt mentions, then reports.
 
@@ -14,7 +15,7 @@ def demo_script(request: ScriptedRequest) -> Reply:
     - last messages are tool results: summarise them, saying so when a call was rejected;
     - otherwise: a greeting.
     """
-    results = []
+    results: list[str] = []
     for message in reversed(request.messages):
         if message.role != "tool":
             break

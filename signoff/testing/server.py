@@ -14,6 +14,7 @@ from signoff.chat.openai import message_from_openai, message_to_openai
 from signoff.messages import ChatMessage, ToolCall, Usage
 from signoff.testing.script import Reply, Script, ScriptedRequest, _from_list
 
+
 class ScriptedModelServer:
     """An OpenAI-compatible server answering from a script.
 
@@ -44,6 +45,7 @@ class ScriptedModelServer:
         if self._httpd is None:
             raise RuntimeError("server not started: use `with ScriptedModelServer(...)`")
         host, port = self._httpd.server_address[:2]
+        host = host.decode() if isinstance(host, bytes) else host
         return f"http://{host}:{port}/v1"
 
     @property

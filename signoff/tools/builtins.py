@@ -12,8 +12,10 @@ directory without `recursive`) are tool errors for the model, not exceptions.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import Field
@@ -21,16 +23,22 @@ from pydantic import Field
 from signoff.tools.approval import ApprovalRequiredTool
 from signoff.tools.base import Tool, ToolResult
 from signoff.tools.command import RunCommand
+from signoff.tools.effects import show_write
 from signoff.tools.filetool import (
     FileTool,
     PathArguments,
     Place,
-    TreatedAsOutside,
+    dangling_link,
+    hard_linked,
+    read_up_to,
+    refuse_hard_linked,
     split_last,
+    write_target,
 )
 from signoff.tools.fs import make_dirs_beneath, remove_tree
-from signoff.tools.guard import Refusal
+from signoff.tools.guard import Guard, Refusal, descriptor_path, is_beneath
 from signoff.tools.scope import WorkspaceScope
+from signoff.tools.survey import removal_preview
 
 DEFAULT_MAX_READ_BYTES = 256 * 1024
 DEFAULT_MAX_LIST_ENTRIES = 1000
@@ -68,7 +76,7 @@ class ReadFile(FileTool):
         except IsADirectoryError:
             return ToolResult.error(f"{args.path} is a directory; use list_dir to see its entries")
         try:
-            data = _read_up_to(fd, self.max_bytes)
+            data = read_up_to(fd, self.max_bytes)
         finally:
             os.close(fd)
         text = data.decode(errors="replace")
@@ -93,22 +101,23 @@ class WriteFile(FileTool):
 
     def leaves(self, args: Any) -> bool:
         probe = self.scope.probe(args.path)
-        return probe.leaves or _hard_linked(probe.stat)
+        return probe.leaves or hard_linked(probe.stat)
+
+    def preview(self, arguments: dict[str, Any]) -> str | None:
+        """A unified diff of the file now against `content`, as an approved call would
+        write it (blocking I/O; `signoff.gate.previews` runs it off the event loop)."""
+        return self.preview_of(arguments, self.show)
+
+    def show(self, place: Place, args: WriteFileArguments) -> ToolResult:
+        """What `run` would change, found by the same checks and guarded opens (for reading)."""
+        return show_write(place, args.content, self.scope)
 
     def run(self, place: Place, args: WriteFileArguments) -> ToolResult:
-        parent, name = split_last(place.path)
-        if name is None:
-            return ToolResult.error(f"{args.path} does not name a file")
-        if place.confined and place.probe(place.path).leaves:
-            raise TreatedAsOutside("it leads out through '..', an absolute path or a symlink")
+        parent, name = write_target(place)
         data = args.content.encode()
         fd = self._open(place, parent, name)
         try:
-            found = os.fstat(fd)
-            if place.confined and _hard_linked(found):
-                raise TreatedAsOutside(
-                    f"it has {found.st_nlink} hard links, so the same file is also elsewhere"
-                )
+            refuse_hard_linked(place, os.fstat(fd))
             os.ftruncate(fd, 0)
             _write_all(fd, data)
         finally:
@@ -129,10 +138,7 @@ class WriteFile(FileTool):
                     return os.open(name, _CREATE, 0o666, dir_fd=dir_fd)
                 except FileExistsError:
                     if stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
-                        raise Refusal(
-                            f"{place.shown} is a symbolic link to a file that does not exist; "
-                            "write to the file's own path instead"
-                        ) from None
+                        raise Refusal(dangling_link(place.shown)) from None
         finally:
             os.close(dir_fd)
         raise Refusal(f"{place.shown} kept changing while it was being opened; nothing was written")
@@ -154,7 +160,20 @@ class RemovePath(FileTool):
         parent, name = split_last(args.path)  # the entry itself is never followed
         return self.scope.probe(args.path if name is None else parent).leaves
 
+    def preview(self, arguments: dict[str, Any]) -> str | None:
+        """What would be removed: a file's size, a link (itself), a tree's counts and first
+        entries (blocking I/O; `signoff.gate.previews` runs it off the event loop)."""
+        return self.preview_of(arguments, self.show)
+
     def run(self, place: Place, args: RemovePathArguments) -> ToolResult:
+        return self._at_target(place, args, _remove)
+
+    def show(self, place: Place, args: RemovePathArguments) -> ToolResult:
+        """What `run` would remove, found by the same checks, reading only entries' metadata."""
+        return self._at_target(place, args, functools.partial(_describe, place.guard, self.scope))
+
+    def _at_target(self, place: Place, args: RemovePathArguments, act: _Act) -> ToolResult:
+        """`act` on the entry to remove, once its directory and itself have been checked."""
         parent, name = split_last(place.path)
         if name is None:
             return self._not_a_name(place)
@@ -165,18 +184,9 @@ class RemovePath(FileTool):
             place.guard.check_secret(place.shown, found)
             if (found.st_dev, found.st_ino) == place.workspace:
                 return _root_refusal(args.path)
-            if not stat.S_ISDIR(found.st_mode):
-                os.unlink(name, dir_fd=dir_fd)
-                return ToolResult(content=f"removed {args.path}")
-            if not args.recursive:
-                return ToolResult.error(
-                    f"{args.path} is a directory; pass recursive=true to remove it "
-                    "and everything in it"
-                )
-            remove_tree(dir_fd, name)
+            return act(dir_fd, name, found, args)
         finally:
             os.close(dir_fd)
-        return ToolResult(content=f"removed directory {args.path} and everything in it")
 
     def _not_a_name(self, place: Place) -> ToolResult:
         fd = place.open(place.path, os.O_PATH | os.O_DIRECTORY)
@@ -226,21 +236,34 @@ class ListDir(FileTool):
         return ToolResult(content="\n".join(shown))
 
 
-def _hard_linked(found: os.stat_result | None) -> bool:
-    """A regular file with more than one name: writing it changes every one of them."""
-    return found is not None and stat.S_ISREG(found.st_mode) and found.st_nlink > 1
+_Act = Callable[[int, str, os.stat_result, RemovePathArguments], ToolResult]
+
+
+def _remove(dir_fd: int, name: str, found: os.stat_result, args: RemovePathArguments) -> ToolResult:
+    if not stat.S_ISDIR(found.st_mode):
+        os.unlink(name, dir_fd=dir_fd)
+        return ToolResult(content=f"removed {args.path}")
+    if not args.recursive:
+        return _needs_recursive(args.path)
+    remove_tree(dir_fd, name)
+    return ToolResult(content=f"removed directory {args.path} and everything in it")
+
+
+def _describe(
+    guard: Guard, scope: WorkspaceScope, dir_fd: int, name: str, found: os.stat_result, args: RemovePathArguments
+) -> ToolResult:
+    if stat.S_ISDIR(found.st_mode) and not args.recursive:
+        return _needs_recursive(args.path)
+    inside = is_beneath(descriptor_path(dir_fd), scope.real_root)
+    return ToolResult(content=removal_preview(dir_fd, name, found, guard, args.path, list_entries=inside))
+
+
+def _needs_recursive(path: str) -> ToolResult:
+    return ToolResult.error(f"{path} is a directory; pass recursive=true to remove it and everything in it")
 
 
 def _root_refusal(path: str) -> ToolResult:
     return ToolResult.error(f"{path} is the workspace root itself; it cannot be removed")
-
-
-def _read_up_to(fd: int, limit: int) -> bytes:
-    chunks, left = [], limit
-    while left > 0 and (chunk := os.read(fd, min(left, 1 << 16))):
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import threading
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -21,6 +22,7 @@ from pydantic import Field
 
 from signoff.tools._arguments import Arguments, json_schema, validate_arguments
 from signoff.tools.base import ToolResult
+from signoff.tools.diff import visible
 from signoff.tools.fs import EscapeError, Probe, open_beneath, probe_beneath
 from signoff.tools.guard import Guard, Refusal, check_path, require_regular
 from signoff.tools.scope import ScopePolicy, WorkspaceScope
@@ -171,12 +173,35 @@ class FileTool:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(file_tool_executor(), self._execute, args, approved)
 
+    @property
+    def preview_executor(self) -> Executor:
+        """Where `signoff.gate.previews` runs this tool's (blocking) preview: the file-tool pool."""
+        return file_tool_executor()
+
+    def preview_of(self, arguments: dict[str, Any], show: Callable[[Place, Any], ToolResult]) -> str:
+        """What `show` says of this call, run on the place an approved call would run on.
+
+        The same argument checks, scope, guard and descriptor-based opens as running it,
+        so a preview reads nothing the call could not touch. Blocking I/O: call it off the
+        event loop. A call that would fail says so, with the tool's own error.
+        """
+        args = validate_arguments(self.arguments_model, self.name, arguments)
+        if not isinstance(args, ToolResult):
+            args = self._on_place(args, self.scope.confines(approved=True), show)
+        if args.is_error:  # the model wrote the path: shown inert
+            return f"{self.name} would fail, even if approved: {visible(args.content)}"
+        return args.content
+
     def _execute(self, args: Any, approved: bool) -> ToolResult:
+        return self._on_place(args, self.scope.confines(approved), self.run)
+
+    def _on_place(self, args: Any, confined: bool, act: Callable[[Place, Any], ToolResult]) -> ToolResult:
+        """`act` on the call's place; refusals and failures as the tool errors the model reads."""
         shown = args.path
         try:
             check_path(shown, self.scope.absolute(shown))
-            with self._place(shown, confined=self.scope.confines(approved)) as place:
-                return self.run(place, args)
+            with self._place(shown, confined=confined) as place:
+                return act(place, args)
         except EscapeError:
             return ToolResult.error(self.scope.unapproved_refusal(shown))
         except TreatedAsOutside as exc:
@@ -215,12 +240,61 @@ class FileTool:
         return f"{type(self).__name__}({self.scope!r})"
 
 
+def hard_linked(found: os.stat_result | None) -> bool:
+    """A regular file with more than one name: writing it changes every one of them."""
+    return found is not None and stat.S_ISREG(found.st_mode) and found.st_nlink > 1
+
+
+def write_target(place: Place) -> tuple[str, str]:
+    """The parent and name of the file a write names, once it is sure to stay where it may.
+
+    Raises:
+        Refusal: the path ends in `.` or `..`.
+        TreatedAsOutside: a confined call's path leads out of the workspace.
+    """
+    parent, name = split_last(place.path)
+    if name is None:
+        raise Refusal(f"{place.shown} does not name a file")
+    if place.confined and place.probe(place.path).leaves:
+        raise TreatedAsOutside("it leads out through '..', an absolute path or a symlink")
+    return parent, name
+
+
+def refuse_hard_linked(place: Place, found: os.stat_result) -> None:
+    """Refuse, for a confined call, a file whose other names may be outside the workspace.
+
+    Raises:
+        TreatedAsOutside: it is confined and the file has several hard links.
+    """
+    if place.confined and hard_linked(found):
+        raise TreatedAsOutside(f"it has {found.st_nlink} hard links, so the same file is also elsewhere")
+
+
+def dangling_link(shown: str) -> str:
+    """The refusal of a write through a symbolic link to nothing."""
+    return f"{shown} is a symbolic link to a file that does not exist; write to the file's own path instead"
+
+
+def read_up_to(fd: int, limit: int) -> bytes:
+    """At most `limit` bytes from `fd`."""
+    chunks, left = [], limit
+    while left > 0 and (chunk := os.read(fd, min(left, 1 << 16))):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
 __all__ = [
     "FILE_TOOL_THREADS",
     "FileTool",
     "PathArguments",
     "Place",
     "TreatedAsOutside",
+    "dangling_link",
     "file_tool_executor",
+    "hard_linked",
+    "read_up_to",
+    "refuse_hard_linked",
     "split_last",
+    "write_target",
 ]

@@ -21,7 +21,7 @@ import functools
 import inspect
 import re
 import typing
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import pydantic_core
@@ -40,6 +40,10 @@ _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _SECTION = re.compile(r"^\s*[A-Z][A-Za-z ]*:\s*$")
 _ARGS_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
 _ARG_ENTRY = re.compile(r"^(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+Previewer = Callable[..., "str | None | Awaitable[str | None]"]
+"""A tool's preview function: its arguments in, what a call would do out."""
 
 
 class FunctionTool(Generic[P, R]):
@@ -65,7 +69,7 @@ class FunctionTool(Generic[P, R]):
         idempotent: bool = True,
         kind: str = "function",
         approval: ApprovalPolicy | None = None,
-        preview: Callable[..., str | None] | None = None,
+        preview: Previewer | None = None,
     ) -> None:
         self.name = name or fn.__name__
         if not _TOOL_NAME.match(self.name):
@@ -97,8 +101,9 @@ class FunctionTool(Generic[P, R]):
         """Only with an approval policy (`@tool(approval=...)`), or wrap in `ApprovalRequiredTool`."""
         return self.approval_policy is not None
 
-    def preview(self, arguments: dict[str, Any]) -> str | None:
-        """What a call would do, from the `preview` function given (None without one)."""
+    def preview(self, arguments: dict[str, Any]) -> str | None | Awaitable[str | None]:
+        """What a call would do, from the `preview` function given (None without one;
+        an awaitable from an async one, which `signoff.gate.previews` awaits)."""
         if self._preview is None:
             return None
         parsed = validate_arguments(self._model, self.name, arguments)
@@ -138,7 +143,7 @@ def tool(
     idempotent: bool = True,
     kind: str = "function",
     approval: ApprovalPolicy | None = None,
-    preview: Callable[..., str | None] | None = None,
+    preview: Previewer | None = None,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
@@ -151,7 +156,7 @@ def tool(
     idempotent: bool = True,
     kind: str = "function",
     approval: ApprovalPolicy | None = None,
-    preview: Callable[..., str | None] | None = None,
+    preview: Previewer | None = None,
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Turn a typed function into a Tool; use as `@tool` or `@tool(name=...)`.
 
@@ -162,8 +167,9 @@ def tool(
         idempotent: whether running the call twice is harmless.
         kind: a short label for operators.
         approval: an approval policy: every call then waits for a person under it.
-        preview: a function taking the tool's arguments and saying what a call would
-            do (shown with the approval request).
+        preview: a function (or async function) taking the tool's arguments and saying
+            what a call would do, shown with the approval request. It runs worker-side on
+            a thread when the call is requested; one that takes over 10 s is not waited for.
 
     Raises:
         UsageError: the name is not a valid tool name, or the signature has

@@ -84,7 +84,8 @@ def _secret_files(env: Mapping[str, str]) -> dict[tuple[int, int], str]:
     return secrets
 
 
-def _descriptor_path(fd: int) -> str | None:
+def descriptor_path(fd: int) -> str | None:
+    """Where `fd` really is, as the kernel names it (None when it cannot say)."""
     try:
         return os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
@@ -109,7 +110,7 @@ class Guard:
         Raises:
             Refusal: it is in a system filesystem or is one of the worker's secret files.
         """
-        real = _descriptor_path(fd)
+        real = descriptor_path(fd)
         tree = _tree_of(real) if real and real.startswith("/") else None
         if found.st_dev in self.devices or tree is not None:
             raise Refusal(_system_message(shown, tree or "a system filesystem"))
@@ -168,12 +169,23 @@ def require_regular(shown: str, found: os.stat_result) -> None:
         )
 
 
+def is_beneath(real: str | os.PathLike[str] | None, root: str | os.PathLike[str]) -> bool:
+    """Whether the real path `real` is `root` or lies under it (None: unknown, so no)."""
+    if real is None:
+        return False
+    top = os.fspath(root)
+    return os.path.commonpath([os.fspath(real), top]) == top
+
+
 __all__ = [
     "SECRET_FILE_ENV",
     "SYSTEM_TREES",
     "Guard",
     "Refusal",
     "check_path",
+    "descriptor_path",
+    "is_beneath",
     "kind_of",
     "require_regular",
 ]
+

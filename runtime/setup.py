@@ -1,0 +1,68 @@
+"""What a worker reads at start besides its connection: limits, policies, approver keys.
+
+Each is checked when the worker starts, so a configuration that cannot work stops it
+with a message instead of failing runs later: a policy file that does not parse, a
+limit out of range, or policies that need verified approvers while the worker has no
+keys to verify them with (the message names each agent and tool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from signoff.agent import ChatClientAgent
+from signoff.errors import ConfigError
+from signoff.identity import ENV_KEYS, ApproverKeys
+from signoff.limits import Limits
+from signoff.policy import POLICY_FILE_ENV, PolicyBook
+
+
+@dataclass(frozen=True)
+class WorkerSetup:
+    """The worker's limits, approval policies and approver keys."""
+
+    limits: Limits
+    policies: PolicyBook
+    keys: ApproverKeys | None
+
+    @classmethod
+    def from_env(cls, agents: Mapping[str, ChatClientAgent], env: Mapping[str, str] | None = None) -> WorkerSetup:
+        """Read and check `SIGNOFF_MAX_*`/`SIGNOFF_TRANSCRIPT_BUDGET`, `SIGNOFF_POLICY_FILE`
+        and `SIGNOFF_APPROVER_KEYS` (with its issuer and audience).
+
+        Raises:
+            ConfigError: a setting cannot work, or policies need keys the worker lacks.
+        """
+        setup = cls(Limits.from_env(env), PolicyBook.from_env(env), ApproverKeys.from_env(env))
+        setup.check(agents)
+        return setup
+
+    def check(self, agents: Mapping[str, ChatClientAgent]) -> None:
+        """Refuse policies that need verified approvers when no keys are configured."""
+        if self.keys is not None:
+            return
+        needing = [
+            f"{name}/{tool.spec.name}"
+            for name, agent in sorted(agents.items())
+            for tool in agent.snapshot([]).model(name, self.limits, self.policies.merged_over(agent.policies)).tools
+            if tool.policy.verified
+        ]
+        if needing:
+            raise ConfigError(
+                f"approval policies need verified approvers ({', '.join(needing)}) but the worker has no "
+                f"keys to verify their tokens: set {ENV_KEYS} (an HS256 secret file, PEM public keys or a "
+                f"JWKS file), or drop `verified` from those policies ({POLICY_FILE_ENV} or the tools' own)"
+            )
+
+    def worker_options(self) -> dict[str, Any]:
+        """Keyword arguments for `build_worker`."""
+        return {"limits": self.limits, "policies": self.policies, "verifier": self.keys}
+
+    def describe(self) -> list[str]:
+        """Lines for the worker's start-up log (never a secret)."""
+        lines = [f"approver tokens: {self.keys.describe()}" if self.keys else "approver tokens: not configured"]
+        if self.policies.policies:
+            lines.append(f"approval policies for: {', '.join(sorted(self.policies.policies))}")
+        return lines
