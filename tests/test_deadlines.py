@@ -38,7 +38,8 @@ async def paused(
 ) -> AsyncIterator[WorkflowHandle[Any, Any]]:
     """A run of agent `ops` with these policies, paused on its first call, its notices settled."""
     notify = NotifyConfig(urls=(receiver.url,)) if receiver else None
-    async with ops_run(env.client, script, worker={"agents": {"ops": ops_agent(**policies)}, "notify": notify}) as handle:
+    worker = {"agents": {"ops": ops_agent(**policies)}, "notify": notify}
+    async with ops_run(env.client, script, worker=worker) as handle:
         await wait_pending(handle)
         await no_activity_in_flight(handle)
         yield handle
@@ -146,7 +147,8 @@ async def test_only_an_allowed_approver_moves_a_deadline_and_the_answer_is_the_n
         for who in ("bob", None):
             extension = {"call_id": "call_d", "seconds": HOUR, "approver": who}
             assert "not among its approvers" in await refusal(handle.execute_update("extend_deadline", extension))
-        ack = await handle.execute_update("extend_deadline", {"call_id": "call_d", "seconds": HOUR, "approver": "alice"})
+        by_alice = {"call_id": "call_d", "seconds": HOUR, "approver": "alice"}
+        ack = await handle.execute_update("extend_deadline", by_alice)
         old = datetime.fromisoformat(before["expires_at"])
         assert datetime.fromisoformat(ack["expires_at"]) == old + timedelta(hours=1)
         (after,) = await handle.query("pending_approvals")

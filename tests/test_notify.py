@@ -46,7 +46,8 @@ async def test_each_notice_arrives_once_signed_with_its_link_and_commands(
         async with running_worker(client, task_queue, model, {"ops": agent}, notify=config(receiver)):
             handle = await start_run(client, task_queue, agent="ops")
             await wait_event(handle, "approval_escalated")
-            await handle.execute_update("submit_tool_approval", {"call_id": "call_d", "approved": True, "approver": "bob"})
+            bob = {"call_id": "call_d", "approved": True, "approver": "bob"}
+            await handle.execute_update("submit_tool_approval", bob)
             result = await handle.result()
 
     assert result.text == "deployed web|Rejected: No decision within 1s"

@@ -37,7 +37,9 @@ def one_command(request: ScriptedRequest) -> Reply:
     return Reply.text("done")
 
 
-def worker_env(client: Client, task_queue: str, model: ScriptedModelServer, tmp_path: Path, **extra: str) -> dict[str, str]:
+def worker_env(
+    client: Client, task_queue: str, model: ScriptedModelServer, tmp_path: Path, **extra: str
+) -> dict[str, str]:
     return clean_env(
         TEMPORAL_ADDRESS=client.service_client.config.target_host, SIGNOFF_TASK_QUEUE=task_queue,
         SIGNOFF_LLM_BASE_URL=model.base_url, SIGNOFF_LLM_MODEL="scripted", SIGNOFF_WORKSPACE=tmp_path, **extra,

@@ -93,7 +93,7 @@ async def test_a_valid_token_from_an_allowed_subject_or_group_approves_through_t
     script = turns([deploy("call_1"), deploy("call_2", "api")])
     async with ops_run(client, script, worker=worker(keys)) as handle:
         await wait_pending(handle, 2)
-        code, output = await cli_update(client, handle, {"call_id": "call_1", "approved": True, "token": token(keys, "alice")})
+        code, output = await cli_update(client, handle, approval("call_1", token(keys, "alice")))
         assert code == 0 and json.loads(output)["result"]["accepted"] == ["call_1"], output
         by_group = {"call_id": "call_2", "approved": True, "token": token(keys, "carol", "sre")}
         code, _ = await cli_signal(client, handle, by_group)
@@ -207,7 +207,8 @@ async def test_a_run_approved_under_old_keys_goes_on_under_new_ones(
             await wait_event(handle, "approval_request", 2)
         async with running_worker(client, task_queue, model, agents, verifier=ApproverKeys.load(rotated),
                                   max_cached_workflows=0):  # fmt: skip
-            stale = await refusal(handle.execute_update("submit_tool_approval", approval("call_2", token(keys, "alice"))))
+            old_token = approval("call_2", token(keys, "alice"))
+            stale = await refusal(handle.execute_update("submit_tool_approval", old_token))
             await handle.execute_update("submit_tool_approval", approval("call_2", token(rotated, "alice")))
             result = await handle.result()
     assert "approver token rejected" in stale
