@@ -9,6 +9,7 @@ is recorded in history:
 | `signoff.tool` | `tool.py` | one tool call, checked against the run before it runs |
 | `signoff.prepare` | `prepare.py` | a resumed transcript's snapshot and gated calls |
 | `signoff.identify` | `identify.py` | who a token vouches for (local activity) |
+| `signoff.notify` | `notify.py` | one notice POSTed to one notification channel |
 """
 
 from __future__ import annotations
@@ -19,18 +20,21 @@ from typing import Any
 from temporalio import activity
 
 from signoff.activities.chat import model_turn
-from signoff.activities.memory import RunMemory
 from signoff.activities.identify import Verifier, identify
+from signoff.activities.memory import RunMemory
 from signoff.activities.models import (
     ChatInput,
     ChatTurn,
     IdentifyInput,
     IdentifyOutput,
+    NotifyInput,
+    NotifyOutput,
     PrepareInput,
     PrepareOutput,
     ToolInput,
     ToolOutput,
 )
+from signoff.activities.notify import NotifyConfig, deliver
 from signoff.activities.prepare import prepare_run
 from signoff.activities.served import ServedAgents
 from signoff.activities.tool import Callers, run_call
@@ -53,6 +57,7 @@ class AgentActivities:
         payload_budget: the largest result an activity may return (None when an
             external payload store keeps large payloads out of history).
         verifier: checks approvers' and requesters' tokens (`SIGNOFF_APPROVER_KEYS`).
+        notify: the notification channels (`SIGNOFF_NOTIFY_URLS`); runs snapshot them.
     """
 
     def __init__(
@@ -63,9 +68,12 @@ class AgentActivities:
         policies: PolicyBook | None = None,
         payload_budget: int | None = PAYLOAD_BUDGET,
         verifier: Verifier | None = None,
+        notify: NotifyConfig | None = None,
     ) -> None:
-        self.served = ServedAgents(agents, default_client, limits, policies, payload_budget)
+        plan = notify.plan if notify else None
+        self.served = ServedAgents(agents, default_client, limits, policies, payload_budget, plan)
         self._verifier = verifier
+        self._notify = notify
         self._memory = RunMemory()
         self._callers = Callers()
         self._budget = payload_budget
@@ -90,6 +98,11 @@ class AgentActivities:
         """Who a token vouches for, or why it does not."""
         return identify(self._verifier, input)
 
+    @activity.defn(name="signoff.notify")
+    async def notify(self, input: NotifyInput) -> NotifyOutput:
+        """POST one notice to one channel (retried by Temporal; see notify.py)."""
+        return await deliver(self._notify, input)
+
     @property
     def all(self) -> list[Callable[..., Any]]:
-        return [self.prepare, self.chat, self.tool, self.identify]
+        return [self.prepare, self.chat, self.tool, self.identify, self.notify]

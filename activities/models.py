@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from signoff.messages import ChatMessage, ChatResponse, ToolCall
+from signoff.notices import NoticeKind
 from signoff.snapshot import RunSnapshot
 from signoff.transcript import TranscriptDelta
 
@@ -76,3 +79,20 @@ class IdentifyOutput(BaseModel):
     subject: str | None = None
     groups: list[str] = Field(default_factory=list)
     error: str | None = None
+
+
+class NotifyInput(BaseModel):
+    """One notice for one channel. The run's id comes from the activity's own info."""
+
+    channel: str
+    """The channel's fingerprint (`NotifyPlan.channels`), never its URL."""
+    event: NoticeKind
+    agent: str
+    seq: int
+    """The run's event number: with the run's ids, the delivery id receivers dedupe on."""
+    request: dict[str, Any] | None = None
+    decision: dict[str, Any] | None = None
+
+
+class NotifyOutput(BaseModel):
+    status: int

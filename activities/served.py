@@ -24,7 +24,7 @@ from signoff.errors import ConfigError
 from signoff.limits import Limits
 from signoff.messages import ChatMessage
 from signoff.policy import PolicyBook
-from signoff.snapshot import RunSnapshot
+from signoff.snapshot import NotifyPlan, RunSnapshot
 from signoff.tools.registry import ToolRegistry
 
 SNAPSHOTS_REMEMBERED = 1000
@@ -62,6 +62,7 @@ class ServedAgents:
         limits: the worker's limits, snapshotted by each run.
         policies: the worker's policy file (`SIGNOFF_POLICY_FILE`).
         payload_budget: the largest payload a run may write (None with an external store).
+        notify: the notification channels runs record in their snapshot (None: none).
     """
 
     def __init__(
@@ -71,9 +72,11 @@ class ServedAgents:
         limits: Limits | None = None,
         policies: PolicyBook | None = None,
         payload_budget: int | None = None,
+        notify: NotifyPlan | None = None,
     ) -> None:
         self._agents = dict(agents)
         self.payload_budget = payload_budget
+        self.notify = notify
         self._default_factory = default_client
         self._default: ChatClient | None = None
         self.limits = limits or Limits()
@@ -116,6 +119,7 @@ class ServedAgents:
         if made is None or [*made.registry] != [*snapshot.registry]:  # ids of live tools: the same objects
             model = snapshot.model(name, self.limits, self.policies.merged_over(agent.policies))
             model.payload_budget = self.payload_budget
+            model.notify = self.notify
             made = self._made[key] = Taken(model, model.digest(), snapshot.registry)
             while len(self._made) > SNAPSHOTS_REMEMBERED:
                 self._made.popitem(last=False)

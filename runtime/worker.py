@@ -26,6 +26,7 @@ from temporalio.worker.workflow_sandbox import (
 
 from signoff.activities import PAYLOAD_BUDGET, AgentActivities
 from signoff.activities.identify import Verifier
+from signoff.activities.notify import NotifyConfig
 from signoff.agent import ChatClientAgent
 from signoff.chat.base import ChatClient
 from signoff.chat.config import LLMConfig
@@ -105,6 +106,7 @@ def build_worker(
     policies: PolicyBook | None = None,
     payload_budget: int | None = PAYLOAD_BUDGET,
     verifier: Verifier | None = None,
+    notify: NotifyConfig | None = None,
     **options: Any,
 ) -> Worker:
     """A worker for `AgentRun` and its activities, serving `agents` (by name).
@@ -115,9 +117,10 @@ def build_worker(
         payload_budget: the largest payload a run may write; None when the client's data
             converter has an external store for large payloads.
         verifier: checks approvers' tokens (`SIGNOFF_APPROVER_KEYS`).
+        notify: where runs send notices (`SIGNOFF_NOTIFY_URLS`); None sends none.
         **options: passed to `temporalio.worker.Worker`.
     """
-    activities = AgentActivities(agents, default_client, limits, policies, payload_budget, verifier)
+    activities = AgentActivities(agents, default_client, limits, policies, payload_budget, verifier, notify)
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))
     return Worker(
         client,
@@ -145,11 +148,12 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+        notify = NotifyConfig.from_env(settings.address, settings.namespace, server.ui_url if server else None)
         worker = build_worker(
             client, agents, settings.task_queue, graceful_shutdown_timeout=timedelta(seconds=10),
-            payload_budget=None if settings.payload_store else PAYLOAD_BUDGET, **setup.worker_options(),
+            payload_budget=None if settings.payload_store else PAYLOAD_BUDGET, notify=notify, **setup.worker_options(),
         )  # fmt: skip
-        for line in setup.describe():
+        for line in setup.describe() + ([notify.describe()] if notify else []):
             print(f"signoff: {line}", flush=True)
         print(f"signoff: worker on task queue {settings.task_queue!r} at {settings.describe()}, "
               f"agents: {', '.join(sorted(agents))}", flush=True)

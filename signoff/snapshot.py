@@ -28,6 +28,18 @@ class SnapshotTool(BaseModel):
     policy: ApprovalPolicy = Field(default_factory=ApprovalPolicy)
 
 
+class NotifyPlan(BaseModel):
+    """Where a run's notifications go: the worker's channels, named by fingerprint.
+
+    Channels are named by a fingerprint of their URL, never the URL itself: webhook URLs
+    are often secrets, and the snapshot is recorded in history.
+    """
+
+    channels: list[str] = Field(default_factory=list)
+    retry_seconds: float = Field(300.0, gt=0)
+    """How long Temporal retries one notification before it is recorded as failed."""
+
+
 class RunSnapshot(BaseModel):
     """What a run is started with; fixed for the run (and carried across continue-as-new)."""
 
@@ -37,6 +49,9 @@ class RunSnapshot(BaseModel):
     limits: Limits = Field(default_factory=Limits)
     payload_budget: int | None = None
     """The largest payload the run may write (None: an external store takes large ones)."""
+    notify: NotifyPlan | None = None
+    """Notification channels (`SIGNOFF_NOTIFY_URLS`); None sends none. Not part of the digest:
+    where notices go has nothing to do with which calls need approval."""
 
     @property
     def specs(self) -> list[ToolSpec]:
@@ -55,4 +70,4 @@ class RunSnapshot(BaseModel):
 
     def digest(self) -> str:
         """A stable fingerprint, so activities can refer to the snapshot by it."""
-        return sha256_hex(canonical_json(self.model_dump(mode="json")))[:32]
+        return sha256_hex(canonical_json(self.model_dump(mode="json", exclude={"notify"})))[:32]

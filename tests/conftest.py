@@ -38,3 +38,13 @@ def client(env: WorkflowEnvironment) -> Client:
 @pytest.fixture
 def task_queue() -> str:
     return f"tq-{uuid.uuid4()}"
+
+
+@pytest.fixture(scope="session")
+async def skipping() -> AsyncIterator[WorkflowEnvironment]:
+    """The time-skipping test server, for waits of minutes or hours (tests/governance.py)."""
+    from tests.governance import start_time_skipping
+
+    environment = await start_time_skipping()
+    yield environment
+    await environment.shutdown()

@@ -46,7 +46,7 @@ def test_loop_imports_nothing_that_does_io_or_reads_clock_or_env() -> None:
         assert forbidden not in source
 
 
-WORKFLOW_MAY_IMPORT = {"__future__", "asyncio", "datetime", "typing", "json", "pydantic"}
+WORKFLOW_MAY_IMPORT = {"__future__", "asyncio", "collections.abc", "datetime", "typing", "json", "pydantic"}
 """Besides these, workflow modules import only `temporalio` and `signoff` (the core and the
 activities' models and names; the activities only run worker-side)."""
 

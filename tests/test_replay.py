@@ -5,13 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, call, running_worker, start_run, wait_pending
 from signoff.runtime.worker import sandbox_runner
 from signoff.workflows.agent_run import AgentRun
+from tests.helpers import (
+    Reply,
+    ScriptedModelServer,
+    ScriptedRequest,
+    agents_for,
+    call,
+    running_worker,
+    start_run,
+    wait_pending,
+)
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
@@ -21,7 +31,16 @@ def replayer() -> Replayer:
 
 
 def test_every_history_shape_is_committed() -> None:
-    assert {p.stem for p in HISTORIES} >= {"approved", "denied", "timed_out", "continued_as_new"}
+    assert {p.stem for p in HISTORIES} >= {
+        "approved", "denied", "timed_out", "continued_as_new", "verified", "timeout_grant",
+    }  # fmt: skip
+
+
+def test_the_verified_history_holds_its_verifications() -> None:
+    """Replay needs no keys: each token's verification is a recorded local-activity marker."""
+    history = WorkflowHistory.from_json("verified", (Path(__file__).parent / "histories" / "verified.json").read_text())
+    markers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
+    assert len(markers) == 3  # the refused token and two valid ones
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])

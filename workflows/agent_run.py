@@ -5,6 +5,8 @@ It does not know the algorithm; it turns the loop's next action into effects:
 run's `max_parallel_tools` at once), `AwaitApproval` → a durable wait that decisions
 (handlers.py) and the calls' own timers end, `Finish` → the result, `Fail` → a failed
 run. Long runs continue as new when the server suggests it, carrying their state.
+Notices (notifications.py) go out beside all this; the run waits a little for them
+before it ends.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class AgentRun(DecisionHandlers, RunQueries):
         try:
             while not isinstance(action := self._next(), Finish):
                 if isinstance(action, Fail):
+                    await self._notifier.drain()
                     await workflow.wait_condition(workflow.all_handlers_finished)
                     raise ApplicationError(action.message, type="ApprovalTimeout", non_retryable=True)
                 if isinstance(action, RunTools):
@@ -73,6 +76,7 @@ class AgentRun(DecisionHandlers, RunQueries):
         except asyncio.CancelledError:
             self._loop.cancel(workflow.now())
             self._next()
+        await self._notifier.drain()
         await workflow.wait_condition(workflow.all_handlers_finished)
         self._record.set_status(STATUS_FINISHED, [])
         result = self._result()
@@ -191,6 +195,10 @@ class AgentRun(DecisionHandlers, RunQueries):
     async def _continue_as_new(self) -> None:
         await workflow.wait_condition(workflow.all_handlers_finished)
         self._publish()
+        if self._notifier.in_flight:  # notices of this run end with it: give them their chance
+            await self._notifier.drain()
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            self._publish()
         carried = ContinuedRun(
             input=self._input, loop=self._loop.state, snapshot=self._snapshot, snapshot_digest=self._digest,
             requester=self._requester, event_seq=self._record.seq, events=self._record.events,

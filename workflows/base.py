@@ -8,6 +8,7 @@ small place. All three read and change the state declared here.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RawValue
@@ -22,6 +23,7 @@ from signoff.loop import AgentLoop
 from signoff.messages import AgentEvent
 from signoff.snapshot import RunSnapshot
 from signoff.transcript import Sender
+from signoff.workflows.notifications import Notifier, notice_for
 from signoff.workflows.record import RunRecord
 from signoff.workflows.run_input import ContinuedRun, InvalidInput, Requester, decode
 
@@ -35,6 +37,7 @@ class AgentRunBase:
         self._continued: ContinuedRun | None = None
         self._record = RunRecord()
         self._revision = 0  # bumped by every handler that changes what waits
+        self._notifier = Notifier()
         try:
             given = decode(raw)
         except InvalidInput as exc:
@@ -68,8 +71,14 @@ class AgentRunBase:
         for event in self._loop.drain_events():
             self._on_event(event, self._record.add(event))
 
-    def _on_event(self, event: AgentEvent, kept: dict[str, object]) -> None:
-        """A hook for what an event sets off (notifications)."""
+    def _on_event(self, event: AgentEvent, kept: dict[str, Any]) -> None:
+        """What an event sets off: notices, when the run's snapshot names channels."""
+        plan = self._snapshot.notify if self._snapshot else None
+        if plan is None or not plan.channels:
+            return
+        kind = notice_for(event, {r.call_id for r in self._loop.pending_requests()})
+        if kind is not None:
+            self._notifier.send(plan, kind, self._input.agent, kept, self._record.add)
 
     def _requester_decider(self) -> Decider | None:
         r = self._requester

@@ -1,6 +1,7 @@
 """Record the histories that tests/test_replay.py replays.
 
-    python -m tests.histories.record
+    python -m tests.histories.record            # all of them
+    python -m tests.histories.record verified   # only these (the others stay as committed)
 
 Rerun after a deliberate change of the workflow's history shape; a replay failure
 of an old history otherwise means the change breaks runs already in flight.
@@ -9,15 +10,34 @@ of an old history otherwise means the change breaks runs already in flight.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sys
 import tempfile
 import uuid
+from collections.abc import Collection
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 
+from signoff.activities.notify import NotifyConfig
 from signoff.contract import RunOptions
+from signoff.identity import ApproverKeys, issue_token
+from signoff.policy import ApprovalPolicy, OnTimeout
+from tests.approver_keys import write_secret
 from tests.conftest import start_dev_server
-from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, assert_eventually, call, running_worker, start_run, wait_pending
+from tests.governance import deploy, ops_agent, restart, turns, wait_event
+from tests.helpers import (
+    Reply,
+    ScriptedModelServer,
+    ScriptedRequest,
+    agents_for,
+    assert_eventually,
+    call,
+    running_worker,
+    start_run,
+    wait_pending,
+)
+from tests.receiver import Receiver
 
 HERE = Path(__file__).parent
 
@@ -35,6 +55,41 @@ async def save(handle: WorkflowHandle, name: str) -> None:
     history = await handle.fetch_history()
     (HERE / f"{name}.json").write_text(history.to_json())
     print(f"recorded {name}: {len(history.events)} events")
+
+
+async def record_governance(client: Client, names: Collection[str], workspace: Path) -> None:
+    """`verified`: approvals with tokens (the identify local activity), one refused.
+    `timeout_grant`: a grant used, a reminder, a deadline approving, notices (one channel failing)."""
+    key = workspace / "approvers.key"
+    write_secret(key)
+    verified = ApprovalPolicy(verified=True, approvers=("group:sre",))
+    hurried = ApprovalPolicy(timeout_seconds=2, on_timeout=OnTimeout.APPROVE, remind_after_seconds=(1,))
+    script = turns([deploy("call_1")], [deploy("call_2", "api"), restart("call_r")])
+    with ScriptedModelServer(script) as model, Receiver() as channel, Receiver(status=500) as broken:
+        notify = NotifyConfig(urls=(channel.url, broken.url), secret=b"history-secret", retry_seconds=1)
+        queue = f"record-{uuid.uuid4()}"
+        agents = {"ops": ops_agent(deploy=verified, restart=hurried)}
+        async with running_worker(client, queue, model, agents, verifier=ApproverKeys.load(key), notify=notify):
+            if "verified" in names:
+                run = await start_run(client, queue, "deploy", agent="ops")
+                await wait_pending(run)
+                with contextlib.suppress(WorkflowUpdateFailedError):  # refused after verification: recorded
+                    await run.execute_update("submit_tool_approval", approval("call_1", "not.a.token"))
+                await run.execute_update("submit_tool_approval", approval("call_1", issue_token(key, "alice", ["sre"])))
+                await wait_pending(run, 2)
+                await run.execute_update("submit_tool_approval", approval("*", issue_token(key, "bob", ["sre"])))
+                await save(run, "verified")
+            if "timeout_grant" in names:
+                run = await start_run(client, queue, "grant", agent="ops")
+                await wait_pending(run)
+                grant = approval("call_1", issue_token(key, "alice", ["sre"])) | {"grant": {"match": "tool"}}
+                await run.execute_update("submit_tool_approval", grant)
+                await wait_event(run, "notification_failed", 1)
+                await save(run, "timeout_grant")
+
+
+def approval(call_id: str, token: str) -> dict[str, object]:
+    return {"call_id": call_id, "approved": True, "token": token}
 
 
 async def record_all(client: Client, queue: str) -> None:
@@ -67,16 +122,28 @@ async def record_all(client: Client, queue: str) -> None:
     print(f"recorded continued_as_new: {len(history.events)} events")
 
 
-async def main() -> None:
-    env = await start_dev_server("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=40")
-    try:
-        with ScriptedModelServer(script) as model, tempfile.TemporaryDirectory() as workspace:
-            queue = f"record-{uuid.uuid4()}"
-            async with running_worker(env.client, queue, model, agents_for(Path(workspace))):
-                await record_all(env.client, queue)
-    finally:
-        await env.shutdown()
+ORIGINAL = ("approved", "denied", "timed_out", "continued_as_new")
+GOVERNANCE = ("verified", "timeout_grant")
+
+
+async def main(names: Collection[str]) -> None:
+    with tempfile.TemporaryDirectory() as workspace:
+        if set(names) & set(ORIGINAL):
+            env = await start_dev_server("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=40")
+            try:
+                with ScriptedModelServer(script) as model:
+                    queue = f"record-{uuid.uuid4()}"
+                    async with running_worker(env.client, queue, model, agents_for(Path(workspace))):
+                        await record_all(env.client, queue)
+            finally:
+                await env.shutdown()
+        if set(names) & set(GOVERNANCE):
+            env = await start_dev_server()  # no early continue-as-new: these runs are longer
+            try:
+                await record_governance(env.client, names, Path(workspace))
+            finally:
+                await env.shutdown()
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(sys.argv[1:] or ORIGINAL + GOVERNANCE))

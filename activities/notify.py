@@ -1,0 +1,219 @@
+"""Notifications (`signoff.notify`): one HTTP POST of a run's notice to one channel.
+
+The worker's channels are `SIGNOFF_NOTIFY_URLS` (comma-separated http(s) URLs). A run
+records which channels it notifies in its snapshot, by fingerprint only (a webhook URL
+is often a secret and history is not the place for it), and starts one activity per
+channel and notice, so one failing channel never re-sends to the others.
+
+Temporal owns retries: a connection error, a timeout, 408/409/425/429 (honouring
+`Retry-After`) and 5xx are retried; another answer is not. Redirects are not followed
+(configure the final URL). Error messages name a channel by scheme and host only.
+
+Headers: `X-Signoff-Event` (the notice's kind), `X-Signoff-Delivery`
+(`<workflow_id>/<run_id>/<event seq>`: the same on every retry, so receivers can drop
+duplicates) and, with `SIGNOFF_NOTIFY_SECRET_FILE`, `X-Signoff-Signature:
+sha256=<hex HMAC-SHA256 of the body bytes>`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import quote, urlsplit
+
+import httpx
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from signoff.activities.models import NotifyInput, NotifyOutput
+from signoff.cli.output import decide_commands, ui_root
+from signoff.errors import ConfigError
+from signoff.notices import WAITING_KINDS, Notice, notice_text
+from signoff.runtime.devserver import DEFAULT_ADDRESS
+from signoff.snapshot import NotifyPlan
+
+URLS_ENV = "SIGNOFF_NOTIFY_URLS"
+SECRET_ENV = "SIGNOFF_NOTIFY_SECRET_FILE"
+EVENT_HEADER = "X-Signoff-Event"
+DELIVERY_HEADER = "X-Signoff-Delivery"
+SIGNATURE_HEADER = "X-Signoff-Signature"
+RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
+MAX_SECRET_BYTES = 4096
+MAX_RETRY_AFTER = timedelta(minutes=5)
+
+
+def channel_id(url: str) -> str:
+    """The fingerprint a run records for a channel: names it without revealing it."""
+    return hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
+def channel_label(url: str) -> str:
+    """`https://hooks.example.com`: enough to say which channel, never its path or query."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname or '?'}" + (f":{parts.port}" if parts.port else "")
+
+
+@dataclass(frozen=True)
+class NotifyConfig:
+    """The worker's notification channels and how notices link back to runs.
+
+    Args:
+        urls: where notices are POSTed (http or https).
+        secret: the HMAC key for `X-Signoff-Signature` (None: unsigned).
+        ui_root: the Temporal Web UI's root, for each notice's `ui_url` (None: no link).
+        namespace: the runs' namespace (for the link and the commands).
+        cli_options: flags the `signoff approve/deny` commands need to reach the runs,
+            e.g. ` --address temporal.example.com:7233`.
+        retry_seconds: how long Temporal retries one notice before it is recorded as failed.
+        request_timeout: seconds one POST may take.
+
+    Raises:
+        ConfigError: a URL is not an absolute http(s) URL.
+    """
+
+    urls: tuple[str, ...] = field(repr=False)
+    secret: bytes | None = field(default=None, repr=False)
+    ui_root: str | None = None
+    namespace: str = "default"
+    cli_options: str = ""
+    retry_seconds: float = 300.0
+    request_timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        for number, url in enumerate(self.urls, 1):
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                shown = channel_label(url) if parts.scheme else url.split("/")[0][:40] + "/..."
+                raise ConfigError(
+                    f"{URLS_ENV}: entry {number} ({shown}) is not an absolute http(s) URL with a host, "
+                    "e.g. https://hooks.example.com/..."
+                )
+        object.__setattr__(self, "urls", tuple(dict.fromkeys(self.urls)))
+
+    @property
+    def plan(self) -> NotifyPlan:
+        """What a run records: the channels' fingerprints and the retry budget."""
+        return NotifyPlan(channels=[channel_id(u) for u in self.urls], retry_seconds=self.retry_seconds)
+
+    def url(self, channel: str) -> str | None:
+        return next((u for u in self.urls if channel_id(u) == channel), None)
+
+    def describe(self) -> str:
+        """For the worker's startup line: hosts only."""
+        signed = "signed" if self.secret else "unsigned"
+        return f"notifications to {', '.join(channel_label(u) for u in self.urls)} ({signed})"
+
+    @classmethod
+    def from_env(
+        cls, address: str, namespace: str, ui_base: str | None = None, environ: Mapping[str, str] | None = None
+    ) -> NotifyConfig | None:
+        """`SIGNOFF_NOTIFY_URLS` and `SIGNOFF_NOTIFY_SECRET_FILE`; None when no URL is set.
+
+        Args:
+            address, namespace: where the runs are, for links and commands.
+            ui_base: the Web UI this process knows of (the embedded dev server's);
+                `SIGNOFF_UI_URL` wins, and a local server's UI is assumed otherwise.
+        """
+        env = os.environ if environ is None else environ
+        urls = tuple(u.strip() for u in env.get(URLS_ENV, "").split(",") if u.strip())
+        if not urls:
+            return None
+        path = env.get(SECRET_ENV, "").strip()
+        options = "" if address == DEFAULT_ADDRESS else f" --address {address}"
+        options += "" if namespace == "default" else f" --namespace {namespace}"
+        return cls(
+            urls=urls, secret=read_notify_secret(Path(path)) if path else None,
+            ui_root=ui_root(address, ui_base, env), namespace=namespace, cli_options=options,
+        )  # fmt: skip
+
+
+def read_notify_secret(path: Path) -> bytes:
+    """The signing key: the file's bytes without surrounding whitespace.
+
+    Raises:
+        ConfigError: the file cannot be read, is empty, or is implausibly large.
+    """
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_SECRET_BYTES + 1).strip()
+    except OSError as exc:
+        raise ConfigError(f"{SECRET_ENV}: cannot read {path}: {exc.strerror or exc}") from None
+    if not data or len(data) > MAX_SECRET_BYTES:
+        raise ConfigError(f"{SECRET_ENV}: {path} must hold one secret of 1 to {MAX_SECRET_BYTES} bytes")
+    return data
+
+
+def sign(secret: bytes, body: bytes) -> str:
+    """`sha256=<hex>`: the HMAC-SHA256 of the exact body bytes."""
+    return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+
+
+def compose(config: NotifyConfig, input: NotifyInput, workflow_id: str, run_id: str) -> Notice:
+    """The notice for one event of a run, with its link and decide commands."""
+    request = input.request
+    commands: list[str] = []
+    if input.event in WAITING_KINDS and request is not None:
+        commands = list(decide_commands(workflow_id, str(request.get("call_id", "")), config.cli_options))
+    ui_url = None
+    if config.ui_root:  # the run's page, as `signoff` links it (cli/output.py ui_link)
+        where = f"namespaces/{quote(config.namespace, safe='')}/workflows/{quote(workflow_id, safe='')}"
+        ui_url = f"{config.ui_root}/{where}"
+    text = notice_text(input.event, workflow_id, request, input.decision, ui_url, commands)
+    return Notice(
+        event=input.event, workflow_id=workflow_id, run_id=run_id, agent=input.agent, request=request,
+        decision=input.decision, text=text, ui_url=ui_url, commands=commands, sent_at=datetime.now(UTC),
+    )  # fmt: skip
+
+
+async def deliver(config: NotifyConfig | None, input: NotifyInput) -> NotifyOutput:
+    """POST one notice to one channel; an ApplicationError says whether to retry."""
+    url = config.url(input.channel) if config else None
+    if config is None or url is None:
+        raise ApplicationError(
+            f"channel {input.channel} is not among this worker's {URLS_ENV} (its configuration changed "
+            "since the run started)", type="NotifyChannelUnknown", non_retryable=True,
+        )  # fmt: skip
+    info = activity.info()
+    workflow_id, run_id = info.workflow_id or "", info.workflow_run_id or ""
+    notice = compose(config, input, workflow_id, run_id)
+    body = notice.model_dump_json().encode()
+    headers = {
+        "Content-Type": "application/json", "User-Agent": "signoff-notify/1", EVENT_HEADER: input.event,
+        DELIVERY_HEADER: f"{workflow_id}/{run_id}/{input.seq}",
+    }  # fmt: skip
+    if config.secret:
+        headers[SIGNATURE_HEADER] = sign(config.secret, body)
+    return await _post(url, body, headers, config.request_timeout)
+
+
+async def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> NotifyOutput:
+    label = channel_label(url)
+    try:
+        async with (
+            httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client,
+            client.stream("POST", url, content=body, headers=headers) as response,
+        ):
+            pass  # the answer's body is not read: only its status counts
+    except httpx.HTTPError as exc:  # the message may hold the URL: say only what kind of failure
+        raise ApplicationError(f"{label}: {type(exc).__name__}", type="NotifyUnreachable") from None
+    status = response.status_code
+    if 200 <= status < 300:
+        return NotifyOutput(status=status)
+    retryable = status in RETRYABLE_STATUSES or status >= 500
+    raise ApplicationError(
+        f"{label} answered HTTP {status}" + ("; redirects are not followed: configure the final URL" if
+                                              300 <= status < 400 else ""),
+        type="NotifyRejected", non_retryable=not retryable, next_retry_delay=_retry_after(response),
+    )  # fmt: skip
+
+
+def _retry_after(response: httpx.Response) -> timedelta | None:
+    value = response.headers.get("retry-after", "")
+    if not value.isdigit():
+        return None
+    return min(timedelta(seconds=int(value)), MAX_RETRY_AFTER)
