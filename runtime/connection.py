@@ -33,15 +33,9 @@ from temporalio.client import Client
 from temporalio.envconfig import ClientConfigProfile
 from temporalio.service import TLSConfig
 
-from signoff.contract import DEFAULT_TASK_QUEUE
+from signoff.contract import DEFAULT_TASK_QUEUE, SEARCH_ATTRIBUTES
 from signoff.errors import ConfigError
-from signoff.runtime.devserver import (
-    DATA_DIR,
-    DEFAULT_ADDRESS,
-    SEARCH_ATTRIBUTES,
-    EmbeddedServer,
-    is_listening,
-)
+from signoff.runtime.devserver import DATA_DIR, DEFAULT_ADDRESS, EmbeddedServer, is_listening
 from signoff.runtime.storage import PayloadStore, check_store, data_converter
 
 DEFAULT_NAMESPACE = "default"

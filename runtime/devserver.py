@@ -22,13 +22,13 @@ import sysconfig
 import time
 from pathlib import Path
 
+from signoff.contract import SEARCH_ATTRIBUTES
 from signoff.errors import ConfigError
 from signoff.runtime.filestore import make_private_dir
 
 DEFAULT_ADDRESS = "localhost:7233"
 DATA_DIR = Path(".signoff")
 UI_PORT = 8233
-from signoff.contract import SEARCH_ATTRIBUTES
 
 
 def find_temporal_binary() -> Path:

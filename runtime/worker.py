@@ -31,7 +31,7 @@ from signoff.agent import ChatClientAgent
 from signoff.chat.base import ChatClient
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
-from signoff.contract import DEFAULT_TASK_QUEUE, SEARCH_ATTRIBUTES
+from signoff.contract import DEFAULT_TASK_QUEUE
 from signoff.defaults import default_agent
 from signoff.errors import SignoffError, UsageError
 from signoff.limits import Limits

@@ -1,0 +1,113 @@
+"""The stateless resume of the original design: a new run reopens a transcript's open calls.
+
+A mixin of `AgentLoop` (signoff/loop.py). The unanswered calls of the transcript's last
+assistant message are opened as a round; the start's `tool_approval_responses` decide
+among them as the requester, under each call's policy like any decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
+
+from signoff.actions import DecisionError
+from signoff.approvals import ToolApprovalResponse
+from signoff.authority import Decider, Decision
+from signoff.loop_state import LoopState
+from signoff.messages import AgentEvent, ChatMessage, DecisionIgnoredEvent, ToolCall
+
+
+class Resume:
+    """Reopening a transcript's open calls (a mixin of `AgentLoop`)."""
+
+    state: LoopState
+
+    def _emit(self, event: AgentEvent) -> None:
+        raise NotImplementedError
+
+    def _open_round(
+        self,
+        calls: list[ToolCall],
+        gated: set[str],
+        now: datetime,
+        *,
+        previews: Mapping[str, str],
+        answered: Mapping[str | None, str] | None = None,
+    ) -> None:
+        raise NotImplementedError
+
+    def decide(self, decisions: Sequence[ToolApprovalResponse | Decision], now: datetime) -> list[str]:
+        raise NotImplementedError
+
+    def resume(
+        self,
+        responses: Sequence[ToolApprovalResponse],
+        gated: Collection[str],
+        now: datetime,
+        requester: Decider | None = None,
+        previews: Mapping[str, str] | None = None,
+    ) -> None:
+        """Stateless resume: reopen the unanswered calls of the last assistant message.
+
+        Tool messages already after that message count as answers. `responses` are the
+        requester's decisions on calls among the rest; each obeys the call's policy like
+        any decision, and one the policy does not allow is recorded as ignored and the
+        call asked for as usual.
+
+        Raises:
+            DecisionError: a response names a call that is not open.
+        """
+        s = self.state
+        index = _last_assistant_with_calls(s.messages)
+        calls = (s.messages[index].tool_calls or []) if index is not None else []
+        answers = {m.tool_call_id: m.content or "" for m in s.messages[(index or 0) + 1 :] if m.role == "tool"}
+        open_ids = [c.id for c in calls if c.id not in answers]
+        strangers = [r.call_id for r in responses if r.call_id not in open_ids and r.call_id != "*"]
+        if responses and (not open_ids or strangers):
+            raise DecisionError(f"tool_approval_responses name calls that are not open: {strangers or '*'}", open_ids)
+        if not open_ids:
+            return
+        assert index is not None
+        s.messages = s.messages[: index + 1]
+        # A decision for an open call counts, even where the snapshot would not ask.
+        decided = {r.call_id for r in responses} & set(open_ids)
+        self._open_round(calls, set(gated) | decided, now, previews=previews or {}, answered=answers)
+        for response in responses:
+            try:
+                self.decide([Decision(response, self._starter(response, requester))], now)
+            except DecisionError as exc:
+                self._emit(DecisionIgnoredEvent(reason=f"tool_approval_responses: {exc}"))
+
+    def _starter(self, response: ToolApprovalResponse, requester: Decider | None) -> Decider:
+        """Who decides through the start input: the requester, whatever the response claims."""
+        requested_by = self.state.requested_by
+        if requested_by is None:
+            return requester or Decider.claimed(response.approver)
+        if response.approver not in (None, requested_by):
+            raise DecisionError(f"{response.approver!r} is not the requester {requested_by!r}", [])
+        return requester or Decider.claimed(requested_by)
+
+    # --- opening a round ---------------------------------------------------------
+
+
+def unanswered_calls(messages: list[ChatMessage]) -> list[ToolCall]:
+    """The calls of a trailing assistant message that have no tool message yet.
+
+    These are what a stateless resume reopens; drivers ask the run's snapshot which
+    of them need approval before calling `resume`.
+    """
+    index = _last_assistant_with_calls(messages)
+    if index is None:
+        return []
+    answered = {m.tool_call_id for m in messages[index + 1 :] if m.role == "tool"}
+    return [c for c in messages[index].tool_calls or [] if c.id not in answered]
+
+
+def _last_assistant_with_calls(messages: list[ChatMessage]) -> int | None:
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role == "assistant":
+            return index if message.tool_calls else None
+        if message.role != "tool":
+            return None
+    return None

@@ -1,0 +1,111 @@
+"""A waiting call's timers: its deadline (with its policy's outcome), reminders, escalation.
+
+A mixin of `AgentLoop` (signoff/loop.py). The loop reads no clock: drivers pass `now`,
+wait until `next_wakeup()`, then call `due(now)`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from signoff import authority
+from signoff.actions import DecisionError
+from signoff.approvals import ToolApprovalRequest, ToolApprovalResponse
+from signoff.authority import Decider
+from signoff.loop_state import CallStatus, LoopState, PendingCall
+from signoff.messages import AgentEvent, ApprovalEscalatedEvent, ApprovalReminderEvent, DeadlineExtendedEvent
+from signoff.policy import OnTimeout
+
+
+class Timers:
+    """Deadlines, reminders and escalation of the waiting calls (a mixin of `AgentLoop`)."""
+
+    state: LoopState
+
+    def _emit(self, event: AgentEvent) -> None:
+        raise NotImplementedError
+
+    def _waiting(self) -> list[PendingCall]:
+        raise NotImplementedError
+
+    def _entry(self, call_id: str) -> PendingCall | None:
+        raise NotImplementedError
+
+    def _why_not_pending(self, call_id: str) -> str:
+        raise NotImplementedError
+
+    def pending_requests(self) -> list[ToolApprovalRequest]:
+        raise NotImplementedError
+
+    def _settle_decision(
+        self, entry: PendingCall, response: ToolApprovalResponse, now: datetime, *, decider: Decider | None = None,
+        grant_id: str | None = None, timed_out: bool = False, outcome: str | None = None,
+    ) -> None:
+        raise NotImplementedError
+
+    def due(self, now: datetime) -> None:
+        """Fire what is due by `now`: reminders, escalations, and deadlines (with each
+        call's `on_timeout` outcome)."""
+        for entry in self._waiting():
+            request = entry.request
+            assert request is not None and request.requested_at is not None
+            reminders = request.policy.remind_after_seconds
+            while entry.reminders_sent < len(reminders) and request.requested_at + timedelta(seconds=
+                reminders[entry.reminders_sent]
+            ) <= now:
+                entry.reminders_sent += 1
+                self._emit(ApprovalReminderEvent(request=request.model_copy(deep=True)))
+            escalate = request.policy.escalate_after_seconds
+            if escalate and not request.escalated and request.requested_at + timedelta(seconds=escalate) <= now:
+                request.escalated = True
+                self._emit(ApprovalEscalatedEvent(request=request.model_copy(deep=True)))
+            if request.expires_at and request.expires_at <= now:
+                self._time_out(entry, now)
+
+    def next_wakeup(self) -> datetime | None:
+        """The earliest deadline, reminder or escalation of the waiting calls."""
+        times = [t for entry in self._waiting() for t in entry.timers()]
+        return min(times) if times else None
+
+    def check_extension(self, call_id: str, seconds: float, decider: Decider) -> ToolApprovalRequest:
+        """Validate an `extend_deadline`; returns the request it would move."""
+        waiting = [r.call_id for r in self.pending_requests()]
+        entry = self._entry(call_id)
+        if entry is None or entry.status is not CallStatus.AWAITING or entry.request is None:
+            raise DecisionError(self._why_not_pending(call_id), waiting)
+        if entry.request.expires_at is None:
+            raise DecisionError(f"call {call_id!r} has no deadline to extend", waiting)
+        if not 0 < seconds <= 366 * 86400:
+            raise DecisionError("seconds must be positive and at most a year", waiting)
+        problem = authority.refusal(entry.request, decider, self.state.requested_by)
+        if problem:
+            raise DecisionError(problem, waiting)
+        return entry.request
+
+    def extend_deadline(self, call_id: str, seconds: float, decider: Decider) -> datetime:
+        """Move a waiting call's deadline `seconds` later; returns the new deadline."""
+        request = self.check_extension(call_id, seconds, decider)
+        assert request.expires_at is not None
+        request.expires_at = request.expires_at + timedelta(seconds=seconds)
+        self._emit(DeadlineExtendedEvent(call_id=call_id, expires_at=request.expires_at, by=decider.name))
+        return request.expires_at
+
+    def _time_out(self, entry: PendingCall, now: datetime) -> None:
+        request = entry.request
+        assert request is not None and request.expires_at is not None and request.requested_at is not None
+        seconds = _seconds_text((request.expires_at - request.requested_at).total_seconds())
+        outcome = request.policy.on_timeout if request.policy.timeout_seconds else OnTimeout.DENY
+        reason = f"No decision within {seconds}s"
+        approve = outcome is OnTimeout.APPROVE
+        response = ToolApprovalResponse(call_id=entry.call.id, approved=approve, reason=reason)
+        failing = outcome is OnTimeout.FAIL_RUN
+        self._settle_decision(entry, response, now, timed_out=True, outcome="failed_run" if failing else None)
+        if failing:
+            self.state.failure = (
+                f"no decision on call {entry.call.id!r} ({entry.call.name}) within {seconds}s, "
+                "and its approval policy says on_timeout=fail_run"
+            )
+
+
+def _seconds_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
