@@ -14,21 +14,9 @@ import uuid
 
 from temporalio.api.enums.v1 import EventType
 
-from bench.common import (
-    START,
-    BenchEnv,
-    BenchError,
-    approve,
-    bench_env,
-    finish,
-    history_events,
-    run,
-    summary,
-    table,
-    wait_paused,
-    workers,
-    write_results,
-)  # fmt: skip
+from bench.common import BenchEnv, BenchError, bench_env, run, workers
+from bench.report import summary, table, write_results
+from bench.runs import START, approve, finish, history_events, wait_paused
 
 TOOL, ROUNDS = "gated_noop", 1
 TOOL_ACTIVITY = {"signoff": "signoff.tool", "floor": "floor.tool"}

@@ -13,12 +13,9 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import platform
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,22 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import temporalio
-from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import EventType
-from temporalio.api.history.v1 import History, HistoryEvent
-from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
 from signoff.runtime.devserver import find_temporal_binary
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 from signoff.workflows.record import SEARCH_ATTRIBUTE_KEYS
 
 REPO = Path(__file__).resolve().parent.parent
-RESULTS = Path(os.environ.get("BENCH_RESULTS") or REPO / "bench" / "results")
 READY = {"signoff": "signoff: worker on task queue", "floor": "floor: worker on task queue"}
 T = TypeVar("T")
 # `cached` (default): workers run with compiled bytecode, as a pip-installed package does.
@@ -253,136 +243,10 @@ async def workers(
             proc.stop()
 
 
-# --- starting and checking runs ----------------------------------------------------------
 
 
-async def start_signoff(
-    client: Client, queue: str, tool: str, rounds: int, workflow_id: str | None = None, agent: str = "bench"
-) -> WorkflowHandle:
-    run_input = AgentRunInput(agent=agent, prompt=prompt_for(tool, rounds), options=RunOptions(max_rounds=rounds + 1))
-    return await client.start_workflow(
-        "AgentRun", run_input, id=workflow_id or f"signoff-{uuid.uuid4()}", task_queue=queue, result_type=AgentRunResult
-    )
 
 
-async def start_floor(client: Client, queue: str, tool: str, rounds: int, workflow_id: str | None = None) -> WorkflowHandle:
-    from bench.floor import FloorInput, FloorResult
-
-    return await client.start_workflow(
-        "FloorRun", FloorInput(prompt=prompt_for(tool, rounds), max_rounds=rounds + 1),
-        id=workflow_id or f"floor-{uuid.uuid4()}", task_queue=queue, result_type=FloorResult,
-    )  # fmt: skip
-
-
-START = {"signoff": start_signoff, "floor": start_floor}
-
-
-async def approve(handle: WorkflowHandle, kind: str, call_id: str = "call_1_1") -> None:
-    """Approve the paused call: signoff's validated update, or the floor's minimal one."""
-    if kind == "signoff":
-        ack = await handle.execute_update("submit_tool_approval", {"call_id": call_id, "approved": True})
-        if call_id not in ack["accepted"]:
-            raise BenchError(f"{handle.id}: update did not accept {call_id}: {ack}")
-    else:
-        await handle.execute_update("approve", call_id)
-
-
-async def finish(handle: WorkflowHandle, tool: str, rounds: int, timeout: float = 300.0) -> Any:
-    try:
-        result = await asyncio.wait_for(handle.result(), timeout)
-    except TimeoutError:
-        raise BenchError(f"{handle.id} did not finish in {timeout}s") from None
-    check_result(result.text, result.messages, tool, rounds, handle.id)
-    return result
-
-
-# --- history -----------------------------------------------------------------------------
-
-
-def is_paused(events: Sequence[HistoryEvent]) -> bool:
-    """Waiting for a person: every activity done, a workflow task completed after the
-    last, no command scheduled since, and not finished. Exact on a history snapshot,
-    since a task's completion and its commands are written in one transaction."""
-    scheduled = completed = 0
-    last_completed = last_task = -1
-    for i, event in enumerate(events):
-        kind = event.event_type
-        if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            scheduled += 1
-        elif kind in (EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED):
-            completed += 1
-            last_completed = i
-        elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-            last_task = i
-        elif kind in (EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED):
-            raise BenchError("the run finished instead of waiting for approval")
-    return completed >= 1 and scheduled == completed and last_task > last_completed
-
-
-async def history_events(client: Client, workflow_id: str, run_id: str | None = None) -> list[HistoryEvent]:
-    events: list[HistoryEvent] = []
-    token = b""
-    while True:
-        resp = await client.workflow_service.get_workflow_execution_history(
-            GetWorkflowExecutionHistoryRequest(
-                namespace=client.namespace,
-                execution=WorkflowExecution(workflow_id=workflow_id, run_id=run_id or ""),
-                next_page_token=token,
-            )
-        )
-        events.extend(resp.history.events)
-        token = resp.next_page_token
-        if not token:
-            return events
-
-
-async def wait_paused(client: Client, workflow_id: str, timeout: float = 60.0) -> list[HistoryEvent]:
-    """Long-poll the history until the run waits for approval; returns the events so far."""
-    events: list[HistoryEvent] = []
-    token = b""
-    deadline = time.perf_counter() + timeout
-    while not is_paused(events):
-        if time.perf_counter() > deadline:
-            raise BenchError(f"{workflow_id} not paused in {timeout}s")
-        resp = await client.workflow_service.get_workflow_execution_history(
-            GetWorkflowExecutionHistoryRequest(
-                namespace=client.namespace,
-                execution=WorkflowExecution(workflow_id=workflow_id),
-                next_page_token=token,
-                wait_new_event=True,
-            )
-        )
-        events.extend(resp.history.events)
-        token = resp.next_page_token
-    return events
-
-
-def history_bytes(events: Sequence[HistoryEvent]) -> int:
-    return History(events=list(events)).ByteSize()
-
-
-# --- numbers and output -------------------------------------------------------------------
-
-
-def percentile(values: Sequence[float], p: float) -> float:
-    """Linear-interpolated percentile, p in [0, 100]."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    k = (len(ordered) - 1) * p / 100
-    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
-
-
-def summary(values: Sequence[float]) -> dict[str, float]:
-    return {
-        "n": len(values),
-        "mean": statistics.fmean(values),
-        "p50": percentile(values, 50),
-        "p95": percentile(values, 95),
-        "min": min(values),
-        "max": max(values),
-    }
 
 
 async def bounded(items: Iterable[T], fn: Callable[[T], Awaitable[Any]], limit: int = 50) -> list[Any]:
@@ -396,52 +260,12 @@ async def bounded(items: Iterable[T], fn: Callable[[T], Awaitable[Any]], limit: 
     return await asyncio.gather(*(one(i) for i in items))
 
 
-def machine() -> dict[str, Any]:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())  # fmt: skip
-    mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
-    version = subprocess.run([str(find_temporal_binary()), "--version"], capture_output=True, text=True).stdout.strip()
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory_gb": round(mem_kb / 1024 / 1024, 1),
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "temporalio": temporalio.__version__,
-        "temporal_cli": version,
-        "loadavg": os.getloadavg(),
-        "worker_bytecode": BYTECODE,
-        "worker_prefix": WORKER_PREFIX,
-    }
 
 
-def fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1000 else f"{value:,.0f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
 
 
-def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    cells = [[fmt(c) for c in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
-    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
-    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    return "\n".join([f"\n{title}", line(headers), sep, *(line(r) for r in cells)])
 
 
-def write_results(name: str, data: dict[str, Any], tables: Sequence[str]) -> Path:
-    """Print the tables and write `bench/results/<name>.json` (with the machine)."""
-    for text in tables:
-        print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
-    payload = {"bench": name, "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine(), **data}
-    payload["tables"] = list(tables)
-    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
-    print(f"\nwrote {path}")
-    return path
 
 
 def run(main: Callable[[], Awaitable[Any]]) -> None:
@@ -468,5 +292,3 @@ def run(main: Callable[[], Awaitable[Any]]) -> None:
     os._exit(code)
 
 
-def target(ok: bool) -> str:
-    return "met" if ok else "MISSED"

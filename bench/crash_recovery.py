@@ -13,20 +13,9 @@ import asyncio
 import time
 import uuid
 
-from bench.common import (
-    START,
-    WorkerProcess,
-    approve,
-    bench_env,
-    bounded,
-    finish,
-    run,
-    summary,
-    table,
-    target,
-    wait_paused,
-    write_results,
-)  # fmt: skip
+from bench.common import WorkerProcess, bench_env, bounded, run
+from bench.report import summary, table, target, write_results
+from bench.runs import START, approve, finish, wait_paused
 
 TOOL, ROUNDS = "gated_noop", 1
 TARGET_S = 3.0

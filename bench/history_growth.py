@@ -15,7 +15,9 @@ from collections import Counter
 
 from temporalio.api.enums.v1 import EventType
 
-from bench.common import START, bench_env, finish, history_events, run, table, target, workers, write_results
+from bench.common import bench_env, run, workers
+from bench.report import table, target, write_results
+from bench.runs import START, finish, history_events
 from signoff.messages import ChatMessage, ToolCall
 
 TOOL = "noop"

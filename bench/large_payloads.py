@@ -17,18 +17,10 @@ import uuid
 from pathlib import Path
 
 from bench.bench_agents import BIG_AGENT, BIG_OUTPUT
-from bench.common import (
-    BenchError,
-    bench_env,
-    history_bytes,
-    run,
-    start_signoff,
-    summary,
-    table,
-    workers,
-    write_results,
-)
+from bench.common import BenchError, bench_env, run, workers
 from bench.history_growth import chain
+from bench.report import summary, table, write_results
+from bench.runs import history_bytes, start_signoff
 from signoff.runtime.connection import ConnectionSettings, connect
 
 TOOL = "big"

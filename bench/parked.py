@@ -14,22 +14,9 @@ import asyncio
 import time
 import uuid
 
-from bench.common import (
-    START,
-    BenchError,
-    WorkerProcess,
-    approve,
-    bench_env,
-    bounded,
-    finish,
-    history_events,
-    is_paused,
-    run,
-    table,
-    target,
-    wait_paused,
-    write_results,
-)  # fmt: skip
+from bench.common import BenchError, WorkerProcess, bench_env, bounded, run
+from bench.report import table, target, write_results
+from bench.runs import START, approve, finish, history_events, is_paused, wait_paused
 
 TOOL, ROUNDS = "gated_noop", 1
 TARGET_KB, TARGET_S = 250, 60.0

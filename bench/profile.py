@@ -20,7 +20,9 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.common import RESULTS, START, bench_env, finish, run, workers
+from bench.common import bench_env, run, workers
+from bench.report import RESULTS
+from bench.runs import START, finish
 
 IDLE = re.compile(r"^_worker \(concurrent|select|epoll|wait \(threading")
 

@@ -13,19 +13,9 @@ import time
 import uuid
 
 from bench.bench_agents import bench_agent
-from bench.common import (
-    START,
-    BenchEnv,
-    check_result,
-    finish,
-    prompt_for,
-    run,
-    summary,
-    table,
-    target,
-    workers,
-    write_results,
-)  # fmt: skip
+from bench.common import BenchEnv, check_result, prompt_for, run, workers
+from bench.report import summary, table, target, write_results
+from bench.runs import START, finish
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 

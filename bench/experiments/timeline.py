@@ -22,7 +22,8 @@ import uuid
 from temporalio.api.enums.v1 import EventType
 
 from bench.approval_latency import ROUNDS, TOOL
-from bench.common import START, approve, bench_env, finish, history_events, run, wait_paused, workers
+from bench.common import bench_env, run, workers
+from bench.runs import START, approve, finish, history_events, wait_paused
 
 
 def _t(e) -> float:
