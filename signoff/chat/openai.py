@@ -3,13 +3,8 @@
 Works with any `/chat/completions` endpoint (OpenAI, DeepSeek, Ollama, vLLM, ...).
 It never retries: Temporal owns retries, and the activity maps errors to retry behaviour.
 
-How a response ends:
-- `data: [DONE]` ends the stream. A finish reason must have been seen by then.
-- The body ending cleanly without `[DONE]` is accepted only after a finish reason: some
-  providers omit `[DONE]`, and a finish reason means the answer is whole (at worst the
-  trailing usage chunk is lost). Without a finish reason it is a `StreamError`: a cut
-  stream is an error, never a short answer.
-- A JSON body (a provider ignoring `stream: true`) is read as a plain completion.
+How an answer is read (and how it ends) is `signoff.chat.stream`; a JSON body (a
+provider ignoring `stream: true`) is read as a plain completion.
 
 What is raised:
 - `ProviderError(status, message, retry_after)`: the provider answered non-2xx.
@@ -34,29 +29,20 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Self
 
 import httpx
-from httpx_sse import EventSource, aconnect_sse
+from httpx_sse import aconnect_sse
 
 from signoff.chat.base import ChatOptions, OnText
 from signoff.chat.config import LLMConfig
 from signoff.chat.masking import mask_secret, masked_exception
+from signoff.chat.stream import MAX_ERROR_TEXT, Turn, error_text, loads, read_stream
 from signoff.errors import ProviderError, StreamError
 from signoff.messages import (
     ChatMessage,
     ChatResponse,
-    FinishReason,
     ToolCall,
     ToolSpec,
-    Usage,
 )
 
-_FINISH_REASONS = {
-    "stop": FinishReason.STOP,
-    "tool_calls": FinishReason.TOOL_CALLS,
-    "function_call": FinishReason.TOOL_CALLS,  # the legacy single-function API
-    "length": FinishReason.LENGTH,
-    "content_filter": FinishReason.CONTENT_FILTER,
-}
-_MAX_ERROR_TEXT = 500
 # Errors reading a body that has started: the answer is incomplete, so retrying is right.
 _BROKEN_BODY = (httpx.ReadError, httpx.RemoteProtocolError, httpx.DecodingError)
 
@@ -145,11 +131,11 @@ class OpenAIChatClient:
             response = source.response
             if not response.is_success:
                 raise await _provider_error(response, key)
-            turn = _Turn(on_text)
+            turn = Turn(on_text)
             try:
                 if "text/event-stream" not in response.headers.get("content-type", ""):
-                    return turn.from_completion(_loads(await response.aread()))
-                await _read_stream(source, turn)
+                    return turn.from_completion(loads(await response.aread()))
+                await read_stream(source, turn)
             except _BROKEN_BODY as exc:
                 raise StreamError(f"response stream broke off: {exc}; retry the request") from exc
             return turn.response()
@@ -178,104 +164,8 @@ class OpenAIChatClient:
         return headers
 
 
-async def _read_stream(source: EventSource, turn: _Turn) -> None:
-    done = False
-    try:
-        async for event in source.aiter_sse():
-            # Past [DONE] the body is read to its end rather than abandoned: an abandoned
-            # body makes httpx close the connection instead of reusing it.
-            if done:
-                continue
-            if event.data.strip() == "[DONE]":
-                done = True
-            elif event.event == "error":
-                raise StreamError(f"provider sent an error event: {event.data[:_MAX_ERROR_TEXT]}")
-            else:
-                turn.add_chunk(_loads(event.data))
-    except httpx.TransportError:
-        if not done:  # after [DONE] the answer is whole; a failing goodbye does not matter
-            raise
 
 
-class _Turn:
-    """Accumulates one assistant turn from stream chunks (or one whole completion)."""
-
-    def __init__(self, on_text: OnText | None) -> None:
-        self._on_text = on_text
-        self._text: list[str] = []
-        self._calls: dict[int, dict[str, Any]] = {}  # by the delta's index
-        self._finish: str | None = None
-        self._usage = Usage()
-
-    def add_chunk(self, chunk: Any) -> None:
-        """Fold one parsed chunk in, then pass its text (if any) to `on_text`."""
-        try:
-            text = self._fold(chunk)
-        except (AttributeError, TypeError, KeyError) as exc:
-            shown = str(chunk)[:100]
-            raise StreamError(f"provider sent a chunk of unexpected shape: {shown}") from exc
-        # Outside the try: an error in the caller's callback is theirs, not a stream error.
-        if text and self._on_text is not None:
-            self._on_text(text)
-
-    def from_completion(self, data: Any) -> ChatResponse:
-        """Read a non-streaming completion body through the same accumulator."""
-        if not isinstance(data, dict) or not data.get("choices"):
-            raise StreamError("provider returned a JSON body with no choices")
-        choice = data["choices"][0]
-        # A whole completion cannot be cut short, so a missing finish reason means stop.
-        finish = choice.get("finish_reason") or "stop"
-        delta = choice.get("message") or {}
-        chunk = {"choices": [{"delta": delta, "finish_reason": finish}], "usage": data.get("usage")}
-        self.add_chunk(chunk)
-        return self.response()
-
-    def _fold(self, chunk: dict[str, Any]) -> str:
-        if "error" in chunk:  # some providers report failures inside a 200 stream
-            raise StreamError(f"provider reported an error mid-stream: {_error_text(chunk)}")
-        if chunk.get("usage"):
-            self._usage = _usage(chunk["usage"])
-        text = ""
-        for choice in chunk.get("choices") or []:
-            if choice.get("index", 0) == 0:  # we ask for one choice; ignore any others
-                delta = choice.get("delta") or {}
-                text += delta.get("content") or ""
-                self._add_calls(delta)
-                self._finish = choice.get("finish_reason") or self._finish
-        self._text.append(text)
-        return text
-
-    def _add_calls(self, delta: dict[str, Any]) -> None:
-        pieces = delta.get("tool_calls") or []
-        if delta.get("function_call"):  # the legacy single-function shape
-            pieces = [{"index": 0, "function": delta["function_call"]}]
-        for position, piece in enumerate(pieces):
-            # Only the first piece for an index carries id and name; later ones carry
-            # argument fragments. Parallel calls may interleave, hence keyed by index.
-            index = piece.get("index", position)
-            slot = self._calls.setdefault(index, {"id": "", "name": "", "args": []})
-            function = piece.get("function") or {}
-            slot["id"] = slot["id"] or piece.get("id") or ""
-            slot["name"] = slot["name"] or function.get("name") or ""
-            arguments = function.get("arguments") or ""
-            slot["args"].append(arguments if isinstance(arguments, str) else json.dumps(arguments))
-
-    def response(self) -> ChatResponse:
-        """The whole turn; a `StreamError` if no finish reason was seen."""
-        if self._finish is None:
-            raise StreamError("response stream ended before its finish reason; retry the request")
-        calls = [
-            ToolCall(id=c["id"] or f"call_{index}", name=c["name"], arguments="".join(c["args"]))
-            for index, c in sorted(self._calls.items())
-        ]
-        reason = _FINISH_REASONS.get(self._finish, FinishReason.STOP)
-        # Some servers (Ollama, vLLM) say "stop" after tool calls; the calls are what count.
-        if calls and reason is FinishReason.STOP:
-            reason = FinishReason.TOOL_CALLS
-        elif not calls and reason is FinishReason.TOOL_CALLS:
-            reason = FinishReason.STOP
-        message = ChatMessage.assistant("".join(self._text) or None, calls)
-        return ChatResponse(message=message, finish_reason=reason, usage=self._usage)
 
 
 def message_to_openai(message: ChatMessage) -> dict[str, Any]:
@@ -311,38 +201,22 @@ def message_from_openai(data: Mapping[str, Any]) -> ChatMessage:
     )
 
 
-def _loads(text: str | bytes) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise StreamError(f"provider sent malformed JSON ({exc}): {str(text)[:100]!r}") from exc
 
 
-def _usage(data: Mapping[str, Any]) -> Usage:
-    prompt = int(data.get("prompt_tokens") or 0)
-    completion = int(data.get("completion_tokens") or 0)
-    total = int(data.get("total_tokens") or prompt + completion)
-    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
 
 
-def _error_text(body: Any) -> str:
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        return str(body["error"].get("message") or body["error"])
-    if isinstance(body, dict) and "error" in body:
-        return str(body["error"])
-    return str(body)
 
 
 async def _provider_error(response: httpx.Response, key: str | None) -> ProviderError:
     text = (await response.aread()).decode("utf-8", "replace")
     try:
-        message = _error_text(json.loads(text))
+        message = error_text(json.loads(text))
     except ValueError:
         message = text.strip() or response.reason_phrase
     # Some providers echo the key they rejected, whole or in part.
     message = mask_secret(message, key)
     retry_after = _retry_after(response.headers)
-    return ProviderError(response.status_code, message[:_MAX_ERROR_TEXT], retry_after)
+    return ProviderError(response.status_code, message[:MAX_ERROR_TEXT], retry_after)
 
 
 def _retry_after(headers: httpx.Headers) -> float | None:
