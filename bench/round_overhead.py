@@ -24,7 +24,7 @@ TOOL, ROUNDS = "noop", 1
 
 
 async def in_process(agent) -> None:
-    from signoff.agent import AgentSession
+    from signoff.session import AgentSession
 
     session = AgentSession()
     events = [e async for e in agent.run(prompt_for(TOOL, ROUNDS), session=session)]

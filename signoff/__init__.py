@@ -5,14 +5,7 @@ run them in process with `ChatClientAgent.run()`, or serve them durably with the
 worker (`worker.py`) that drives the same loop from the `AgentRun` workflow.
 """
 
-from signoff.agent import (
-    AgentBuilder,
-    AgentRunOptions,
-    AgentSession,
-    AgentSnapshot,
-    CancellationToken,
-    ChatClientAgent,
-)
+from signoff.agent import AgentBuilder, AgentSnapshot, ChatClientAgent
 from signoff.approvals import ApprovalRecord, ToolApprovalRequest, ToolApprovalResponse
 from signoff.chat import PRESETS, ChatClient, ChatOptions, LLMConfig, OpenAIChatClient
 from signoff.contract import AgentRunInput, AgentRunResult, DecisionAck, RunOptions, RunStatus
@@ -36,6 +29,7 @@ from signoff.messages import (
     Usage,
 )
 from signoff.render import AgentResponseConverter, render_event
+from signoff.session import AgentRunOptions, AgentSession, CancellationToken
 from signoff.tools import (
     ApprovalRequiredTool,
     ContextProvider,

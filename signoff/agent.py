@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from signoff.approvals import ToolApprovalResponse
 from signoff.authority import Decider
 from signoff.chat.base import ChatClient, ChatOptions
 from signoff.dispatch import execute_call
@@ -33,49 +32,13 @@ from signoff.messages import (
     ToolSpec,
 )
 from signoff.policy import PolicyBook
+from signoff.session import AgentRunOptions, AgentSession, CancellationToken
 from signoff.snapshot import RunSnapshot
 from signoff.tools.base import Tool, tool_spec
 from signoff.tools.context import ContextProvider
 from signoff.tools.registry import ToolRegistry
 
 T = TypeVar("T")
-
-
-class CancellationToken:
-    """Stops a run cleanly (finish reason `cancelled`) when `cancel()` is called."""
-
-    def __init__(self) -> None:
-        self._event = asyncio.Event()
-
-    def cancel(self) -> None:
-        self._event.set()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._event.is_set()
-
-    async def wait(self) -> None:
-        await self._event.wait()
-
-
-@dataclass
-class AgentRunOptions:
-    """Per-run options (the original `AgentRunOptions`)."""
-
-    tool_approval_responses: list[ToolApprovalResponse] = field(default_factory=list)
-    max_rounds: int | None = None
-    model: str | None = None
-    temperature: float | None = None
-    cancellation: CancellationToken | None = None
-    max_total_tokens: int | None = None
-    requested_by: str | None = None
-
-
-@dataclass
-class AgentSession:
-    """An in-memory session: keeps the transcript between runs."""
-
-    messages: list[ChatMessage] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from signoff.agent import AgentBuilder, AgentRunOptions, AgentSession, CancellationToken, ChatClientAgent
+from signoff.agent import AgentBuilder, ChatClientAgent
 from signoff.approvals import ToolApprovalResponse
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.messages import ApprovalRequestEvent, ChatMessage, FinishEvent, FinishReason, TextEvent
 from signoff.render import AgentResponseConverter
+from signoff.session import AgentRunOptions, AgentSession, CancellationToken
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 from signoff.tools import ApprovalRequiredTool, RunCommand, WorkspaceScope, tool
 from tests.helpers import call

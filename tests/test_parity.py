@@ -6,12 +6,13 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from signoff.agent import AgentBuilder, AgentRunOptions, AgentSession
+from signoff.agent import AgentBuilder
 from signoff.approvals import ToolApprovalResponse
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.defaults import default_agent
 from signoff.messages import ApprovalRequestEvent, ChatMessage
+from signoff.session import AgentRunOptions, AgentSession
 from signoff.tools.base import ToolResult
 from signoff.tools.context import Context
 from signoff.tools.scope import WorkspaceScope
