@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-from signoff import AgentBuilder, ApprovalRequiredTool, ChatClientAgent, tool
+from signoff import AgentBuilder, ApprovalPolicy, ApprovalRequiredTool, ChatClientAgent, tool
 
 
 def _ledger() -> Path:
@@ -52,7 +52,10 @@ def agents() -> list[ChatClientAgent]:
         AgentBuilder("ops")
         .with_instructions("You deploy services. Check a service's status before deploying it.")
         .with_tool(get_status)
-        .with_tool(ApprovalRequiredTool(deploy_service))
+        # Anyone may approve a deployment here (the plain path); a real team would name its
+        # approvers and ask for verified tokens, e.g. ApprovalPolicy(approvers=("group:release",),
+        # verified=True, quorum=2), or set it in SIGNOFF_POLICY_FILE.
+        .with_tool(ApprovalRequiredTool(deploy_service, policy=ApprovalPolicy(timeout_seconds=86400)))
         .build()
     )
     return [ops]

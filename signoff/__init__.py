@@ -1,16 +1,20 @@
 """signoff: durable AI agents whose risky tool calls wait for a human's sign-off.
 
-The core (this package) knows nothing of Temporal: build agents and tools here,
-run them in process with `ChatClientAgent.run()`, or serve them durably with the
-worker (`worker.py`) that drives the same loop from the `AgentRun` workflow.
+The core (this package's own modules) knows nothing of Temporal or the terminal: build
+agents, tools and approval policies here, run them in process with `ChatClientAgent.run()`,
+or serve them durably with the worker (`signoff.runtime.worker`, `python worker.py`), which
+drives the same loop from the `AgentRun` workflow (`signoff.workflows`). The CLI is
+`signoff.cli`.
 """
 
 from signoff.agent import AgentBuilder, AgentSnapshot, ChatClientAgent
-from signoff.approvals import ApprovalRecord, ToolApprovalRequest, ToolApprovalResponse
+from signoff.approvals import ApprovalRecord, Grant, GrantSpec, ToolApprovalRequest, ToolApprovalResponse, Vote
 from signoff.chat import PRESETS, ChatClient, ChatOptions, LLMConfig, OpenAIChatClient
 from signoff.contract import AgentRunInput, AgentRunResult, DecisionAck, RunOptions, RunStatus
-from signoff.errors import ConfigError, ProviderError, SignoffError, StreamError, UsageError
-from signoff.loop import AgentLoop, AwaitApproval, CallModel, DecisionError, Finish, RunTools
+from signoff.errors import ConfigError, ProviderError, RunFailedError, SignoffError, StreamError, TokenError, UsageError
+from signoff.identity import ApproverKeys, Identity, issue_token
+from signoff.limits import Limits
+from signoff.loop import AgentLoop, AwaitApproval, CallModel, DecisionError, Fail, Finish, RunTools
 from signoff.messages import (
     AgentEvent,
     ApprovalDecisionEvent,
@@ -28,8 +32,10 @@ from signoff.messages import (
     ToolSpec,
     Usage,
 )
+from signoff.policy import ApprovalPolicy, OnTimeout, PolicyBook
 from signoff.render import AgentResponseConverter, render_event
 from signoff.session import AgentRunOptions, AgentSession, CancellationToken
+from signoff.snapshot import RunSnapshot
 from signoff.tools import (
     ApprovalRequiredTool,
     ContextProvider,
@@ -60,9 +66,11 @@ __all__ = [
     "AgentSession",
     "AgentSnapshot",
     "ApprovalDecisionEvent",
+    "ApprovalPolicy",
     "ApprovalRecord",
     "ApprovalRequestEvent",
     "ApprovalRequiredTool",
+    "ApproverKeys",
     "AwaitApproval",
     "CallModel",
     "CancellationToken",
@@ -77,23 +85,33 @@ __all__ = [
     "DecisionError",
     "DecisionIgnoredEvent",
     "ErrorEvent",
+    "Fail",
     "Finish",
     "FinishEvent",
     "FinishReason",
+    "Grant",
+    "GrantSpec",
+    "Identity",
     "LLMConfig",
+    "Limits",
     "ListDir",
+    "OnTimeout",
     "OpenAIChatClient",
+    "PolicyBook",
     "ProviderError",
     "ReadFile",
     "RemovePath",
     "RunCommand",
+    "RunFailedError",
     "RunOptions",
+    "RunSnapshot",
     "RunStatus",
     "RunTools",
     "ScopePolicy",
     "SignoffError",
     "StreamError",
     "TextEvent",
+    "TokenError",
     "Tool",
     "ToolApprovalRequest",
     "ToolApprovalResponse",
@@ -105,10 +123,12 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "UsageError",
+    "Vote",
     "WorkspaceContextProvider",
     "WorkspaceScope",
     "WriteFile",
     "default_tools",
+    "issue_token",
     "render_event",
     "tool",
-]  # fmt: skip
+]

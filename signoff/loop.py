@@ -135,6 +135,8 @@ class AgentLoop(Decisions, Timers, Resume):
         return events
 
     def next_action(self) -> Action:
+        """What the driver must do now: fail, finish, run the ready calls, wait for
+        decisions on the waiting ones, or call the model — in that order of precedence."""
         s = self.state
         if s.failure is not None:
             return Fail(s.failure)
