@@ -11,13 +11,15 @@ COPY cli ./cli
 COPY runtime ./runtime
 COPY examples ./examples
 COPY worker.py client.py ./
-# Compile now: the image runs as a user who cannot write .pyc files next to the code.
+# Compile now: the code is read-only to the worker, which cannot write .pyc files next to it.
+# The worker runs as root with a few capabilities (docker-compose.yml) so that tools can run as
+# `signoff` (SIGNOFF_TOOL_USER): a tool then cannot read the worker's secrets, environment or memory.
 RUN pip install --no-cache-dir ".[s3]" \
     && python -m compileall -q /app \
     && useradd --create-home signoff \
-    && mkdir /workspace && chown signoff /workspace
+    && mkdir /workspace && chown signoff:signoff /workspace
 
-USER signoff
 ENV SIGNOFF_WORKSPACE=/workspace \
+    SIGNOFF_TOOL_USER=signoff \
     PYTHONUNBUFFERED=1
 CMD ["python", "worker.py"]

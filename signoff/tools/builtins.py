@@ -37,6 +37,7 @@ from signoff.tools.filetool import (
 )
 from signoff.tools.fs import make_dirs_beneath, remove_tree
 from signoff.tools.guard import Guard, Refusal, descriptor_path, is_beneath
+from signoff.tools.process import tool_owner
 from signoff.tools.scope import WorkspaceScope
 from signoff.tools.survey import removal_preview
 
@@ -99,6 +100,10 @@ class WriteFile(FileTool):
     )
     arguments_model = WriteFileArguments
 
+    def __init__(self, scope: WorkspaceScope) -> None:
+        super().__init__(scope)
+        self.owner = tool_owner()  # SIGNOFF_TOOL_USER owns what a root worker creates
+
     def leaves(self, args: Any) -> bool:
         probe = self.scope.probe(args.path)
         return probe.leaves or hard_linked(probe.stat)
@@ -126,7 +131,7 @@ class WriteFile(FileTool):
 
     def _open(self, place: Place, parent: str, name: str) -> int:
         """The file to write, opened (an existing one) or created (a new one)."""
-        dir_fd = make_dirs_beneath(place.root_fd, parent, in_root=place.in_root)
+        dir_fd = make_dirs_beneath(place.root_fd, parent, in_root=place.in_root, owner=self.owner)
         try:
             place.guard.check_opened(place.shown, dir_fd, os.fstat(dir_fd))
             for _ in range(3):  # a file that comes and goes while we look: give up after 3
@@ -135,7 +140,10 @@ class WriteFile(FileTool):
                 except FileNotFoundError:
                     pass
                 try:
-                    return os.open(name, _CREATE, 0o666, dir_fd=dir_fd)
+                    fd = os.open(name, _CREATE, 0o666, dir_fd=dir_fd)
+                    if self.owner is not None:
+                        os.fchown(fd, *self.owner)
+                    return fd
                 except FileExistsError:
                     if stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
                         raise Refusal(dangling_link(place.shown)) from None

@@ -215,12 +215,15 @@ def _climbs_out(root_fd: int, head: str, missing: list[str], in_root: bool) -> b
     return False
 
 
-def make_dirs_beneath(root_fd: int, path: str, *, in_root: bool = False) -> int:
+def make_dirs_beneath(
+    root_fd: int, path: str, *, in_root: bool = False, owner: tuple[int, int] | None = None
+) -> int:
     """Open directory `path` beneath the root, creating what is missing one level at a time.
 
     Each level is created with `mkdirat` in the descriptor of the level above, which was
     opened confined, and then reopened confined: a race can fail the call, never move it out.
-    Returns an `O_PATH` descriptor of the directory, which the caller closes.
+    Returns an `O_PATH` descriptor of the directory, which the caller closes. Levels it makes
+    are given to `owner` (uid, gid) when one is named.
 
     Raises:
         EscapeError: a level leads outside the root.
@@ -241,6 +244,8 @@ def make_dirs_beneath(root_fd: int, path: str, *, in_root: bool = False) -> int:
             except FileNotFoundError:
                 try:
                     os.mkdir(parts[level - 1], 0o777, dir_fd=here)
+                    if owner is not None:
+                        os.chown(parts[level - 1], *owner, dir_fd=here, follow_symlinks=False)
                 except FileExistsError:
                     pass  # made meanwhile, or a dangling link: the reopen decides
                 below = open_beneath(root_fd, head, directory, in_root=in_root)

@@ -101,7 +101,7 @@ class FunctionTool(Generic[P, R]):
         """Only with an approval policy (`@tool(approval=...)`), or wrap in `ApprovalRequiredTool`."""
         return self.approval_policy is not None
 
-    def preview(self, arguments: dict[str, Any]) -> str | None | Awaitable[str | None]:
+    def preview(self, arguments: dict[str, Any]) -> str | Awaitable[str | None] | None:
         """What a call would do, from the `preview` function given (None without one;
         an awaitable from an async one, which `signoff.gate.previews` awaits)."""
         if self._preview is None:

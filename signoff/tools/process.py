@@ -186,3 +186,15 @@ def _may_signal(pid: int) -> bool:
     except ProcessLookupError:
         pass
     return True
+
+
+def tool_owner(environ: Mapping[str, str] | None = None) -> tuple[int, int] | None:
+    """Who should own what the file tools create: `SIGNOFF_TOOL_USER`, when the worker runs
+    as root (so it can give files away); else None (files are the worker's own).
+
+    Without it, a root worker's file tools would leave files the tool user's commands
+    cannot change."""
+    user = ToolUser.from_env(environ)
+    if user is None or os.geteuid() != 0 or user.uid == 0:
+        return None
+    return user.uid, user.gid
