@@ -37,6 +37,7 @@ from signoff.activities.models import (
 from signoff.activities.notify import NotifyConfig, deliver
 from signoff.activities.prepare import prepare_run
 from signoff.activities.served import ServedAgents
+from signoff.activities.settings import ActivitySettings
 from signoff.activities.tool import Callers, run_call
 from signoff.agent import ChatClientAgent
 from signoff.chat.base import ChatClient
@@ -44,39 +45,28 @@ from signoff.limits import DEFAULT_PAYLOAD_BUDGET, Limits
 from signoff.policy import PolicyBook
 
 PAYLOAD_BUDGET = DEFAULT_PAYLOAD_BUDGET
+__all__ = ["PAYLOAD_BUDGET", "ActivitySettings", "AgentActivities"]
 
 
 class AgentActivities:
-    """The activities, bound to the worker's agents and its defaults.
+    """The activities, bound to the worker's agents and settings.
 
     Args:
         agents: the agents this worker serves, by name.
         default_client: a factory for the chat client of agents that bring none.
-        limits: the worker's limits (`SIGNOFF_MAX_*`), snapshotted by each run.
-        policies: the worker's approval policies (`SIGNOFF_POLICY_FILE`).
-        payload_budget: the largest result an activity may return (None when an
-            external payload store keeps large payloads out of history).
-        verifier: checks approvers' and requesters' tokens (`SIGNOFF_APPROVER_KEYS`).
-        notify: the notification channels (`SIGNOFF_NOTIFY_URLS`); runs snapshot them.
+        settings: limits, policies, payload budget, approver keys, notification channels.
     """
 
     def __init__(
         self,
         agents: Mapping[str, ChatClientAgent],
         default_client: Callable[[], ChatClient] | None = None,
-        limits: Limits | None = None,
-        policies: PolicyBook | None = None,
-        payload_budget: int | None = PAYLOAD_BUDGET,
-        verifier: Verifier | None = None,
-        notify: NotifyConfig | None = None,
+        settings: ActivitySettings | None = None,
     ) -> None:
-        plan = notify.plan if notify else None
-        self.served = ServedAgents(agents, default_client, limits, policies, payload_budget, plan)
-        self._verifier = verifier
-        self._notify = notify
+        self.settings = settings or ActivitySettings()
+        self.served = ServedAgents(agents, default_client, self.settings)
         self._memory = RunMemory()
         self._callers = Callers()
-        self._budget = payload_budget
 
     @activity.defn(name="signoff.prepare")
     async def prepare(self, input: PrepareInput) -> PrepareOutput:
@@ -86,7 +76,7 @@ class AgentActivities:
     @activity.defn(name="signoff.chat")
     async def chat(self, input: ChatInput) -> ChatTurn:
         """One model turn, streamed; which of its calls need approval."""
-        return await model_turn(self.served, self._memory, input, self._budget)
+        return await model_turn(self.served, self._memory, input, self.settings.payload_budget)
 
     @activity.defn(name="signoff.tool")
     async def tool(self, input: ToolInput) -> ToolOutput:
@@ -96,12 +86,12 @@ class AgentActivities:
     @activity.defn(name="signoff.identify")
     async def identify(self, input: IdentifyInput) -> IdentifyOutput:
         """Who a token vouches for, or why it does not."""
-        return identify(self._verifier, input)
+        return identify(self.settings.verifier, input)
 
     @activity.defn(name="signoff.notify")
     async def notify(self, input: NotifyInput) -> NotifyOutput:
         """POST one notice to one channel (retried by Temporal; see notify.py)."""
-        return await deliver(self._notify, input)
+        return await deliver(self.settings.notify, input)
 
     @property
     def all(self) -> list[Callable[..., Any]]:

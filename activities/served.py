@@ -17,14 +17,13 @@ from dataclasses import dataclass
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from signoff.activities.settings import ActivitySettings
 from signoff.agent import ChatClientAgent
 from signoff.chat.base import ChatClient
 from signoff.contract import QUERY_SNAPSHOT
 from signoff.errors import ConfigError
-from signoff.limits import Limits
 from signoff.messages import ChatMessage
-from signoff.policy import PolicyBook
-from signoff.snapshot import NotifyPlan, RunSnapshot
+from signoff.snapshot import RunSnapshot
 from signoff.tools.registry import ToolRegistry
 
 SNAPSHOTS_REMEMBERED = 1000
@@ -59,28 +58,24 @@ class ServedAgents:
         agents: the agents, by name.
         default_client: a factory for the chat client of agents without one (called once,
             lazily, so a worker without model configuration still starts).
-        limits: the worker's limits, snapshotted by each run.
-        policies: the worker's policy file (`SIGNOFF_POLICY_FILE`).
-        payload_budget: the largest payload a run may write (None with an external store).
-        notify: the notification channels runs record in their snapshot (None: none).
+        settings: the limits, policies, payload budget and notification channels each
+            run's snapshot records.
     """
 
     def __init__(
         self,
         agents: Mapping[str, ChatClientAgent],
         default_client: Callable[[], ChatClient] | None = None,
-        limits: Limits | None = None,
-        policies: PolicyBook | None = None,
-        payload_budget: int | None = None,
-        notify: NotifyPlan | None = None,
+        settings: ActivitySettings | None = None,
     ) -> None:
+        settings = settings or ActivitySettings()
         self._agents = dict(agents)
-        self.payload_budget = payload_budget
-        self.notify = notify
+        self.payload_budget = settings.payload_budget
+        self.notify = settings.notify_plan
         self._default_factory = default_client
         self._default: ChatClient | None = None
-        self.limits = limits or Limits()
-        self.policies = policies or PolicyBook()
+        self.limits = settings.limits
+        self.policies = settings.policies
         self._taken: OrderedDict[str, Taken] = OrderedDict()
         self._foreign: dict[str, RunSnapshot] = {}
         self._made: OrderedDict[tuple[object, ...], Taken] = OrderedDict()

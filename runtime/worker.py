@@ -24,7 +24,7 @@ from temporalio.worker.workflow_sandbox import (
     SandboxRestrictions,
 )
 
-from signoff.activities import PAYLOAD_BUDGET, AgentActivities
+from signoff.activities import PAYLOAD_BUDGET, ActivitySettings, AgentActivities
 from signoff.activities.identify import Verifier
 from signoff.activities.notify import NotifyConfig
 from signoff.agent import ChatClientAgent
@@ -120,7 +120,8 @@ def build_worker(
         notify: where runs send notices (`SIGNOFF_NOTIFY_URLS`); None sends none.
         **options: passed to `temporalio.worker.Worker`.
     """
-    activities = AgentActivities(agents, default_client, limits, policies, payload_budget, verifier, notify)
+    settings = ActivitySettings(limits or Limits(), policies or PolicyBook(), payload_budget, verifier, notify)
+    activities = AgentActivities(agents, default_client, settings)
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))
     return Worker(
         client,
