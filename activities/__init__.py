@@ -20,7 +20,7 @@ from typing import Any
 from temporalio import activity
 
 from signoff.activities.chat import model_turn
-from signoff.activities.identify import Verifier, identify
+from signoff.activities.identify import identify
 from signoff.activities.memory import RunMemory
 from signoff.activities.models import (
     ChatInput,
@@ -34,15 +34,14 @@ from signoff.activities.models import (
     ToolInput,
     ToolOutput,
 )
-from signoff.activities.notify import NotifyConfig, deliver
+from signoff.activities.notify import deliver
 from signoff.activities.prepare import prepare_run
 from signoff.activities.served import ServedAgents
 from signoff.activities.settings import ActivitySettings
 from signoff.activities.tool import Callers, run_call
 from signoff.agent import ChatClientAgent
 from signoff.chat.base import ChatClient
-from signoff.limits import DEFAULT_PAYLOAD_BUDGET, Limits
-from signoff.policy import PolicyBook
+from signoff.limits import DEFAULT_PAYLOAD_BUDGET
 
 PAYLOAD_BUDGET = DEFAULT_PAYLOAD_BUDGET
 __all__ = ["PAYLOAD_BUDGET", "ActivitySettings", "AgentActivities"]
