@@ -75,7 +75,7 @@ class AgentActivities:
     @activity.defn(name="signoff.chat")
     async def chat(self, input: ChatInput) -> ChatTurn:
         """One model turn, streamed; which of its calls need approval."""
-        return await model_turn(self.served, self._memory, input, self.settings.payload_budget)
+        return await model_turn(self.served, self._memory, self._callers, input, self.settings.payload_budget)
 
     @activity.defn(name="signoff.tool")
     async def tool(self, input: ToolInput) -> ToolOutput:
