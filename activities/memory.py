@@ -30,7 +30,10 @@ class RunMemory:
         self._copies: OrderedDict[str, Copy] = OrderedDict()
 
     async def transcript(
-        self, delta: TranscriptDelta, key: str | None = None, ask: Callable[[], Awaitable[list[ChatMessage]]] | None = None
+        self,
+        delta: TranscriptDelta,
+        key: str | None = None,
+        ask: Callable[[], Awaitable[list[ChatMessage]]] | None = None,
     ) -> list[ChatMessage]:
         """The whole transcript the delta stands for.
 

@@ -41,7 +41,10 @@ def decision_gap(events, activity: str) -> dict[str, float]:
     )  # fmt: skip
     if not accepted.event_id < scheduled.event_id:
         raise BenchError("the tool ran before the decision was accepted")
-    return {"to_scheduled": _seconds(scheduled) - _seconds(accepted), "to_started": _seconds(started) - _seconds(accepted)}
+    return {
+        "to_scheduled": _seconds(scheduled) - _seconds(accepted),
+        "to_started": _seconds(started) - _seconds(accepted),
+    }
 
 
 async def one(bench: BenchEnv, kind: str, queue: str) -> dict[str, float]:

@@ -150,7 +150,12 @@ class WorkerProcess:
     """A worker in its own process: `signoff` (worker.py) or `floor` (bench.floor)."""
 
     def __init__(
-        self, kind: str, bench: BenchEnv, task_queue: str, name: str | None = None, extra_env: dict[str, str] | None = None
+        self,
+        kind: str,
+        bench: BenchEnv,
+        task_queue: str,
+        name: str | None = None,
+        extra_env: dict[str, str] | None = None,
     ) -> None:
         self.kind, self.task_queue = kind, task_queue
         self.name = name or f"{kind}-{uuid.uuid4().hex[:6]}"
@@ -243,12 +248,6 @@ async def workers(
             proc.stop()
 
 
-
-
-
-
-
-
 async def bounded(items: Iterable[T], fn: Callable[[T], Awaitable[Any]], limit: int = 50) -> list[Any]:
     """`fn(item)` for every item, at most `limit` at a time; results in order."""
     gate = asyncio.Semaphore(limit)
@@ -258,14 +257,6 @@ async def bounded(items: Iterable[T], fn: Callable[[T], Awaitable[Any]], limit: 
             return await fn(item)
 
     return await asyncio.gather(*(one(i) for i in items))
-
-
-
-
-
-
-
-
 
 
 def run(main: Callable[[], Awaitable[Any]]) -> None:

@@ -43,7 +43,8 @@ async def chain(client, workflow_id: str) -> list[list]:
 
 def new_message_bytes(round_: int) -> int:
     """The JSON size of what one round adds to the transcript: the call and its answer."""
-    call = ChatMessage.assistant(None, [ToolCall(id=f"call_{round_}_1", name=TOOL, arguments=json.dumps({"x": str(round_)}))])
+    arguments = json.dumps({"x": str(round_)})
+    call = ChatMessage.assistant(None, [ToolCall(id=f"call_{round_}_1", name=TOOL, arguments=arguments)])
     answer = ChatMessage.tool(f"noop:{round_}", f"call_{round_}_1")
     return len(call.model_dump_json()) + len(answer.model_dump_json())
 

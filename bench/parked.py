@@ -30,7 +30,7 @@ async def wait_all_paused(client, handles, timeout: float) -> None:
         if time.perf_counter() > deadline:
             raise BenchError(f"{len(waiting)} runs not paused in {timeout}s")
         paused = await bounded(waiting, lambda h: _paused(client, h), 50)
-        waiting = [h for h, p in zip(waiting, paused) if not p]
+        waiting = [h for h, p in zip(waiting, paused, strict=True) if not p]
         if waiting:
             await asyncio.sleep(0.2)
 

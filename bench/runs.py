@@ -27,7 +27,9 @@ async def start_signoff(
     )
 
 
-async def start_floor(client: Client, queue: str, tool: str, rounds: int, workflow_id: str | None = None) -> WorkflowHandle:
+async def start_floor(
+    client: Client, queue: str, tool: str, rounds: int, workflow_id: str | None = None
+) -> WorkflowHandle:
     from bench.floor import FloorInput, FloorResult
 
     return await client.start_workflow(
@@ -76,7 +78,10 @@ def is_paused(events: Sequence[HistoryEvent]) -> bool:
             last_completed = i
         elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
             last_task = i
-        elif kind in (EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED):
+        elif kind in (
+            EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+            EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+        ):
             raise BenchError("the run finished instead of waiting for approval")
     return completed >= 1 and scheduled == completed and last_task > last_completed
 

@@ -84,7 +84,9 @@ class FileStorageDriver(StorageDriver):
         data = [payload.SerializeToString() for payload in payloads]
         return await asyncio.to_thread(lambda: [self._write(blob) for blob in data])
 
-    async def retrieve(self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]) -> list[Payload]:
+    async def retrieve(
+        self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]
+    ) -> list[Payload]:
         return await asyncio.to_thread(lambda: [self._read(claim) for claim in claims])
 
     def _write(self, data: bytes) -> StorageDriverClaim:

@@ -122,7 +122,9 @@ class ScopedS3Driver(S3StorageDriver):
         self.client = client
         self.bucket = bucket
 
-    async def retrieve(self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]) -> list[Payload]:
+    async def retrieve(
+        self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]
+    ) -> list[Payload]:
         """Objects of this store as the SDK reads them; a reference elsewhere reads as `not_a_payload`."""
         results: list[Payload | None] = [None] * len(claims)
         ours: list[tuple[int, StorageDriverClaim]] = []
@@ -132,7 +134,7 @@ class ScopedS3Driver(S3StorageDriver):
             else:
                 results[index] = not_a_payload(problem)
         read = await super().retrieve(context, [claim for _, claim in ours]) if ours else []
-        for (index, _), payload in zip(ours, read):
+        for (index, _), payload in zip(ours, read, strict=True):  # the SDK reads one payload per claim
             results[index] = payload
         return [payload for payload in results if payload is not None]
 

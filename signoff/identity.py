@@ -111,7 +111,8 @@ class ApproverKeys:
             what = f"HS256 shared secret from {self.keys.path}"
         else:
             labels = ", ".join(k.label + (f" kid={k.kid}" if k.kid else "") for k in keys)
-            what = f"{len(keys)} public key{'s' * (len(keys) != 1)} ({labels}) from {self.kind.upper()} {self.keys.path}"
+            plural = "s" * (len(keys) != 1)
+            what = f"{len(keys)} public key{plural} ({labels}) from {self.kind.upper()} {self.keys.path}"
         if self.keys.skipped:
             what += f"; skipped {len(self.keys.skipped)}: {'; '.join(self.keys.skipped)}"
         issuer = repr(self.issuer) if self.issuer else "not checked"

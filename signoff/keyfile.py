@@ -200,9 +200,13 @@ def _jwk(path: Path, index: int, entry: Any) -> VerificationKey | str:
     kid = entry.get("kid")
     name = f"key {kid!r}" if isinstance(kid, str) else f"key #{index}"
     if entry.get("kty") == "oct":
-        raise ConfigError(f"the JWKS in {path} has a symmetric ('oct') {name}: put an HS256 secret in a file of its own")
+        raise ConfigError(
+            f"the JWKS in {path} has a symmetric ('oct') {name}: put an HS256 secret in a file of its own"
+        )
     if "d" in entry:
-        raise ConfigError(f"the JWKS in {path} has private key material ({name} has 'd'); give the worker the public JWKS")
+        raise ConfigError(
+            f"the JWKS in {path} has private key material ({name} has 'd'); give the worker the public JWKS"
+        )
     if kid is not None and not isinstance(kid, str):
         return f"{name} has a kid that is not a string"
     if entry.get("use", "sig") != "sig" or "verify" not in entry.get("key_ops", ["verify"]):

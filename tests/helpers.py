@@ -27,7 +27,9 @@ def call(name: str, call_id: str | None = None, **arguments: Any) -> ToolCall:
     return ToolCall(id=call_id or f"call_{name}", name=name, arguments=json.dumps(arguments))
 
 
-def agents_for(workspace: Path, policy: ScopePolicy = ScopePolicy.APPROVE_OUTSIDE, extra: Sequence[ChatClientAgent] = ()) -> dict[str, ChatClientAgent]:
+def agents_for(
+    workspace: Path, policy: ScopePolicy = ScopePolicy.APPROVE_OUTSIDE, extra: Sequence[ChatClientAgent] = ()
+) -> dict[str, ChatClientAgent]:
     agents = {"default": default_agent(WorkspaceScope(workspace, policy))}
     agents.update({a.name: a for a in extra})
     return agents

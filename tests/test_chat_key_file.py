@@ -89,7 +89,13 @@ def test_a_fifo_is_refused_at_once_rather_than_hanging_the_worker(tmp_path: Path
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     outcome: list[BaseException] = []
-    reader = threading.Thread(target=lambda: outcome.append(pytest.raises(ConfigError, read_key_file, str(fifo)).value))
+
+    def read() -> None:
+        with pytest.raises(ConfigError) as refused:
+            read_key_file(str(fifo))
+        outcome.append(refused.value)
+
+    reader = threading.Thread(target=read)
     reader.start()
     reader.join(10)
     if reader.is_alive():  # unblock it: open the write end once

@@ -62,7 +62,9 @@ def run_then_report(request: ScriptedRequest) -> Reply:
     return Reply.text(f"saw: {request.last.content}")
 
 
-def worker_env(address: str, task_queue: str, model: ScriptedModelServer, workspace: Path, **extra: str) -> dict[str, str]:
+def worker_env(
+    address: str, task_queue: str, model: ScriptedModelServer, workspace: Path, **extra: str
+) -> dict[str, str]:
     return clean_env(
         TEMPORAL_ADDRESS=address,
         SIGNOFF_TASK_QUEUE=task_queue,

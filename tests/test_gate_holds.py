@@ -22,8 +22,8 @@ from temporalio.common import RawValue
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from signoff.digest import arguments_digest
-from signoff.snapshot import RunSnapshot
 from signoff.runtime.devserver import find_temporal_binary
+from signoff.snapshot import RunSnapshot
 from tests.helpers import (
     Reply,
     ScriptedModelServer,
@@ -123,8 +123,8 @@ class Impostor:
     @workflow.run
     async def run(self, queue: str, with_proof: bool = True, digest: str = "f" * 32) -> str:
         proof = {"call_id": "call_1", "arguments_digest": "0" * 64, "record_hash": "0" * 64} if with_proof else None
-        tool_input = {"agent": "default", "snapshot_digest": digest, "approval": proof,
-                      "call": {"id": "call_1", "name": "run_command", "arguments": json.dumps({"command": PWNED})}}  # fmt: skip
+        tool_call = {"id": "call_1", "name": "run_command", "arguments": json.dumps({"command": PWNED})}
+        tool_input = {"agent": "default", "snapshot_digest": digest, "approval": proof, "call": tool_call}
         result = await workflow.execute_activity(
             "signoff.tool", tool_input, task_queue=queue, start_to_close_timeout=timedelta(seconds=30)
         )
@@ -147,12 +147,15 @@ async def test_a_foreign_workflow_cannot_run_signoff_tool(
     """With a made-up approval: refused, since the server says it is no AgentRun of this queue."""
     own_queue = f"stranger-{uuid.uuid4()}"
     with ScriptedModelServer(one_command) as model:
-        async with running_worker(client, task_queue, model, agents_for(tmp_path)):
-            async with Worker(client, task_queue=own_queue, workflows=[impostor], workflow_runner=UnsandboxedWorkflowRunner()):
-                handle = await client.start_workflow(impostor.run, task_queue, id=f"imp-{uuid.uuid4()}",
-                                                     task_queue=own_queue)  # fmt: skip
-                with pytest.raises(WorkflowFailureError) as failure:
-                    await handle.result()
+        async with (
+            running_worker(client, task_queue, model, agents_for(tmp_path)),
+            Worker(client, task_queue=own_queue, workflows=[impostor], workflow_runner=UnsandboxedWorkflowRunner()),
+        ):
+            handle = await client.start_workflow(
+                impostor.run, task_queue, id=f"imp-{uuid.uuid4()}", task_queue=own_queue
+            )
+            with pytest.raises(WorkflowFailureError) as failure:
+                await handle.result()
     assert "signoff.tool runs calls only for AgentRun workflows on its own task queue" in str(
         failure.value.cause.cause  # type: ignore[union-attr]
     )
@@ -178,7 +181,8 @@ async def test_a_decision_bound_to_other_arguments_is_rejected_and_the_call_wait
             ok = {"call_id": "call_1", "approved": True, "arguments_digest": pending["arguments_digest"]}
             ack = await handle.execute_update("submit_tool_approval", ok)
             result = await handle.result()
-    assert "not what was reviewed" in str(failure.value.cause) and "pending call ids: call_1" in str(failure.value.cause)
+    assert "not what was reviewed" in str(failure.value.cause)
+    assert "pending call ids: call_1" in str(failure.value.cause)
     (ignored,) = [e for e in events if e["type"] == "decision_ignored"]
     assert "not what was reviewed" in ignored["reason"]
     assert ack["decided"] == [{"call_id": "call_1", "name": "run_command", "arguments": {"command": "echo hello"},
@@ -186,7 +190,9 @@ async def test_a_decision_bound_to_other_arguments_is_rejected_and_the_call_wait
     assert result.messages[2].content == "exit code: 0\nhello\n"
 
 
-async def test_a_foreign_workflow_without_an_approval_meets_the_gate(client: Client, task_queue: str, tmp_path: Path) -> None:
+async def test_a_foreign_workflow_without_an_approval_meets_the_gate(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
     """Without one it names a snapshot this worker cannot reproduce; asking the run for its
     snapshot needs a genuine AgentRun on this queue, which it is not: refused."""
     own_queue = f"stranger-{uuid.uuid4()}"

@@ -57,7 +57,9 @@ def python_for_nobody() -> str:
         pytest.skip("this machine has no user 'nobody'")
     for candidate in (sys.executable, shutil.which("python3"), "/usr/bin/python3"):
         try:
-            trial = subprocess.run([candidate or "", "-c", "pass"], user="nobody", capture_output=True, check=False, cwd="/")
+            trial = subprocess.run(
+                [candidate or "", "-c", "pass"], user="nobody", capture_output=True, check=False, cwd="/"
+            )
         except OSError:  # not executable by that user (e.g. below /root)
             continue
         if trial.returncode == 0:

@@ -155,7 +155,8 @@ def test_describe_and_repr_never_contain_the_secret(tmp_path: Path) -> None:
     keys = ApproverKeys.load(tmp_path / "k", issuer="team", audience="signoff")
     for text in (keys.describe(), repr(keys), repr(keys.keys)):
         assert secret not in text and secret[:12] not in text
-    assert keys.describe() == f"approver tokens: HS256 shared secret from {tmp_path / 'k'}; issuer 'team'; audience 'signoff'"
+    expected = f"approver tokens: HS256 shared secret from {tmp_path / 'k'}; issuer 'team'; audience 'signoff'"
+    assert keys.describe() == expected
 
 
 def test_describe_lists_public_keys_and_unchecked_claims(tmp_path: Path) -> None:

@@ -46,7 +46,8 @@ def fifty_blobs(request: ScriptedRequest) -> Reply:
 
 async def test_fifty_rounds_of_one_megabyte_outputs_finish_with_the_file_store(client: Client, tmp_path: Path) -> None:
     address = client.service_client.config.target_host
-    settings = ConnectionSettings.load(environ={"TEMPORAL_ADDRESS": address, "SIGNOFF_PAYLOAD_STORE": (tmp_path / "store").as_uri()})
+    environ = {"TEMPORAL_ADDRESS": address, "SIGNOFF_PAYLOAD_STORE": (tmp_path / "store").as_uri()}
+    settings = ConnectionSettings.load(environ=environ)
     stored = await connect(settings)
     queue = f"large-{tmp_path.name}"
     agent = AgentBuilder("blobs").with_tool(blob).build()

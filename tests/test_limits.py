@@ -103,7 +103,9 @@ async def test_an_oversized_denial_reason_is_refused_and_never_stored(
             handle = await start_run(client, task_queue)
             await wait_pending(handle)
             with pytest.raises(WorkflowUpdateFailedError) as failure:
-                await handle.execute_update("submit_tool_approval", {"call_id": "call_1", "approved": False, "reason": huge})
+                await handle.execute_update(
+                    "submit_tool_approval", {"call_id": "call_1", "approved": False, "reason": huge}
+                )
             await handle.signal("tool_approval", {"call_id": "call_1", "approved": False, "reason": huge})
             await wait_pending(handle)
             events = await handle.query("events", 0)

@@ -177,7 +177,7 @@ def test_decision_for_unknown_id_names_pending_ids() -> None:
 def test_decision_for_decided_call_is_rejected_and_first_wins() -> None:
     loop = start(call("c1", command="a"), call("c2", command="b"), gated=("c1", "c2"))
     loop.decide([Decision.deny("c1")], NOW)
-    with pytest.raises(DecisionError, match="'c1' is already decided.*pending call ids: c2"):
+    with pytest.raises(DecisionError, match=r"'c1' is already decided.*pending call ids: c2"):
         loop.decide([Decision.approve("c1")], NOW)
     assert loop.state.approvals[0].approved is False
 

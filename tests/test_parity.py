@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from temporalio.client import Client
 
@@ -80,10 +81,12 @@ class Tickets:
 
 class CloseTicket:
     name, description, kind, idempotent = "close_ticket", "Close a ticket", "function", True
-    parameters = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
 
     def __init__(self, tickets: Tickets) -> None:
         self.tickets = tickets
+        self.parameters: dict[str, Any] = {
+            "type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]
+        }
 
     def requires_approval(self, arguments: dict[str, object]) -> bool:
         return int(str(arguments.get("id", 0))) > 100

@@ -195,8 +195,9 @@ async def test_crafted_reference_in_a_start_input_fails_the_run_and_reads_nothin
                       {"hash_algorithm": "md5", "hash_value": "0" * 64}]:
             # A plain client sends the reference as an ordinary protobuf argument: what a stranger can do.
             crafted = ExternalStorageReference(driver_name=FILE_DRIVER_NAME, claim_data=claim)
-            handle = await client.start_workflow("AgentRun", crafted, id=f"crafted-{task_queue}-{claim['hash_value'][-4:]}",
-                                                 task_queue=task_queue)
+            handle = await client.start_workflow(
+                "AgentRun", crafted, id=f"crafted-{task_queue}-{claim['hash_value'][-4:]}", task_queue=task_queue
+            )
             with pytest.raises(WorkflowFailureError) as failure:
                 await asyncio.wait_for(handle.result(), 20)
             assert "invalid_payload_reference" in str(failure.value.cause)

@@ -122,7 +122,8 @@ async def test_reference_to_another_bucket_is_not_followed(
     key = f"v0/d/sha256/{hashlib.sha256(data).hexdigest()}"
     async with aioboto3.Session().client("s3") as s3:
         await s3.put_object(Bucket=OTHER_BUCKET, Key=key, Body=data)
-    claim = {"bucket": OTHER_BUCKET, "key": key, "hash_algorithm": "sha256", "hash_value": hashlib.sha256(data).hexdigest()}
+    digest = hashlib.sha256(data).hexdigest()
+    claim = {"bucket": OTHER_BUCKET, "key": key, "hash_algorithm": "sha256", "hash_value": digest}
 
     worker_client = await connect(settings_for(address, f"s3://{BUCKET}/runs"))
     try:
@@ -157,5 +158,5 @@ async def test_secret_key_is_read_from_the_file_a_compose_secret_mounts(
     assert (credentials.access_key, credentials.secret_key) == ("signoff", "from-the-file")
 
     monkeypatch.setenv("SIGNOFF_S3_SECRET_ACCESS_KEY_FILE", str(tmp_path / "missing"))
-    with pytest.raises(ConfigError, match="SIGNOFF_S3_SECRET_ACCESS_KEY_FILE=.*cannot read it"):
+    with pytest.raises(ConfigError, match=r"SIGNOFF_S3_SECRET_ACCESS_KEY_FILE=.*cannot read it"):
         Aioboto3Client()

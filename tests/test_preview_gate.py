@@ -28,7 +28,11 @@ async def test_only_gated_calls_with_a_preview_get_one(tmp_path: Path) -> None:
         return text.upper()
 
     registry = ToolRegistry([shout, WriteFile(WorkspaceScope(tmp_path))])
-    calls = [call("shout", "a", text="hi"), call("shout", "b", text="no"), call("write_file", "c", path="x", content="")]
+    calls = [
+        call("shout", "a", text="hi"),
+        call("shout", "b", text="no"),
+        call("write_file", "c", path="x", content=""),
+    ]
     assert await gate.previews(registry, calls, ["a", "c"]) == {
         "a": "would shout HI",
         "c": "--- /dev/null\n+++ x (new file: 0 bytes, 0 lines)",

@@ -174,7 +174,9 @@ def test_system_trees_are_refused(ws: Path) -> None:
 def test_a_fifo_is_named_not_opened(ws: Path) -> None:
     os.mkfifo(ws / "pipe")
     tool = RemovePath(WorkspaceScope(ws))
-    assert tool.preview({"path": "pipe"}) == "remove_path would delete pipe, a FIFO (its name only: nothing is read from it)."
+    assert tool.preview({"path": "pipe"}) == (
+        "remove_path would delete pipe, a FIFO (its name only: nothing is read from it)."
+    )
 
 
 def test_odd_entry_names_are_shown_as_escapes(ws: Path) -> None:

@@ -38,7 +38,9 @@ def outside_effects(outside: Path):  # type: ignore[no-untyped-def]
     return script
 
 
-async def test_pending_writes_and_removals_carry_their_previews(client: Client, task_queue: str, tmp_path: Path) -> None:
+async def test_pending_writes_and_removals_carry_their_previews(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
     workspace, outside = tmp_path / "ws", tmp_path / "outside"
     (outside / "cache" / "objects").mkdir(parents=True)
     workspace.mkdir()
@@ -79,7 +81,8 @@ async def test_the_in_process_agent_shows_the_same_preview(tmp_path: Path) -> No
     (outside / "hosts").write_text("127.0.0.1 localhost\n")
     with ScriptedModelServer(outside_effects(outside)) as model:
         client = OpenAIChatClient(LLMConfig(base_url=model.base_url, model="scripted"))
-        agent = AgentBuilder("ops").with_chat_client(client).with_tools(default_tools(WorkspaceScope(workspace))).build()
+        tools = default_tools(WorkspaceScope(workspace))
+        agent = AgentBuilder("ops").with_chat_client(client).with_tools(tools).build()
         events = [event async for event in agent.run("tidy up")]
     requests = {e.request.call_id: e.request.preview for e in events if isinstance(e, ApprovalRequestEvent)}
     assert requests["call_w"] is not None and requests["call_w"].endswith("\n+127.0.0.1 localhost\n+10.0.0.9 db")

@@ -99,8 +99,10 @@ def test_a_large_changed_region_is_shown_as_a_replacement_that_still_applies(
     (ws / "f.txt").write_text("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n")
     preview = writer(ws).preview({"path": "f.txt", "content": "1\n2\n3\n4\nX\nY\nZ\n8\n9\n10\n"})
     assert preview is not None
-    assert preview.splitlines()[2:] == ["@@ -2,9 +2,9 @@ (over 2 lines changed: not compared line by line, so all shown replaced)", " 2", " 3", " 4", "-5", "-6", "-7", "+X", "+Y", "+Z", " 8",
-                                        " 9", " 10"]  # fmt: skip
+    assert preview.splitlines()[2:] == [
+        "@@ -2,9 +2,9 @@ (over 2 lines changed: not compared line by line, so all shown replaced)",
+        " 2", " 3", " 4", "-5", "-6", "-7", "+X", "+Y", "+Z", " 8", " 9", " 10",
+    ]  # fmt: skip
 
 
 def test_a_file_too_large_to_compare_is_summarised(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -142,7 +142,10 @@ async def test_mtls_without_a_client_certificate_fails_clearly(
     assert code == 1
     assert f"cannot connect to Temporal at {mtls_proxy.address} (namespace default; TLS)" in err
     assert "set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH" in err
-    stranger = {"TEMPORAL_TLS_CLIENT_CERT_PATH": certs.stranger_cert, "TEMPORAL_TLS_CLIENT_KEY_PATH": certs.stranger_key}
+    stranger = {
+        "TEMPORAL_TLS_CLIENT_CERT_PATH": certs.stranger_cert,
+        "TEMPORAL_TLS_CLIENT_KEY_PATH": certs.stranger_key,
+    }
     worker = procs.worker("worker", tls_env(mtls_proxy, certs, **stranger))
     assert await worker.wait_exit(30) == 1
     assert f"cannot connect to Temporal at {mtls_proxy.address} (namespace default; TLS, client certificate)" in (

@@ -70,7 +70,9 @@ def shared_workspace() -> Iterator[Path]:
     shutil.rmtree(path)
 
 
-def worker_env(client: Client, task_queue: str, model: ScriptedModelServer, workspace: Path, **extra: str) -> dict[str, str]:
+def worker_env(
+    client: Client, task_queue: str, model: ScriptedModelServer, workspace: Path, **extra: str
+) -> dict[str, str]:
     return clean_env(
         TEMPORAL_ADDRESS=client.service_client.config.target_host,
         SIGNOFF_TASK_QUEUE=task_queue,

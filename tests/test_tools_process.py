@@ -113,7 +113,7 @@ def test_a_malformed_signoff_tool_env_fails_when_the_tool_is_built(
     value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SIGNOFF_TOOL_ENV", value)
-    with pytest.raises(ConfigError, match="SIGNOFF_TOOL_ENV has .* not a variable name: give names only") as caught:
+    with pytest.raises(ConfigError, match=r"SIGNOFF_TOOL_ENV has .* not a variable name: give names only") as caught:
         RunCommand(WorkspaceScope(tmp_path))
     assert "sk-not-a-name" not in str(caught.value)  # a value written by mistake is not echoed
 
@@ -197,7 +197,7 @@ def test_an_unknown_tool_user_fails_when_the_tool_is_built(spec: str, message: s
 def test_a_workspace_the_tool_user_cannot_reach_fails_when_the_tool_is_built(tmp_path: Path) -> None:
     nobody()
     # pytest's tmp_path lies below a directory only root may enter.
-    with pytest.raises(ConfigError, match="is not reachable by user 'nobody'.*searchable"):
+    with pytest.raises(ConfigError, match=r"is not reachable by user 'nobody'.*searchable"):
         RunCommand(WorkspaceScope(tmp_path), user="nobody")
 
 
@@ -205,7 +205,7 @@ def test_a_workspace_the_tool_user_cannot_reach_fails_when_the_tool_is_built(tmp
 def test_a_workspace_the_tool_user_cannot_read_fails_when_the_tool_is_built(shared_workspace: Path) -> None:
     os.chown(shared_workspace, 0, 0)
     shared_workspace.chmod(0o711)  # enterable, not listable
-    with pytest.raises(ConfigError, match="is not readable by user 'nobody'.*chown nobody"):
+    with pytest.raises(ConfigError, match=r"is not readable by user 'nobody'.*chown nobody"):
         RunCommand(WorkspaceScope(shared_workspace), user="nobody")
 
 
@@ -213,13 +213,17 @@ def test_a_workspace_the_tool_user_cannot_read_fails_when_the_tool_is_built(shar
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux) to drop capabilities")
 def test_a_worker_that_cannot_switch_users_fails_with_what_to_do(shared_workspace: Path) -> None:
     nobody()
-    build = f"from signoff.tools import RunCommand, WorkspaceScope; RunCommand(WorkspaceScope({str(shared_workspace)!r}), user='nobody')"
+    build = (
+        "from signoff.tools import RunCommand, WorkspaceScope; "
+        f"RunCommand(WorkspaceScope({str(shared_workspace)!r}), user='nobody')"
+    )
     # Root without CAP_SETUID/CAP_SETGID: as a worker that is neither root nor capable.
     drop = ["setpriv", "--inh-caps=-all", "--bounding-set=-setuid,-setgid"]
     done = subprocess.run([*drop, sys.executable, "-c", build], cwd=REPO, capture_output=True, text=True, check=False)
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
-    assert "cannot run tools as 'nobody'" in last and "Run the worker as root, or give it the capabilities" in last, last
+    assert "cannot run tools as 'nobody'" in last, last
+    assert "Run the worker as root, or give it the capabilities" in last, last
 
 
 @needs_root

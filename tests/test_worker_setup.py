@@ -48,7 +48,8 @@ async def test_printed_commands_register_them_where_the_worker_may_not(capsys: p
         address = env.client.service_client.config.target_host
         for command in commands:
             args = shlex.split(command.replace("no-such-namespace", "default"))
-            subprocess.run([str(find_temporal_binary()), *args[1:], "--address", address], check=True, capture_output=True)
+            command_line = [str(find_temporal_binary()), *args[1:], "--address", address]
+            subprocess.run(command_line, check=True, capture_output=True)
         assert await registered(env.client) == set(SEARCH_ATTRIBUTES)
     finally:
         await env.shutdown()

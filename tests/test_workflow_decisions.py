@@ -168,17 +168,21 @@ async def test_queries_report_status_messages_and_pending(client: Client, task_q
             await handle.terminate()
     assert status["status"] == "AwaitingApproval" and [p["call_id"] for p in status["pending"]] == ["call_a", "call_b"]
     assert messages[0] == ChatMessage.user("hello").model_dump()
-    attributes = {k: v for k, v in description.raw_description.workflow_execution_info.search_attributes.indexed_fields.items()}
+    info = description.raw_description.workflow_execution_info
+    attributes = {k: v for k, v in info.search_attributes.indexed_fields.items()}
     assert json.loads(attributes["SignoffStatus"].data) == "AwaitingApproval"
     assert json.loads(attributes["SignoffPendingTools"].data) == ["run_command"]
     details = metadata.current_details  # what the Web UI shows as the run's current details
-    assert "call_a" in details and f"signoff approve {handle.id} call_a" in details and "submit_tool_approval" in details
+    assert "call_a" in details and "submit_tool_approval" in details
+    assert f"signoff approve {handle.id} call_a" in details
 
 
 async def test_stateless_resume_from_messages_with_responses(client: Client, task_queue: str, tmp_path: Path) -> None:
     transcript = [
         ChatMessage.user("two things"),
-        ChatMessage.assistant(None, [call("run_command", "call_a", command="echo a"), call("run_command", "call_b", command="echo b")]),
+        ChatMessage.assistant(
+            None, [call("run_command", "call_a", command="echo a"), call("run_command", "call_b", command="echo b")]
+        ),
     ]
     with ScriptedModelServer(two_commands) as model:
         async with running_worker(client, task_queue, model, agents_for(tmp_path)):
@@ -194,7 +198,9 @@ async def test_stateless_resume_from_messages_with_responses(client: Client, tas
     assert model.request_count == 1
 
 
-async def test_responses_for_calls_that_are_not_open_fail_the_run(client: Client, task_queue: str, tmp_path: Path) -> None:
+async def test_responses_for_calls_that_are_not_open_fail_the_run(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
     from temporalio.client import WorkflowFailureError
 
     with ScriptedModelServer(two_commands) as model:

@@ -12,6 +12,7 @@ before it ends.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -93,7 +94,9 @@ class AgentRun(DecisionHandlers, RunQueries):
             try:
                 who = await self._identify(options.requester_token, options.requested_by, "requester")
             except ApplicationError as exc:
-                raise ApplicationError(f"invalid input: {exc.message}", type="InvalidInput", non_retryable=True)
+                raise ApplicationError(
+                    f"invalid input: {exc.message}", type="InvalidInput", non_retryable=True
+                ) from exc
             self._requester = Requester(name=who.name, groups=who.groups, verified=True)
             self._loop.state.requested_by = who.name
         open_calls = unanswered_calls(self._loop.messages)
@@ -111,7 +114,9 @@ class AgentRun(DecisionHandlers, RunQueries):
                 prepared.previews,
             )  # fmt: skip
         except DecisionError as exc:
-            raise ApplicationError(f"invalid tool_approval_responses: {exc}", type="InvalidInput", non_retryable=True)
+            raise ApplicationError(
+                f"invalid tool_approval_responses: {exc}", type="InvalidInput", non_retryable=True
+            ) from exc
 
     # --- the model -------------------------------------------------------------------
 
@@ -171,11 +176,11 @@ class AgentRun(DecisionHandlers, RunQueries):
         loop = self._loop
         self._record.set_status(STATUS_AWAITING, loop.pending_requests())
         while loop.pending_requests() and not workflow.info().is_continue_as_new_suggested():
-            wake, seen = loop.next_wakeup(), self._revision
+            wake = loop.next_wakeup()
             timeout = max(wake - workflow.now(), timedelta(0)) if wake else None
             try:
                 await workflow.wait_condition(
-                    lambda: self._revision != seen or workflow.info().is_continue_as_new_suggested(),
+                    self._changed_since(self._revision),
                     timeout=timeout, timeout_summary=steps.timer_summary(loop, wake),
                 )  # fmt: skip
             except TimeoutError:  # the timer fired: a deadline, reminder or escalation is due
@@ -185,6 +190,10 @@ class AgentRun(DecisionHandlers, RunQueries):
             if loop.pending_requests():
                 self._record.set_status(STATUS_AWAITING, loop.pending_requests())
         self._record.set_status(STATUS_RUNNING, [])
+
+    def _changed_since(self, revision: int) -> Callable[[], bool]:
+        """What ends a wait: a handler changed something after `revision`, or history grew long."""
+        return lambda: self._revision != revision or workflow.info().is_continue_as_new_suggested()
 
     # --- bookkeeping -------------------------------------------------------------------
 

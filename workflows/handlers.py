@@ -83,7 +83,9 @@ class DecisionHandlers(AgentRunBase):
         try:
             responses = parse_responses(payload)
         except ValidationError as exc:
-            raise ValueError(f"{format_validation_error(exc)} (pending call ids: {', '.join(pending) or 'none'})")
+            raise ValueError(
+                f"{format_validation_error(exc)} (pending call ids: {', '.join(pending) or 'none'})"
+            ) from exc
         # A token is checked after acceptance (worker-side); the rest is checked now.
         self._loop.check_decisions([Decision.of(r) for r in responses], authority=not any(r.token for r in responses))
 

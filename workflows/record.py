@@ -17,8 +17,8 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 
 from signoff.approvals import ToolApprovalRequest
-from signoff.limits import rough_json_size
 from signoff.contract import SA_AGENT, SA_PENDING_TOOLS, SA_STATUS, STATUS_AWAITING, STATUS_RUNNING
+from signoff.limits import rough_json_size
 from signoff.messages import AgentEvent
 from signoff.workflows.details import describe_pending
 
@@ -83,9 +83,12 @@ def _trimmed(data: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, str) and len(value) > EVENT_TEXT_KEPT:
             data[key] = value[:EVENT_TEXT_KEPT] + f"\n[... {len(value) - EVENT_TEXT_KEPT:,} more characters]"
     for key in ("payload", "request", "record", "call"):
-        if key in data and rough_json_size(data[key], EVENT_VALUE_KEPT) > EVENT_VALUE_KEPT:
-            if len(json.dumps(data[key], default=str)) > EVENT_VALUE_KEPT:
-                data[key] = _shrunk(data[key])
+        if (
+            key in data
+            and rough_json_size(data[key], EVENT_VALUE_KEPT) > EVENT_VALUE_KEPT
+            and len(json.dumps(data[key], default=str)) > EVENT_VALUE_KEPT
+        ):
+            data[key] = _shrunk(data[key])
     return data
 
 

@@ -71,7 +71,8 @@ async def main() -> None:
                 out[k].append(await one(bench, k, queues[k]))
     dump = os.environ.get("TIMELINE_DUMP")
     if dump:
-        open(dump, "w").write(json.dumps(out))
+        with open(dump, "w") as file:
+            file.write(json.dumps(out))
     for k in kinds:
         walls = [w for w, _ in out[k]]
         print(f"\n== {k}: decision→finished p50 {statistics.median(walls)*1000:.1f} ms")

@@ -134,8 +134,8 @@ def unified_diff(old: str, new: str) -> Iterator[str]:
 
 def _diff(old: str, new: str) -> Shown:
     a, b = split_lines(old), split_lines(new)
-    same = _common(zip(a, b))
-    tail = _common(zip(reversed(a[same:]), reversed(b[same:])))
+    same = _common(zip(a, b, strict=False))  # the sides may differ in length: compare while both last
+    tail = _common(zip(reversed(a[same:]), reversed(b[same:]), strict=False))
     start = max(same - CONTEXT_LINES, 0)  # keep the context difflib would show
     a_end, b_end = (len(side) - max(tail - CONTEXT_LINES, 0) for side in (a, b))
     if max(len(a), len(b)) - same - tail > MAX_COMPARED_LINES:
@@ -163,7 +163,12 @@ def _replacement(a: Sequence[str], b: Sequence[str], start: int, lead: int, tail
     trail = min(tail, CONTEXT_LINES)
     why = f"(over {MAX_COMPARED_LINES:,} lines changed: not compared line by line, so all shown replaced)"
     header = f"@@ -{_range(start, len(a))} +{_range(start, len(b))} @@ {why}"
-    parts = [(" ", a[:lead]), ("-", a[lead : len(a) - trail]), ("+", b[lead : len(b) - trail]), (" ", a[len(a) - trail :])]
+    parts = [
+        (" ", a[:lead]),
+        ("-", a[lead : len(a) - trail]),
+        ("+", b[lead : len(b) - trail]),
+        (" ", a[len(a) - trail :]),
+    ]
     return _framed([header], _shown_parts(parts))
 
 
@@ -196,7 +201,10 @@ def _shown(line: str) -> Iterator[str]:
 
 
 def capped(
-    lines: Iterable[str], total: int | None = None, max_lines: int = MAX_PREVIEW_LINES, max_chars: int = MAX_PREVIEW_CHARS
+    lines: Iterable[str],
+    total: int | None = None,
+    max_lines: int = MAX_PREVIEW_LINES,
+    max_chars: int = MAX_PREVIEW_CHARS,
 ) -> str:
     """The first `lines`, up to `max_lines` lines and about `max_chars` characters, and a
     note saying how many were left out (`total` of them in all; counted when not given)."""

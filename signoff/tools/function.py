@@ -42,7 +42,7 @@ _ARGS_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
 _ARG_ENTRY = re.compile(r"^(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 
-Previewer = Callable[..., "str | None | Awaitable[str | None]"]
+Previewer = Callable[..., "str | Awaitable[str | None] | None"]
 """A tool's preview function: its arguments in, what a call would do out."""
 
 
