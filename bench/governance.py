@@ -38,7 +38,7 @@ TOOL, ROUNDS = "gated_noop", 1
 class _Hook(BaseHTTPRequestHandler):
     received = 0
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         type(self).received += 1
         self.send_response(204)
