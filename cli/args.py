@@ -113,7 +113,7 @@ def _add_governance(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--file", metavar="TRAIL_JSON", help="read the trail from an export instead of the run")
     p = _add_reader(sub, common, "extend", "move a waiting call's deadline later")
     p.add_argument("call", help="call id")
-    p.add_argument("--seconds", type=_positive, required=True, metavar="N", help="the new deadline: N seconds from now")
+    p.add_argument("--seconds", type=_positive, required=True, metavar="N", help="move the deadline N seconds later")
     _who(p)
     p = _add_reader(sub, common, "grants", "list a run's grants (approve-and-remember)")
     p.add_argument("--json", action="store_true", help="print JSON")

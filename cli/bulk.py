@@ -79,7 +79,7 @@ async def decide_by_query(args: argparse.Namespace, ctx: Context, fields: dict[s
     count = sum(len(calls) for _, calls in listed)
     console.print(console.style.paint(f"Will {verb} {count} call(s) in {len(listed)} run(s):", "bold"), "")
     for workflow_id, calls in listed:
-        show(ctx, workflow_id, calls)
+        show(ctx, workflow_id, calls, record=console.tty)
     if not args.yes:
         ask = terminal_asker(console.write)
         if ask is None:

@@ -77,7 +77,7 @@ async def cmd_decide(args: argparse.Namespace, ctx: Context) -> int:
     try:
         chosen = plan(args.run, pending, ctx.shown.digests(args.run), args.call, args.all, args.digest)
     except Refusal as refusal:
-        show(ctx, args.run, refusal.show)
+        show(ctx, args.run, refusal.show, record=ctx.console.tty)
         raise CommandError(str(refusal), refusal.code) from None
     targets = chosen.targets + _unseen(ctx, args, chosen)
     if not targets:
@@ -97,7 +97,7 @@ def _unseen(ctx: Context, args: argparse.Namespace, chosen: Plan) -> list[Target
     if not chosen.unseen:
         return []
     verb, run = args.command, args.run
-    show(ctx, run, chosen.unseen, "Not shown to you before:")
+    show(ctx, run, chosen.unseen, "Not shown to you before:", record=ctx.console.tty)
     now = [Target(r.call_id, r.arguments_digest, r, "now") for r in chosen.unseen]
     ask = terminal_asker(ctx.console.write)
     ids = ", ".join(safe(r.call_id) for r in chosen.unseen)
@@ -130,4 +130,6 @@ async def _explain_changed(ctx: Context, handle: Handle, targets: Sequence[Targe
     for request in changed:
         ctx.console.print(ctx.console.style.paint(
             f"{safe(request.call_id)} changed since you were shown it: nothing was decided. It is now:", "red", "bold"))
-        show(ctx, handle.id, [request])
+        show(ctx, handle.id, [request], record=ctx.console.tty)
+        ctx.console.print(f"To decide it as it is now: signoff approve|deny {safe(handle.id)} {safe(request.call_id)} "
+                          f"--digest {request.arguments_digest}")

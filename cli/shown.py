@@ -146,12 +146,19 @@ def _pruned(entries: dict[str, Any], now: float) -> dict[str, Any]:
     return dict(live[:MAX_ENTRIES])
 
 
-def show(ctx: Context, workflow_id: str, requests: Sequence[ToolApprovalRequest], title: str = "") -> None:
-    """Print calls whole and remember that this operator was shown them."""
+def show(ctx: Context, workflow_id: str, requests: Sequence[ToolApprovalRequest], title: str = "",
+         record: bool = True) -> None:
+    """Print calls whole and (with `record`) remember that this operator was shown them.
+
+    Commands whose purpose is to show calls (`pending`, `watch`, `run --wait`, `demo`)
+    always record them. A refusal that prints calls records them only on a terminal,
+    where a person reads it: otherwise running a refused command twice from a script
+    would approve what nobody looked at."""
     if not requests:
         return
     console = ctx.console
     console.print(*([console.style.paint(title, "bold")] if title else []))
     for request in requests:
         console.print(*shown_call(workflow_id, request, console.style, console.width))
-    ctx.shown.record(workflow_id, requests)
+    if record:
+        ctx.shown.record(workflow_id, requests)

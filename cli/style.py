@@ -103,7 +103,9 @@ class Console:
         self.stream = stream or sys.stdout
         self.style = Style.for_stream(self.stream, environ)
         self.width = terminal_width(self.stream, environ)
-        self.spinner = Spinner(self.stream, is_tty(self.stream), self.style.frames)
+        self.tty = is_tty(self.stream)
+        """Whether a person reads this output as it comes (a terminal)."""
+        self.spinner = Spinner(self.stream, self.tty, self.style.frames)
 
     def print(self, *lines: str) -> None:
         for line in lines:

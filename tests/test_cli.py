@@ -120,11 +120,14 @@ async def test_several_pending_calls_need_a_call_id_or_all(
         handle = await start_run(client, task_queue)
         await wait_pending(handle, count=2)
         ambiguous = await cli("approve", handle.id)
+        unseen = await cli("approve", handle.id, "--all")  # the refusal went to a script, not a person
+        await cli("pending", handle.id)
         everything = await cli("approve", handle.id, "--all")
         result: AgentRunResult = await handle.result()
     assert ambiguous.code == 2
     assert "call_a" in ambiguous.err and "call_b" in ambiguous.err and "--all" in ambiguous.err
     assert '"command": "echo a"' in ambiguous.out and '"command": "echo b"' in ambiguous.out  # shown whole
+    assert unseen.code == 2 and "not decided (not shown to you before): call_a, call_b" in unseen.out
     assert everything.code == 0, everything.err
     assert everything.out.splitlines() == ['approved call_a: run_command {"command": "echo a"}',
                                            'approved call_b: run_command {"command": "echo b"}',
