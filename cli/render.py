@@ -15,7 +15,12 @@ from signoff.approvals import ApprovalRecord
 from signoff.cli.style import Style
 from signoff.cli.text import compact, indent, safe, shorten, text_lines, value_lines
 from signoff.contract import AgentRunResult
-from signoff.messages import AgentEvent, ApprovalDecisionEvent, ToolCallEvent
+from signoff.messages import (
+    AgentEvent,
+    ApprovalDecisionEvent,
+    ApprovalRequestEvent,
+    ToolCallEvent,
+)
 from signoff.render import EventView, describe
 
 _SYMBOLS = {"info": ("info", "cyan"), "wait": ("wait", "yellow"), "ok": ("yes", "green"), "bad": ("no", "red"),
@@ -82,7 +87,7 @@ def final_text_seqs(events: Sequence[Seen]) -> set[int]:
 
 def gated_call_seqs(events: Sequence[Seen]) -> set[int]:
     """The seqs of tool calls that have an approval request among `events`: the request shows them."""
-    gated = {e.event.request.call_id for e in events if e.kind == "approval_request" and e.event is not None}
+    gated = {e.event.request.call_id for e in events if isinstance(e.event, ApprovalRequestEvent)}
     return {e.seq for e in events if isinstance(e.event, ToolCallEvent) and e.event.call.id in gated}
 
 

@@ -116,9 +116,12 @@ def _unelide(data: Any, loc: tuple[int | str, ...]) -> bool:
     if loc and isinstance(data, dict) and loc[0] == data.get("type"):
         loc = loc[1:]  # a discriminated union's error path starts with the tag
     for key in loc:
-        if not isinstance(data, (dict, list)):
+        if isinstance(data, list) and isinstance(key, int) and key < len(data):
+            value = data[key]
+        elif isinstance(data, dict):
+            value = data.get(key)
+        else:
             return False
-        value = data[key] if isinstance(data, list) and isinstance(key, int) else data.get(key)  # type: ignore[union-attr]
         if isinstance(value, dict) and "elided" in value:
             data[key] = f"[{value['elided']} elided from the event feed; starts {value.get('start', '')!s}]"
             return True

@@ -69,7 +69,8 @@ def describe(event: AgentEvent) -> EventView:
     """The description of one event (TypeError for anything else)."""
     for kind, view in _VIEWS:
         if isinstance(event, kind):
-            return view(event)
+            described: EventView = view(event)
+            return described
     raise TypeError(f"not an agent event: {event!r}")
 
 

@@ -20,7 +20,14 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, call, running_worker
+from tests.helpers import (
+    Reply,
+    ScriptedModelServer,
+    ScriptedRequest,
+    agents_for,
+    call,
+    running_worker,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENT = ROOT / "client.py"

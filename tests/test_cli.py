@@ -1,4 +1,5 @@
 """The `signoff` CLI as a real subprocess against the session's dev server (`tests/cli_harness.py`)."""
+# ruff: noqa: F811 - the harness's fixtures are imported by name and taken as parameters
 
 from __future__ import annotations
 
@@ -11,8 +12,24 @@ from temporalio.client import Client
 
 from signoff.contract import AgentRunResult
 from signoff.digest import arguments_digest
-from tests.cli_harness import Cli, cli, cli_env, cli_environ, finish, read_until, served, spawn  # noqa: F401
-from tests.helpers import Reply, ScriptedRequest, assert_eventually, call, start_run, wait_pending
+from tests.cli_harness import (  # noqa: F401
+    Cli,
+    cli,
+    cli_env,
+    cli_environ,
+    finish,
+    read_until,
+    served,
+    spawn,
+)
+from tests.helpers import (
+    Reply,
+    ScriptedRequest,
+    assert_eventually,
+    call,
+    start_run,
+    wait_pending,
+)
 
 
 def two_calls_then_report(request: ScriptedRequest) -> Reply:

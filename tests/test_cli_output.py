@@ -16,7 +16,12 @@ from signoff.cli.demo import SCRIPTED_MODEL, demo_model, demo_workspace
 from signoff.cli.input import Answer, LineReader, parse_answer
 from signoff.cli.links import ui_link
 from signoff.cli.main import main
-from signoff.cli.render import final_text_seqs, gated_call_seqs, render_event, render_result
+from signoff.cli.render import (
+    final_text_seqs,
+    gated_call_seqs,
+    render_event,
+    render_result,
+)
 from signoff.cli.style import Console, Style
 from signoff.cli.talk import parse_event
 from signoff.cli.text import format_age, shorten

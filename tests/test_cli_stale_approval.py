@@ -5,6 +5,7 @@ the call times out, and the model then asks `rm -rf data` under the same call id
 way of approving without looking again (`approve RUN`, `approve RUN --all`, `approve RUN
 call_1`) must leave `data` where it is.
 """
+# ruff: noqa: F811 - the harness's fixtures are imported by name and taken as parameters
 
 from __future__ import annotations
 
@@ -16,7 +17,14 @@ from temporalio.client import Client
 
 from signoff.contract import AgentRunResult, RunOptions
 from tests.cli_harness import Cli, Done, cli, cli_environ, served  # noqa: F401
-from tests.helpers import Reply, ScriptedRequest, assert_eventually, call, start_run, wait_pending
+from tests.helpers import (
+    Reply,
+    ScriptedRequest,
+    assert_eventually,
+    call,
+    start_run,
+    wait_pending,
+)
 
 TIMEOUT = 10.0
 """Long enough for the operator's `signoff pending` to see the first call on a busy machine."""

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from signoff.approvals import ApprovalRecord, ToolApprovalRequest
-from signoff.messages import ApprovalDecisionEvent, ApprovalRequestEvent, TextEvent, ToolResultEvent
+from signoff.messages import (
+    ApprovalDecisionEvent,
+    ApprovalRequestEvent,
+    TextEvent,
+    ToolResultEvent,
+)
 from signoff.neutral import neutralise
 from signoff.render import AgentResponseConverter, render_event
 
