@@ -76,8 +76,8 @@ def call_rows(request: ToolApprovalRequest, width: int | None, now: datetime | N
     lines += row("deadline", format_deadline(request.expires_at, now) + (" (escalated)" if request.escalated else ""))
     if request.preview:
         lead = " " * (len(PAD) + LABEL + 1)
-        lines += row("preview", [line.lstrip() if i == 0 else line
-                                 for i, line in enumerate(text_lines(request.preview, width, lead))])
+        shown = text_lines(request.preview, width, lead)
+        lines += row("preview", [shown[0][len(lead) :], *shown[1:]])
     return lines
 
 

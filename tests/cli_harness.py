@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +20,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
+from signoff.agent import ChatClientAgent
 from tests.helpers import (
     Reply,
     ScriptedModelServer,
@@ -98,8 +99,9 @@ def echo_then_report(request: ScriptedRequest) -> Reply:
 @asynccontextmanager
 async def served(
     client: Client, task_queue: str, workspace: Path,
-    script: Callable[[ScriptedRequest], Reply] = echo_then_report, **worker_options: Any,
+    script: Callable[[ScriptedRequest], Reply] = echo_then_report, extra: Sequence[ChatClientAgent] = (),
+    **worker_options: Any,
 ) -> AsyncIterator[ScriptedModelServer]:
     with ScriptedModelServer(script) as model:
-        async with running_worker(client, task_queue, model, agents_for(workspace), **worker_options):
+        async with running_worker(client, task_queue, model, agents_for(workspace, extra=extra), **worker_options):
             yield model
