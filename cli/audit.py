@@ -47,13 +47,18 @@ async def _from_run(client: Client, workflow_id: str) -> AuditTrail:
     return await talk.audit_trail(handle)
 
 
-def _from_file(path: str) -> AuditTrail:
+def _from_file(path: str, workflow_id: str) -> AuditTrail:
     try:
-        return AuditTrail.model_validate(json.loads(Path(path).read_text()))
+        data = json.loads(Path(path).read_text())
+        trail = AuditTrail.model_validate(data)
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from None
     except (ValueError, ValidationError) as exc:
         raise CommandError(f"{path} is not an audit trail exported by `signoff audit RUN --json`: {exc}") from None
+    exported = data.get("workflow_id") if isinstance(data, dict) else None
+    if exported not in (None, workflow_id):
+        raise CommandError(f"{path} is the trail of run {exported!r}, not of {workflow_id!r}", 2)
+    return trail
 
 
 def render_trail(records: list[ApprovalRecord], style: Style, width: int | None) -> list[str]:
@@ -87,7 +92,7 @@ def render_trail(records: list[ApprovalRecord], style: Style, width: int | None)
 async def cmd_audit(args: argparse.Namespace, ctx: Context) -> int:
     """Print the trail (or its JSON); with --verify, check it and say whether it holds."""
     client = await ctx.connect() if (args.verify or not args.file) else None
-    trail = _from_file(args.file) if args.file else await _from_run(client, args.run)  # type: ignore[arg-type]
+    trail = _from_file(args.file, args.run) if args.file else await _from_run(client, args.run)  # type: ignore[arg-type]
     console = ctx.console
     if args.json:
         data = {"workflow_id": args.run, **trail.model_dump(mode="json")}

@@ -57,6 +57,7 @@ def _check_usage(args: argparse.Namespace) -> None:
         (args.query is None and (args.tool or args.older_than), "--tool and --older-than go with --query"),
         (bool(args.call and args.all), "give a CALL id or --all, not both"),
         (bool(args.digest and (args.all or args.query)), "--digest binds one call: name it instead of --all/--query"),
+        (bool(args.all and args.query), "--query decides every call it lists: --all goes with a RUN"),
         (getattr(args, "edit", None) is not None and (args.all or args.query),
          "--edit applies to one call: name it instead of --all/--query"),
         (bool(getattr(args, "grant_ttl", None) or getattr(args, "grant_uses", None)) and not getattr(args, "grant", None),

@@ -118,8 +118,7 @@ async def cmd_pending(args: argparse.Namespace, ctx: Context) -> int:
     else:
         groups = await asyncio.gather(*(_rows(client, e.id, e) for e in await waiting_runs(client)))
         rows = sorted((r for g in groups for r in g), key=_requested)
-    for workflow_id in {r.workflow_id for r in rows}:
-        ctx.shown.record(workflow_id, [r.request for r in rows if r.workflow_id == workflow_id and r.request])
+    ctx.shown.record_all((r.workflow_id, r.request) for r in rows if r.request)
     if args.json:
         data = [{"workflow_id": r.workflow_id, **(r.request.model_dump(mode="json") if r.request else
                  {"name": ",".join(r.tools) or None, "note": r.note})} for r in rows]  # fmt: skip

@@ -80,8 +80,12 @@ class ShownCalls:
         return found
 
     def record(self, workflow_id: str, requests: Iterable[ToolApprovalRequest]) -> None:
-        """Remember that these calls were shown whole, as they are now."""
-        fresh = {self._key(workflow_id, r.call_id): r.arguments_digest for r in requests if r.arguments_digest}
+        """Remember that these calls of one run were shown whole, as they are now."""
+        self.record_all((workflow_id, request) for request in requests)
+
+    def record_all(self, shown: Iterable[tuple[str, ToolApprovalRequest]]) -> None:
+        """Remember calls of several runs at once (one write)."""
+        fresh = {self._key(run, r.call_id): r.arguments_digest for run, r in shown if r.arguments_digest}
         if not fresh:
             return
         try:
