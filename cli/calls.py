@@ -18,7 +18,6 @@ from signoff.cli.text import (
     safe,
     text_lines,
     value_lines,
-    wrap,
 )
 from signoff.contract import DecisionAck
 from signoff.howto import decide_commands
@@ -140,7 +139,3 @@ def render_ack(ack: DecisionAck, style: Style, width: int | None = None) -> list
     lines += [f"decided {safe(call_id)}" for call_id in ack.accepted if call_id not in decided]
     pending = f"still pending: {', '.join(safe(p) for p in ack.pending)}" if ack.pending else "nothing else pending"
     return lines + [pending]
-
-
-__all__ = ["PendingRow", "approval_block", "approval_prompt", "call_rows", "render_ack", "render_pending",
-           "row", "shown_call", "wrap"]  # fmt: skip
