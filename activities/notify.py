@@ -24,15 +24,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from signoff.activities.models import NotifyInput, NotifyOutput
-from signoff.cli.output import decide_commands, ui_root
 from signoff.errors import ConfigError
+from signoff.howto import decide_commands
+from signoff.links import ui_link, ui_root
 from signoff.notices import WAITING_KINDS, Notice, notice_text
 from signoff.runtime.devserver import DEFAULT_ADDRESS
 from signoff.snapshot import NotifyPlan
@@ -158,11 +159,9 @@ def compose(config: NotifyConfig, input: NotifyInput, workflow_id: str, run_id: 
     request = input.request
     commands: list[str] = []
     if input.event in WAITING_KINDS and request is not None:
-        commands = list(decide_commands(workflow_id, str(request.get("call_id", "")), config.cli_options))
-    ui_url = None
-    if config.ui_root:  # the run's page, as `signoff` links it (cli/output.py ui_link)
-        where = f"namespaces/{quote(config.namespace, safe='')}/workflows/{quote(workflow_id, safe='')}"
-        ui_url = f"{config.ui_root}/{where}"
+        call_id, digest = str(request.get("call_id", "")), str(request.get("arguments_digest", ""))
+        commands = list(decide_commands(workflow_id, call_id, digest, config.cli_options))
+    ui_url = ui_link(workflow_id, config.namespace, "", config.ui_root) if config.ui_root else None
     text = notice_text(input.event, workflow_id, request, input.decision, ui_url, commands)
     return Notice(
         event=input.event, workflow_id=workflow_id, run_id=run_id, agent=input.agent, request=request,

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import getpass
 import os
+from datetime import timedelta
 from typing import Any
 
+from signoff.approvals import GrantMatch
+from signoff.cli.binding import digest_text
 from signoff.cli.demo import DEMO_PROMPT
-from signoff.cli.token import add_token_parser
+from signoff.cli.token import ENV_TOKEN, add_token_parser, parse_duration
 
 
 def default_approver() -> str | None:
@@ -19,6 +22,38 @@ def default_approver() -> str | None:
         return None
 
 
+def identity(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """(approver, token) to send. A token decides as its subject: the approver goes with it
+    only when given (`--approver`), so it cannot conflict; without a token, $USER."""
+    token = getattr(args, "token", None) or os.environ.get(ENV_TOKEN, "").strip() or None
+    approver = getattr(args, "approver", None)
+    return (approver if token else approver or default_approver()), token
+
+
+def _digest(text: str) -> str:
+    try:
+        return digest_text(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0
+    if not 0 < value <= 366 * 86400:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds between 0 and 366 days")
+    return value
+
+
+def _age(text: str) -> timedelta:
+    try:
+        return parse_duration(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an age; use e.g. 90s, 15m, 1h or 2d") from None
+
+
 def _connection_flags() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--address", help="Temporal frontend host:port (env TEMPORAL_ADDRESS; localhost:7233)")
@@ -27,8 +62,9 @@ def _connection_flags() -> argparse.ArgumentParser:
     return common
 
 
-def _approver(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--approver", default=default_approver(), help="name for the audit trail (default: $USER)")
+def _who(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--approver", help="name for the audit trail (default: $USER; with a token: its subject)")
+    parser.add_argument("--token", help=f"approver token (JWT) proving who decides (default: ${ENV_TOKEN})")
 
 
 def _add_run(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -40,25 +76,50 @@ def _add_run(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--max-rounds", type=int, help="most model requests in the run")
     p.add_argument("--approval-timeout", type=float, metavar="SECS", help="deny calls still undecided after SECS")
     p.add_argument("--wait", action="store_true", help="follow the run and answer approvals here (y/n/reason)")
-    _approver(p)
+    _who(p)
 
 
 def _add_decide(sub: Any, common: argparse.ArgumentParser, name: str) -> None:
-    p = sub.add_parser(name, parents=[common], help=f"{name} a pending tool call")
-    p.add_argument("run", help="workflow id of the run")
-    p.add_argument("call", nargs="?", help="call id (default: the only pending call)")
-    p.add_argument("--all", action="store_true", help=f"{name} every pending call")
+    p = sub.add_parser(name, parents=[common], help=f"{name} pending tool calls (of one run, or by --query)")
+    p.add_argument("run", nargs="?", help="workflow id of the run (or use --query)")
+    p.add_argument("call", nargs="?", help="call id (default: the only pending call, if you were shown it)")
+    p.add_argument("--all", action="store_true", help=f"{name} every pending call you were shown")
+    p.add_argument("--digest", type=_digest, metavar="HEX", help="the call's arguments_digest (or 8+ first hex chars)")
+    p.add_argument("--yes", action="store_true", help="do not ask before deciding calls that are bound")
+    p.add_argument("--reason", help="recorded in the audit trail" + ("" if name == "approve" else
+                                                                      "; the model is told: Rejected: <reason>"))
+    bulk = p.add_argument_group("deciding across runs")
+    bulk.add_argument("--query", metavar="VISIBILITY_QUERY", help="decide in every waiting run this query matches")
+    bulk.add_argument("--tool", help="with --query: only calls of this tool")
+    bulk.add_argument("--older-than", type=_age, metavar="AGE", help="with --query: only calls waiting longer (1h)")
     if name == "approve":
         p.add_argument("--edit", metavar="JSON", help="run the tool with these arguments (a JSON object) instead")
-    else:
-        p.add_argument("--reason", help="what the model is told: Rejected: <reason>")
-    _approver(p)
+        p.add_argument("--grant", choices=[m.value for m in GrantMatch],
+                       help="also approve later calls of this run: of the tool, or with these exact arguments")
+        p.add_argument("--grant-ttl", type=parse_duration, metavar="TTL", help="the grant lasts this long (1h)")
+        p.add_argument("--grant-uses", type=int, metavar="N", help="the grant approves at most N calls")
+    _who(p)
 
 
-def _add_run_reader(sub: Any, common: argparse.ArgumentParser, name: str, help: str) -> argparse.ArgumentParser:
+def _add_reader(sub: Any, common: argparse.ArgumentParser, name: str, help: str) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(name, parents=[common], help=help)
     p.add_argument("run", help="workflow id of the run")
     return p
+
+
+def _add_governance(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = _add_reader(sub, common, "audit", "print a run's audit trail of decisions; --verify checks it")
+    p.add_argument("--verify", action="store_true", help="recompute the hash chain and check it against the history")
+    p.add_argument("--json", action="store_true", help="print the trail as JSON (to export it)")
+    p.add_argument("--file", metavar="TRAIL_JSON", help="read the trail from an export instead of the run")
+    p = _add_reader(sub, common, "extend", "move a waiting call's deadline later")
+    p.add_argument("call", help="call id")
+    p.add_argument("--seconds", type=_positive, required=True, metavar="N", help="move the deadline N seconds later")
+    _who(p)
+    p = _add_reader(sub, common, "grants", "list a run's grants (approve-and-remember)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p = _add_reader(sub, common, "revoke", "end a grant at once")
+    p.add_argument("grant_id", help="the grant's id (see `signoff grants RUN`)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,16 +128,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="signoff", description="Operate signoff agent runs on Temporal.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(sub, common)
-    p = sub.add_parser("pending", parents=[common], help="list the calls awaiting approval")
+    p = sub.add_parser("pending", parents=[common], help="list the calls awaiting approval, whole")
+    p.add_argument("run", nargs="?", help="only this run (default: every waiting run)")
     p.add_argument("--json", action="store_true", help="print JSON")
     _add_decide(sub, common, "approve")
     _add_decide(sub, common, "deny")
-    _add_run_reader(sub, common, "watch", "follow a run's events until it finishes")
-    p = _add_run_reader(sub, common, "result", "wait for and print a run's result")
+    _add_reader(sub, common, "watch", "follow a run's events until it finishes")
+    p = _add_reader(sub, common, "result", "wait for and print a run's result")
     p.add_argument("--json", action="store_true", help="print the raw result JSON")
+    _add_governance(sub, common)
     p = sub.add_parser("demo", parents=[common], help="try it: server, worker, model and a run to approve")
     p.add_argument("--yes", action="store_true", help="approve without asking")
     p.add_argument("--prompt", default=DEMO_PROMPT, help="what to ask the default agent")
-    _approver(p)
+    _who(p)
     add_token_parser(sub, common)
     return parser

@@ -15,7 +15,7 @@ from pathlib import Path
 from signoff.chat.base import ChatClient
 from signoff.chat.config import ENV_BASE_URL, LLMConfig
 from signoff.chat.openai import OpenAIChatClient
-from signoff.cli.output import Style
+from signoff.cli.style import Style
 from signoff.testing import ScriptedModelServer, demo_script
 
 DEMO_PROMPT = "What is in the workspace? List its files."

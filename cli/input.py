@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -71,3 +72,25 @@ class LineReader:
                 return
             if not line:
                 return
+
+
+Asker = Callable[[str], bool]
+"""Asks a yes/no question (`... [y/N] `) and says whether the answer was yes."""
+
+
+def terminal_asker(write: Callable[[str], None], stdin: TextIO | None = None) -> Asker | None:
+    """An asker reading the answer from standard input when it is a terminal; else None
+    (nobody is there to confirm, so the caller must not assume a yes)."""
+    stream = stdin or sys.stdin
+    try:
+        interactive = stream.isatty()
+    except (AttributeError, ValueError):
+        interactive = False
+    if not interactive:
+        return None
+
+    def ask(question: str) -> bool:
+        write(f"{question} [y/N] ")
+        return stream.readline().strip().lower() in ("y", "yes")
+
+    return ask

@@ -1,100 +1,35 @@
-"""The `signoff` CLI as a real subprocess against the session's dev server.
-
-Runs are served by an in-process worker on the test's task queue, so the
-subprocess is started with asyncio (the worker keeps working while it runs).
-"""
+"""The `signoff` CLI as a real subprocess against the session's dev server (`tests/cli_harness.py`)."""
+# ruff: noqa: F811 - the harness's fixtures are imported by name and taken as parameters
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client
-from temporalio.testing import WorkflowEnvironment
 
 from signoff.contract import AgentRunResult
+from signoff.digest import arguments_digest
+from tests.cli_harness import (  # noqa: F401
+    Cli,
+    cli,
+    cli_env,
+    cli_environ,
+    finish,
+    read_until,
+    served,
+    spawn,
+)
 from tests.helpers import (
     Reply,
-    ScriptedModelServer,
     ScriptedRequest,
-    agents_for,
     assert_eventually,
     call,
-    running_worker,
     start_run,
     wait_pending,
 )
-
-ROOT = Path(__file__).resolve().parent.parent
-CLIENT = ROOT / "client.py"
-
-
-@dataclass
-class Done:
-    code: int
-    out: str
-    err: str
-
-
-Cli = Callable[..., Awaitable[Done]]
-
-
-def cli_env(address: str, task_queue: str) -> dict[str, str]:
-    """The caller's environment minus any signoff/Temporal config, pointed at the test server."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "TEMPORAL_"))}
-    env.update(TEMPORAL_ADDRESS=address, SIGNOFF_TASK_QUEUE=task_queue, USER="tester", NO_COLOR="1")
-    return env
-
-
-async def spawn(env: dict[str, str], *args: str, cwd: Path = ROOT) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable, str(CLIENT), *args, cwd=cwd, env=env,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-
-
-async def finish(proc: asyncio.subprocess.Process, stdin: str = "", timeout: float = 60) -> Done:
-    out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout)
-    assert proc.returncode is not None
-    return Done(proc.returncode, out.decode(), err.decode())
-
-
-async def read_until(proc: asyncio.subprocess.Process, text: str, timeout: float = 30) -> str:
-    """The process's output up to and including the first line containing `text`."""
-    assert proc.stdout is not None
-    seen = ""
-    while text not in seen:
-        line = await asyncio.wait_for(proc.stdout.readline(), timeout)
-        assert line, f"output ended before {text!r}:\n{seen}"
-        seen += line.decode()
-    return seen
-
-
-@pytest.fixture
-def cli_environ(env: WorkflowEnvironment, task_queue: str) -> dict[str, str]:
-    return cli_env(env.client.service_client.config.target_host, task_queue)
-
-
-@pytest.fixture
-def cli(cli_environ: dict[str, str]) -> Cli:
-    async def run(*args: str, stdin: str = "", cwd: Path = ROOT) -> Done:
-        return await finish(await spawn(cli_environ, *args, cwd=cwd), stdin)
-
-    return run
-
-
-def echo_then_report(request: ScriptedRequest) -> Reply:
-    if request.round == 1:
-        return Reply.tool_calls([call("run_command", "call_1", command="echo hi")])
-    return Reply.text(f"saw: {request.last.content}")
 
 
 def two_calls_then_report(request: ScriptedRequest) -> Reply:
@@ -102,15 +37,6 @@ def two_calls_then_report(request: ScriptedRequest) -> Reply:
         return Reply.tool_calls([call("run_command", "call_a", command="echo a"),
                                  call("run_command", "call_b", command="echo b")])
     return Reply.text("done")
-
-
-@asynccontextmanager
-async def served(
-    client: Client, task_queue: str, workspace: Path, script: Callable[[ScriptedRequest], Reply] = echo_then_report
-) -> AsyncIterator[None]:
-    with ScriptedModelServer(script) as model:
-        async with running_worker(client, task_queue, model, agents_for(workspace)):
-            yield
 
 
 async def test_run_prints_workflow_id_and_ui_link(client: Client, task_queue: str, tmp_path: Path, cli: Cli) -> None:
@@ -140,18 +66,26 @@ async def test_pending_lists_the_waiting_call(client: Client, task_queue: str, t
         out = await assert_eventually(listed, timeout=30)  # visibility is eventually consistent
         await handle.signal("tool_approval", {"call_id": "*", "approved": False})
         await handle.result()
-    (row,) = [line for line in out.splitlines() if handle.id in line]
-    assert row.split()[1:3] == ["call_1", "run_command"]
-    assert row.endswith('{"command": "echo hi"}')
+    block = out[out.index(handle.id):].split("\n\n")[0].splitlines()
+    assert block[0].split()[:4] == [handle.id, "call_1", "run_command", "waiting"]
+    assert block[1:4] == [
+        '    arguments  {"command": "echo hi"}',
+        f"    digest     {arguments_digest({'command': 'echo hi'})}",
+        "    policy     anyone may decide",
+    ]
+    assert block[4] == "    deadline   none (waits until decided)"
 
 
 async def test_approve_decides_the_only_pending_call(client: Client, task_queue: str, tmp_path: Path, cli: Cli) -> None:
     async with served(client, task_queue, tmp_path):
         handle = await start_run(client, task_queue, "say hi")
         await wait_pending(handle)
+        shown = await cli("pending", handle.id)
         done = await cli("approve", handle.id, "--approver", "alice")
         result: AgentRunResult = await handle.result()
-    assert (done.code, done.out.strip()) == (0, "approved call_1; nothing else pending")
+    assert shown.code == 0, shown.err
+    assert (done.code, done.err) == (0, "")
+    assert done.out.splitlines() == ['approved call_1: run_command {"command": "echo hi"}', "nothing else pending"]
     assert [(a.call_id, a.approved, a.approver) for a in result.approvals] == [("call_1", True, "alice")]
     assert result.text == "saw: exit code: 0\nhi\n"
 
@@ -164,7 +98,8 @@ async def test_deny_with_reason_reaches_model_as_rejection(
         await wait_pending(handle)
         done = await cli("deny", handle.id, "call_1", "--reason", "Back up first")
         result: AgentRunResult = await handle.result()
-    assert (done.code, done.out.strip()) == (0, "denied call_1; nothing else pending")
+    assert done.code == 0, done.err
+    assert done.out.splitlines()[-2:] == ['denied call_1: run_command {"command": "echo hi"}', "nothing else pending"]
     assert result.text == "saw: Rejected: Back up first"
     assert result.approvals[0].approver == "tester"  # $USER
 
@@ -202,11 +137,18 @@ async def test_several_pending_calls_need_a_call_id_or_all(
         handle = await start_run(client, task_queue)
         await wait_pending(handle, count=2)
         ambiguous = await cli("approve", handle.id)
+        unseen = await cli("approve", handle.id, "--all")  # the refusal went to a script, not a person
+        await cli("pending", handle.id)
         everything = await cli("approve", handle.id, "--all")
         result: AgentRunResult = await handle.result()
     assert ambiguous.code == 2
     assert "call_a" in ambiguous.err and "call_b" in ambiguous.err and "--all" in ambiguous.err
-    assert (everything.code, everything.out.strip()) == (0, "approved call_a, call_b; nothing else pending")
+    assert '"command": "echo a"' in ambiguous.out and '"command": "echo b"' in ambiguous.out  # shown whole
+    assert unseen.code == 2 and "not decided (not shown to you before): call_a, call_b" in unseen.out
+    assert everything.code == 0, everything.err
+    assert everything.out.splitlines() == ['approved call_a: run_command {"command": "echo a"}',
+                                           'approved call_b: run_command {"command": "echo b"}',
+                                           "nothing else pending"]
     assert [a.approved for a in result.approvals] == [True, True]
 
 
@@ -314,6 +256,12 @@ async def test_demo_yes_runs_end_to_end(cli: Cli, tmp_path: Path) -> None:
         ["approve", "some-run", "--edit", "[1]"],
         ["approve", "some-run", "--edit", "{not json"],
         ["run", "hi", "--max-rounds", "0"],
+        ["approve", "some-run", "--query", "WorkflowId='x'"],
+        ["deny", "--tool", "run_command", "some-run"],
+        ["approve", "some-run", "--all", "--digest", "0123456789abcdef"],
+        ["approve", "some-run", "call_1", "--digest", "0123"],  # too short to bind
+        ["approve", "some-run", "call_1", "--grant-uses", "2"],
+        ["extend", "some-run", "call_1", "--seconds", "-5"],
     ],
 )
 async def test_usage_errors_exit_2_before_connecting(args: list[str]) -> None:

@@ -9,26 +9,25 @@ from typing import Any
 
 import pytest
 
-from signoff.cli.main import main
-from signoff.approvals import ApprovalRecord
+from signoff.approvals import ApprovalRecord, ToolApprovalRequest
 from signoff.cli.args import build_parser
+from signoff.cli.calls import PendingRow, approval_block, render_pending
 from signoff.cli.demo import SCRIPTED_MODEL, demo_model, demo_workspace
 from signoff.cli.input import Answer, LineReader, parse_answer
-from signoff.cli.output import (
-    Console,
-    Style,
-    approval_block,
-    decide_commands,
+from signoff.links import ui_link
+from signoff.cli.main import main
+from signoff.cli.render import (
     final_text_seqs,
-    format_age,
     gated_call_seqs,
     render_event,
-    render_pending,
     render_result,
-    shorten,
-    ui_link,
 )
+from signoff.cli.style import Console, Style
+from signoff.cli.talk import parse_event
+from signoff.cli.text import format_age, shorten
 from signoff.contract import AgentRunResult
+from signoff.digest import arguments_digest
+from signoff.howto import decide_commands
 from signoff.messages import ChatMessage, FinishReason, Usage
 
 PLAIN = Style()
@@ -37,8 +36,10 @@ REQUEST = {
     "call_id": "call_1",
     "name": "run_command",
     "arguments": {"command": "ls"},
+    "arguments_digest": arguments_digest({"command": "ls"}),
     "description": "Run a shell command",
 }
+CALL = ToolApprovalRequest.model_validate(REQUEST)
 
 
 @pytest.mark.parametrize(
@@ -114,28 +115,44 @@ def test_symbols_fall_back_to_ascii_when_the_stream_cannot_encode_them() -> None
         ({"type": "tool_result", "call_id": "c1", "name": "read_file", "content": "hello\n"},
          "<- read_file (c1)\n    hello"),
         ({"type": "approval_request", "request": REQUEST},
-         'approval needed: run_command {"command": "ls"}  (call_1)'),
-        ({"type": "approval_decision", "record": {"call_id": "call_1", "approved": False, "reason": "no",
-                                                  "approver": "bob", "timed_out": False}},
+         'approval required: run_command {"command": "ls"}  (call_1)'),
+        ({"type": "approval_decision", "record": {"call_id": "call_1", "name": "run_command", "approved": False,
+                                                  "reason": "no", "approver": "bob", "timed_out": False}},
          "x call_1 denied by bob: no"),
-        ({"type": "approval_decision", "record": {"call_id": "call_1", "approved": True, "approver": None,
-                                                  "edited_arguments": {"command": "pwd"}}},
+        ({"type": "approval_decision", "record": {"call_id": "call_1", "name": "run_command", "approved": True,
+                                                  "approver": "alice", "verified": True}},
+         "+ call_1 approved by alice (verified)"),
+        ({"type": "approval_decision", "record": {"call_id": "call_1", "name": "run_command", "approved": True,
+                                                  "approver": None, "edited_arguments": {"command": "pwd"}}},
          '+ call_1 approved with arguments {"command": "pwd"}'),
-        ({"type": "approval_decision", "record": {"call_id": "call_1", "approved": False, "timed_out": True,
-                                                  "reason": "No decision within 5s"}},
+        ({"type": "approval_decision", "record": {"call_id": "call_1", "name": "run_command", "approved": False,
+                                                  "timed_out": True, "reason": "No decision within 5s"}},
          "x call_1 timed out: No decision within 5s"),
         ({"type": "decision_ignored", "reason": "no pending call with id 'x'"},
          "! decision ignored: no pending call with id 'x'"),
-        ({"type": "finish", "reason": "stop", "usage": {"total_tokens": 42}}, "# finished: stop (42 tokens)"),
-        ({"type": "error", "message": "boom"}, "! error: boom"),
+        ({"type": "deadline_extended", "call_id": "call_1", "expires_at": "2026-11-29T12:00:00Z", "by": "alice"},
+         "- deadline extended: by alice: now 2026-11-29T12:00:00+00:00  (call_1)"),
+        ({"type": "notification_failed", "event": "approval_requested", "message": "HTTP 500"},
+         "! notification failed: approval_requested: HTTP 500"),
+        ({"type": "finish", "reason": "stop", "usage": {"total_tokens": 42}}, "# finish: stop (42 tokens)"),
+        ({"type": "error", "message": "boom"}, "x error: boom"),
     ],
 )
 def test_each_event_type_renders_readably(event: dict[str, Any], shown: str) -> None:
-    assert (render_event(event, PLAIN) or "").endswith(shown)
+    seen = parse_event({"seq": 3, **event})
+    assert seen.seq == 3 and seen.event is not None
+    assert render_event(seen.event, PLAIN).endswith(shown)
 
 
-def test_unknown_event_types_are_skipped() -> None:
-    assert render_event({"type": "something_new"}, PLAIN) is None
+def test_unknown_event_types_are_not_read() -> None:
+    assert parse_event({"seq": 1, "type": "something_new"}).event is None
+
+
+def test_an_event_the_run_cut_short_is_still_read() -> None:
+    """The feed elides very large values; the request's preview (a string) then reads as a note."""
+    elided = {"elided": "9,000 characters of JSON", "start": '"--- a/x'}
+    seen = parse_event({"seq": 0, "type": "approval_request", "request": {**REQUEST, "preview": elided}})
+    assert seen.event is not None and "elided from the event feed" in seen.event.request.preview  # type: ignore[union-attr]
 
 
 def test_long_tool_output_is_shortened_saying_how_much() -> None:
@@ -146,22 +163,25 @@ def test_long_tool_output_is_shortened_saying_how_much() -> None:
 
 
 def test_the_final_text_and_gated_calls_are_shown_once_elsewhere() -> None:
-    events = [
+    events = [parse_event(e) for e in [
         {"seq": 0, "type": "text", "text": "Let me run it."},
         {"seq": 1, "type": "tool_call", "call": {"id": "c1", "name": "run_command", "arguments": "{}"}},
         {"seq": 2, "type": "tool_call", "call": {"id": "c2", "name": "read_file", "arguments": "{}"}},
         {"seq": 3, "type": "approval_request", "request": {**REQUEST, "call_id": "c1"}},
         {"seq": 4, "type": "text", "text": "Done."},
         {"seq": 5, "type": "finish", "reason": "stop"},
-    ]
+    ]]  # fmt: skip
     assert final_text_seqs(events) == {4}
     assert gated_call_seqs(events) == {1}
 
 
 def test_approval_block_has_everything_needed_to_decide() -> None:
-    block = "\n".join(approval_block(REQUEST, "run-1", "http://ui/x", PLAIN, " --address h:1"))
+    block = "\n".join(approval_block(CALL, "run-1", "http://ui/x", PLAIN, " --address h:1"))
+    digest = CALL.arguments_digest
     for text in ("run_command  Run a shell command", '{"command": "ls"}', "run-1", "call_1", "http://ui/x",
-                 "signoff approve run-1 call_1 --address h:1", "signoff deny run-1 call_1 --reason 'why not'"):
+                 f"digest     {digest}", "policy     anyone may decide", "deadline   none (waits until decided)",
+                 f"signoff approve run-1 call_1 --digest {digest} --address h:1",
+                 f"signoff deny run-1 call_1 --digest {digest} --reason 'why not'"):
         assert text in block
 
 
@@ -169,16 +189,17 @@ def test_decide_commands_quote_for_the_shell() -> None:
     assert decide_commands("my run", "c;1")[0] == "signoff approve 'my run' 'c;1'"
 
 
-def test_pending_table_aligns_columns() -> None:
-    rows: list[dict[str, Any]] = [
-        {"workflow_id": "run-1", "call_id": "call_1", "name": "run_command", "arguments": {"command": "ls"},
-         "requested_at": (NOW - timedelta(seconds=42)).isoformat()},
-        {"workflow_id": "run-22", "name": "write_file", "note": "(no worker answered)"},
-    ]
-    assert render_pending(rows, PLAIN, NOW) == [
-        "RUN     CALL    TOOL         AGE  ARGUMENTS",
-        'run-1   call_1  run_command  42s  {"command": "ls"}',
-        "run-22  ?       write_file   ?    (no worker answered)",
+def test_pending_shows_each_call_whole_under_its_run() -> None:
+    request = CALL.model_copy(update={"requested_at": NOW - timedelta(seconds=42)})
+    rows = [PendingRow("run-1", request), PendingRow("run-22", note="(no worker answered)", tools=["write_file"])]
+    assert render_pending(rows, PLAIN, None, NOW) == [
+        "run-1  call_1  run_command  waiting 42s",
+        '    arguments  {"command": "ls"}',
+        f"    digest     {CALL.arguments_digest}",
+        "    policy     anyone may decide",
+        "    deadline   none (waits until decided)",
+        "",
+        "run-22  ?  write_file  (no worker answered)",
     ]
     assert render_pending([], PLAIN) == ["No run is awaiting approval."]
 
@@ -220,6 +241,14 @@ def test_parser_reads_each_command() -> None:
     assert (args.command, args.prompt, args.max_rounds, args.wait, args.address) == ("run", "hi", 3, True, "h:1")
     args = parser.parse_args(["deny", "r", "c", "--reason", "why"])
     assert (args.command, args.run, args.call, args.reason, args.all) == ("deny", "r", "c", "why", False)
+    args = parser.parse_args(["approve", "--query", "SignoffAgent='ops'", "--tool", "run_command",
+                              "--older-than", "2h", "--yes", "--digest", "ABCDEF0123"])  # fmt: skip
+    assert (args.run, args.query, args.tool, args.older_than, args.yes, args.digest) == (
+        None, "SignoffAgent='ops'", "run_command", timedelta(hours=2), True, "abcdef0123")
+    args = parser.parse_args(["audit", "r", "--verify", "--file", "t.json"])
+    assert (args.command, args.verify, args.file, args.json) == ("audit", True, "t.json", False)
+    args = parser.parse_args(["extend", "r", "c", "--seconds", "90", "--token", "T"])
+    assert (args.seconds, args.token, args.approver) == (90.0, "T", None)
 
 
 def test_main_returns_2_for_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:

@@ -67,7 +67,8 @@ async def test_a_worker_configured_by_env_sends_signed_notices_with_its_links(
     body = notice.json
     assert body["ui_url"] == f"https://temporal-ui.example.com/namespaces/default/workflows/{handle.id}"
     address = client.service_client.config.target_host
-    assert body["commands"][0] == f"signoff approve {handle.id} call_1 --address {address}"
+    digest = body["request"]["arguments_digest"]
+    assert body["commands"][0] == f"signoff approve {handle.id} call_1 --digest {digest} --address {address}"
 
 
 async def test_a_worker_refuses_to_start_with_a_notify_url_that_is_not_http(

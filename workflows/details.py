@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from signoff.approvals import ToolApprovalRequest
+from signoff.howto import decide_commands, decision_input, temporal_commands
 
 SHOWN_CHARS = 2_000
 
@@ -21,21 +22,15 @@ def describe_pending(workflow_id: str, pending: list[ToolApprovalRequest]) -> st
     for request in pending:
         lines += _call(request)
     first = pending[0]
-    approve = json.dumps(
-        {"call_id": first.call_id, "approved": True, "approver": "you", "arguments_digest": first.arguments_digest}
-    )
-    deny = json.dumps({"call_id": first.call_id, "approved": False, "reason": "why not"})
     lines += [
         "",
         "Decide in this UI with **Send an Update** `submit_tool_approval` (validated; or **Send a Signal**",
-        f"`tool_approval`), input e.g. `{approve}`.",
+        f"`tool_approval`), input e.g. `{decision_input(first.call_id, first.arguments_digest, True)}`.",
         "",
         "From a terminal:",
         "```",
-        f"signoff approve {workflow_id} {first.call_id}",
-        f"signoff deny {workflow_id} {first.call_id} --reason 'why not'",
-        f"temporal workflow update execute --workflow-id {workflow_id} --name submit_tool_approval --input '{approve}'",
-        f"temporal workflow signal --workflow-id {workflow_id} --name tool_approval --input '{deny}'",
+        *decide_commands(workflow_id, first.call_id, first.arguments_digest),
+        *temporal_commands(workflow_id, first.call_id, first.arguments_digest),
         "```",
     ]
     return "\n".join(lines)

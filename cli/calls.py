@@ -1,0 +1,141 @@
+"""What a person decides on: pending calls, the approval block and prompt, and the answer.
+
+Everything here shows a call *whole*: its arguments (pretty JSON when long, wrapped,
+never cut), digest, policy, votes, deadline and preview, each value made inert.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from signoff.approvals import ToolApprovalRequest
+from signoff.cli.style import Style
+from signoff.cli.text import (
+    format_age,
+    format_deadline,
+    safe,
+    text_lines,
+    value_lines,
+)
+from signoff.contract import DecisionAck
+from signoff.howto import decide_commands
+from signoff.policy import DEFAULT_POLICY, ApprovalPolicy
+
+PAD = "    "
+LABEL = 10
+_OUTCOMES = {"approved": ("approved", "green"), "denied": ("denied", "red"),
+             "vote": ("vote counted (quorum not reached yet) on", "yellow")}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PendingRow:
+    """One waiting call of a run, or (no worker answered) the run with the tools it waits on."""
+
+    workflow_id: str
+    request: ToolApprovalRequest | None = None
+    note: str = ""
+    tools: list[str] = field(default_factory=list)
+
+
+def row(name: str, value: str | Sequence[str]) -> list[str]:
+    """`    name       value`, further lines of the value as given (already indented)."""
+    lines = [value] if isinstance(value, str) else list(value) or [""]
+    return [f"{PAD}{name:<{LABEL}} {lines[0]}", *lines[1:]]
+
+
+def _value(name: str, value: object, width: int | None) -> list[str]:
+    lead = f"{PAD}{name:<{LABEL}} "
+    return row(name, value_lines(value, width, len(lead), " " * len(lead)))
+
+
+def policy_text(policy: ApprovalPolicy) -> str:
+    """`anyone may decide` or the rules that differ from it, e.g. `approvers: alice; quorum 2`."""
+    if policy == DEFAULT_POLICY:
+        return "anyone may decide"
+    rules = [f"approvers: {', '.join(policy.approvers) or 'anyone'}", f"quorum {policy.quorum}"]
+    rules += ["verified tokens only"] if policy.verified else []
+    rules += ["not the requester"] if policy.separate_requester else []
+    if policy.timeout_seconds:
+        rules.append(f"after {policy.timeout_seconds:g}s: {policy.on_timeout.value}")
+    if policy.escalate_after_seconds:
+        rules.append(f"escalates after {policy.escalate_after_seconds:g}s to {', '.join(policy.escalate_to)}")
+    return "; ".join(safe(rule) for rule in rules)
+
+
+def call_rows(request: ToolApprovalRequest, width: int | None, now: datetime | None = None) -> list[str]:
+    """Arguments, digest, policy, votes, deadline and preview of one call."""
+    lines = _value("arguments", request.arguments, width)
+    lines += row("digest", request.arguments_digest or "(none)")
+    lines += row("policy", policy_text(request.policy))
+    if request.votes:
+        votes = [f"{safe(v.approver or '?')}{' (verified)' if v.verified else ''}" for v in request.votes]
+        lines += row("votes", f"{', '.join(votes)} of {request.policy.quorum}")
+    lines += row("deadline", format_deadline(request.expires_at, now) + (" (escalated)" if request.escalated else ""))
+    if request.preview:
+        lead = " " * (len(PAD) + LABEL + 1)
+        shown = text_lines(request.preview, width, lead)
+        lines += row("preview", [shown[0][len(lead) :], *shown[1:]])
+    return lines
+
+
+def approval_block(request: ToolApprovalRequest, workflow_id: str, link: str | None, style: Style,
+                   options: str = "", width: int | None = None) -> list[str]:
+    """What a person needs to decide one call: the call whole, where it is, how to decide."""
+    approve, deny = decide_commands(workflow_id, request.call_id, request.arguments_digest, options)
+    tool = style.paint(safe(request.name), "bold") + (f"  {safe(request.description)}" if request.description else "")
+    lines = [f"{style.sym('wait', 'yellow')} {style.paint('Approval needed', 'yellow', 'bold')}", *row("tool", tool)]
+    lines += call_rows(request, width)
+    lines += row("run", safe(workflow_id)) + row("call", safe(request.call_id))
+    lines += row("Web UI", link) if link else []
+    lines += row("approve", style.paint(safe(approve), "cyan")) + row("deny", style.paint(safe(deny), "cyan"))
+    return lines
+
+
+def approval_prompt(request: ToolApprovalRequest, style: Style, width: int | None = None) -> str:
+    """`Approve run_command {"command": "ls"}? [y/n/reason] `, the arguments whole."""
+    head = f"Approve {safe(request.name)} "
+    arguments = value_lines(request.arguments, width, len(head), "")
+    arguments[-1] += "? [y/n/reason] "
+    return style.paint("Approve", "bold") + head[len("Approve"):] + "\n".join(arguments)
+
+
+def call_header(workflow_id: str, request: ToolApprovalRequest, style: Style, now: datetime | None = None) -> str:
+    """`run-1  call_1  run_command  waiting 42s`"""
+    age = format_age(request.requested_at, now)
+    parts = [safe(workflow_id), safe(request.call_id), style.paint(safe(request.name), "bold"), f"waiting {age}"]
+    return "  ".join(parts)
+
+
+def shown_call(workflow_id: str, request: ToolApprovalRequest, style: Style, width: int | None,
+               now: datetime | None = None) -> list[str]:
+    """One call whole under its header (what `pending`, bulk decisions and refusals print)."""
+    return [call_header(workflow_id, request, style, now), *call_rows(request, width, now)]
+
+
+def render_pending(rows: Iterable[PendingRow], style: Style, width: int | None = None,
+                   now: datetime | None = None) -> list[str]:
+    """Every waiting call, whole, one block each."""
+    lines: list[str] = []
+    for item in rows:
+        if item.request is None:
+            tools = ", ".join(safe(t) for t in item.tools) or "?"
+            lines += [f"{safe(item.workflow_id)}  ?  {tools}  {item.note}", ""]
+        else:
+            lines += [*shown_call(item.workflow_id, item.request, style, width, now), ""]
+    return lines[:-1] if lines else ["No run is awaiting approval."]
+
+
+def render_ack(ack: DecisionAck, style: Style, width: int | None = None) -> list[str]:
+    """Each decided call with its tool, arguments (whole) and outcome; then what still waits."""
+    lines: list[str] = []
+    for call in ack.decided:
+        verb, colour = _OUTCOMES.get(call.outcome, (call.outcome, "yellow"))
+        head = f"{style.paint(safe(verb), colour)} {safe(call.call_id)}: {safe(call.name)} "
+        arguments = value_lines(call.arguments, width, len(head), PAD)
+        lines += [head + arguments[0], *arguments[1:]]
+    decided = {call.call_id for call in ack.decided}
+    lines += [f"decided {safe(call_id)}" for call_id in ack.accepted if call_id not in decided]
+    pending = f"still pending: {', '.join(safe(p) for p in ack.pending)}" if ack.pending else "nothing else pending"
+    return lines + [pending]

@@ -1,0 +1,147 @@
+"""Talking to a run: typed queries and updates, and the errors a person can act on.
+
+Every answer is parsed into the contract's models (`signoff.contract`, `signoff.approvals`,
+`signoff.messages`), so the rest of the CLI never reads untyped JSON. Names of queries
+and updates come from `signoff.contract` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from temporalio.client import (
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
+from temporalio.service import RPCError, RPCStatusCode
+
+from signoff.approvals import Grant, ToolApprovalRequest, ToolApprovalResponse
+from signoff.cli.render import Seen
+from signoff.contract import (
+    QUERY_AUDIT,
+    QUERY_EVENTS,
+    QUERY_GRANTS,
+    QUERY_PENDING,
+    UPDATE_APPROVAL,
+    DecisionAck,
+)
+from signoff.messages import AgentEvent
+from signoff.workflows.queries import AuditTrail
+
+QUERY_TIMEOUT = timedelta(seconds=5)
+Handle = WorkflowHandle[Any, Any]
+M = TypeVar("M")
+_EVENT: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
+_PENDING = TypeAdapter(list[ToolApprovalRequest])
+_GRANTS = TypeAdapter(list[Grant])
+
+
+class CommandError(Exception):
+    """A command that cannot go on: the message for stderr and the exit code."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def failure_text(exc: BaseException) -> str:
+    """The innermost message of a Temporal failure chain (the validator's or the run's)."""
+    message = str(exc)
+    while exc.__cause__ is not None or getattr(exc, "cause", None) is not None:
+        exc = getattr(exc, "cause", None) or exc.__cause__  # type: ignore[assignment]
+        message = getattr(exc, "message", None) or str(exc) or message
+    return message
+
+
+def rpc_text(exc: RPCError, workflow_id: str) -> str:
+    if "already completed" in exc.message:
+        return f"run {workflow_id!r} has already finished; see `signoff result {workflow_id}`"
+    if exc.status == RPCStatusCode.NOT_FOUND:
+        return f"no run with id {workflow_id!r}"
+    return f"{workflow_id}: {exc.message}"
+
+
+async def query(handle: Handle, name: str, *args: Any) -> Any:
+    """A query's raw answer; CommandError when the run or a worker cannot answer."""
+    try:
+        return await handle.query(name, *args, rpc_timeout=QUERY_TIMEOUT)
+    except RPCError as exc:
+        raise CommandError(rpc_text(exc, handle.id)) from None
+    except WorkflowQueryFailedError as exc:
+        raise CommandError(f"{handle.id}: query {name!r} failed: {exc}") from None
+
+
+def _typed(adapter: TypeAdapter[M], raw: Any, what: str) -> M:
+    try:
+        return adapter.validate_python(raw)
+    except ValidationError as exc:
+        raise CommandError(f"the run answered {what} in a shape this CLI cannot read: {exc}") from None
+
+
+async def pending(handle: Handle) -> list[ToolApprovalRequest]:
+    return _typed(_PENDING, await query(handle, QUERY_PENDING), "its pending calls")
+
+
+async def grants(handle: Handle) -> list[Grant]:
+    return _typed(_GRANTS, await query(handle, QUERY_GRANTS), "its grants")
+
+
+async def audit_trail(handle: Handle) -> AuditTrail:
+    return _typed(TypeAdapter(AuditTrail), await query(handle, QUERY_AUDIT), "its audit trail")
+
+
+async def events(handle: Handle, since: int) -> list[Seen]:
+    return [parse_event(raw) for raw in await query(handle, QUERY_EVENTS, since)]
+
+
+def parse_event(raw: Mapping[str, Any]) -> Seen:
+    """One entry of the `events` query, typed. A very large value the run cut short in its
+    feed (`{"elided": ...}`) is read as text saying so; what still cannot be read is None."""
+    data = dict(raw)
+    for _ in range(8):
+        try:
+            return Seen(int(raw.get("seq", 0)), _EVENT.validate_python(data), str(raw.get("type")))
+        except ValidationError as exc:
+            if not any(_unelide(data, error["loc"]) for error in exc.errors()):
+                break
+    return Seen(int(raw.get("seq", 0)), None, str(raw.get("type")))
+
+
+def _unelide(data: Any, loc: tuple[int | str, ...]) -> bool:
+    """Replace the cut-short value on the path `loc` (if there is one) by text; True if done."""
+    if loc and isinstance(data, dict) and loc[0] == data.get("type"):
+        loc = loc[1:]  # a discriminated union's error path starts with the tag
+    for key in loc:
+        if isinstance(data, list) and isinstance(key, int) and key < len(data):
+            value = data[key]
+        elif isinstance(data, dict):
+            value = data.get(key)
+        else:
+            return False
+        if isinstance(value, dict) and "elided" in value:
+            data[key] = f"[{value['elided']} elided from the event feed; starts {value.get('start', '')!s}]"
+            return True
+        data = value
+    return False
+
+
+async def update(handle: Handle, name: str, payload: Any, result: type[BaseModel]) -> Any:
+    """Execute an update; CommandError says why the run refused it."""
+    try:
+        raw = await handle.execute_update(name, payload)
+    except WorkflowUpdateFailedError as exc:
+        raise CommandError(failure_text(exc)) from None
+    except RPCError as exc:
+        raise CommandError(rpc_text(exc, handle.id)) from None
+    return result.model_validate(raw)
+
+
+async def submit(handle: Handle, responses: list[ToolApprovalResponse]) -> DecisionAck:
+    """Send decisions (explicit call ids, each with a digest) in one validated update."""
+    payload = [r.model_dump(mode="json", exclude_none=True) for r in responses]
+    ack: DecisionAck = await update(handle, UPDATE_APPROVAL, payload, DecisionAck)
+    return ack
