@@ -58,7 +58,9 @@ def _connection_flags() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--address", help="Temporal frontend host:port (env TEMPORAL_ADDRESS; localhost:7233)")
     common.add_argument("--namespace", help="Temporal namespace (env TEMPORAL_NAMESPACE; default)")
-    common.add_argument("--profile", help="profile of the Temporal config file (env TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE)")
+    common.add_argument(
+        "--profile", help="profile of the Temporal config file (env TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE)"
+    )
     return common
 
 

@@ -76,7 +76,8 @@ def render_trail(records: list[ApprovalRecord], style: Style, width: int | None)
             lines += row("ran with", value_lines(record.edited_arguments, width, len(lead), lead))
         lines += row("outcome", f"{record.outcome or ('approved' if record.approved else 'denied')}"
                                 f"{'; timed out' if record.timed_out else ''}")  # fmt: skip
-        lines += row("approver", f"{safe(record.approver or '-')} ({'verified' if record.verified else 'not verified'})")
+        verified = "verified" if record.verified else "not verified"
+        lines += row("approver", f"{safe(record.approver or '-')} ({verified})")
         if record.votes:
             lines += row("votes", ", ".join(f"{safe(v.approver or '?')}{' (verified)' if v.verified else ''}"
                                             for v in record.votes))  # fmt: skip

@@ -66,7 +66,7 @@ def _proof_problems(call_id: str, tool: str, arguments: str, proof: Any,
 def _stated_problems(records: Sequence[ApprovalRecord], chain: Sequence[RunEvidence]) -> list[str]:
     stated = max((run.records for run in chain if run.records is not None), key=len, default=[])
     problems = []
-    for index, (mine, theirs) in enumerate(zip(records, stated)):
+    for index, (mine, theirs) in enumerate(zip(records, stated, strict=False)):  # lengths checked below
         if differing := differences(mine, theirs):
             problems.append(f"record {index} ({mine.call_id}) differs from the history in: {', '.join(differing)}")
     completed = bool(chain) and chain[-1].records is not None

@@ -103,5 +103,6 @@ async def _decide_each(ctx: Context, client: Client, listed: Listed, fields: dic
             refused += 1
             console.print(f"{safe(workflow_id)}: {console.style.paint('refused', 'red')}: {safe(str(outcome))}")
             continue
-        console.print(f"{safe(workflow_id)}:", *("  " + line for line in render_ack(outcome, console.style, console.width)))
+        ack = render_ack(outcome, console.style, console.width)
+        console.print(f"{safe(workflow_id)}:", *("  " + line for line in ack))
     return 1 if refused else 0

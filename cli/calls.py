@@ -138,4 +138,4 @@ def render_ack(ack: DecisionAck, style: Style, width: int | None = None) -> list
     decided = {call.call_id for call in ack.decided}
     lines += [f"decided {safe(call_id)}" for call_id in ack.accepted if call_id not in decided]
     pending = f"still pending: {', '.join(safe(p) for p in ack.pending)}" if ack.pending else "nothing else pending"
-    return lines + [pending]
+    return [*lines, pending]

@@ -60,8 +60,8 @@ def _check_usage(args: argparse.Namespace) -> None:
         (bool(args.all and args.query), "--query decides every call it lists: --all goes with a RUN"),
         (getattr(args, "edit", None) is not None and (args.all or args.query),
          "--edit applies to one call: name it instead of --all/--query"),
-        (bool(getattr(args, "grant_ttl", None) or getattr(args, "grant_uses", None)) and not getattr(args, "grant", None),
-         "--grant-ttl and --grant-uses go with --grant"),
+        (bool(getattr(args, "grant_ttl", None) or getattr(args, "grant_uses", None))
+         and not getattr(args, "grant", None), "--grant-ttl and --grant-uses go with --grant"),
     ]  # fmt: skip
     for wrong, message in problems:
         if wrong:

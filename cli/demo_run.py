@@ -23,13 +23,13 @@ from signoff.cli.follow import (
     elsewhere,
     follow_to_end,
 )
-from signoff.links import ui_root
 from signoff.cli.runs import announce, start
 from signoff.cli.style import Console
 from signoff.cli.talk import CommandError
 from signoff.contract import AgentRunInput
 from signoff.defaults import default_agent
 from signoff.errors import ConfigError
+from signoff.links import ui_root
 from signoff.runtime.devserver import EmbeddedServer
 from signoff.runtime.worker import build_worker, open_client
 from signoff.tools.scope import WorkspaceScope

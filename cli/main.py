@@ -32,13 +32,13 @@ from signoff.cli.audit import cmd_audit
 from signoff.cli.decide import cmd_decide
 from signoff.cli.demo_run import cmd_demo
 from signoff.cli.govern import cmd_extend, cmd_grants, cmd_revoke
-from signoff.links import ui_link
 from signoff.cli.runs import cmd_pending, cmd_result, cmd_run, cmd_watch
 from signoff.cli.shown import ShownCalls
 from signoff.cli.style import Console
 from signoff.cli.talk import CommandError
 from signoff.cli.token import cmd_token
 from signoff.errors import ConfigError
+from signoff.links import ui_link
 from signoff.neutral import neutralise
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.devserver import DEFAULT_ADDRESS

@@ -156,7 +156,8 @@ def render_event(event: AgentEvent) -> str:
         return neutralise(event.text)
     body = view.tool or ""
     if view.has_arguments:
-        body += f"({arguments_text(view.arguments)})" if view.tool else f"with arguments {arguments_text(view.arguments)}"
+        shown = arguments_text(view.arguments)
+        body += f"({shown})" if view.tool else f"with arguments {shown}"
     if view.by:
         body += f" by {view.by}"
     if view.detail:

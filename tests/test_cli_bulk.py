@@ -66,6 +66,7 @@ async def test_bulk_deny_by_query_and_tool_decides_exactly_the_listed_calls(
     listing = done.out[: done.out.index(f"{chosen[0].id}:\n")]
     assert "call_write" not in listing and listing.count("call_cmd  run_command  waiting") == 3
     for handle in chosen:
-        assert f'{handle.id}:\n  denied call_cmd: run_command {{"command": "echo bulk"}}\n  still pending: call_write' in done.out
+        decided = '  denied call_cmd: run_command {"command": "echo bulk"}\n  still pending: call_write'
+        assert f"{handle.id}:\n{decided}" in done.out
     assert left == {**{h.id: ["call_write"] for h in chosen}, other.id: ["call_cmd", "call_write"]}
     assert not Path(OUTSIDE).exists()

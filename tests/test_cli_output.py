@@ -14,7 +14,6 @@ from signoff.cli.args import build_parser
 from signoff.cli.calls import PendingRow, approval_block, render_pending
 from signoff.cli.demo import SCRIPTED_MODEL, demo_model, demo_workspace
 from signoff.cli.input import Answer, LineReader, parse_answer
-from signoff.links import ui_link
 from signoff.cli.main import main
 from signoff.cli.render import (
     final_text_seqs,
@@ -28,6 +27,7 @@ from signoff.cli.text import format_age, shorten
 from signoff.contract import AgentRunResult
 from signoff.digest import arguments_digest
 from signoff.howto import decide_commands
+from signoff.links import ui_link
 from signoff.messages import ChatMessage, FinishReason, Usage
 
 PLAIN = Style()

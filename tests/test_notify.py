@@ -65,7 +65,7 @@ async def test_each_notice_arrives_once_signed_with_its_link_and_commands(
     assert requested["ui_url"] == f"{UI}/namespaces/default/workflows/{handle.id}"
     digest = requested["request"]["arguments_digest"]  # commands bind the decision to what was asked
     assert requested["commands"] == [f"signoff approve {handle.id} call_d --digest {digest}",
-                                     f"signoff deny {handle.id} call_d --digest {digest} --reason 'why not'"]  # fmt: skip
+                                     f"signoff deny {handle.id} call_d --digest {digest} --reason 'why not'"]
     assert requested["decision"] is None and datetime.fromisoformat(requested["sent_at"])
     text = requested["text"]
     assert "deploy" in text and '{"target": "web"}' in text and "approvers: alice" in text
