@@ -216,10 +216,23 @@ async def open_client(settings: ConnectionSettings) -> tuple[Client, EmbeddedSer
         print(f"signoff: started the embedded Temporal dev server at {server.address} "
               f"(data in {server.data_dir}/, Web UI {server.ui_url})", flush=True)
     try:
-        client = await connect(settings)
+        client = await (_connect_when_ready(settings) if server else connect(settings))
         await ensure_search_attributes(client, settings.namespace)
     except BaseException:
         if server:
             server.stop()
         raise
     return client, server
+
+
+async def _connect_when_ready(settings: ConnectionSettings, patience: float = 30.0) -> Client:
+    """Connect to a dev server that was just started: it listens before its frontend is
+    healthy ("Frontend is not healthy yet"), so a refusal is asked again for a while."""
+    deadline = asyncio.get_running_loop().time() + patience
+    while True:
+        try:
+            return await connect(settings)
+        except ConnectError:
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.2)
