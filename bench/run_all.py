@@ -17,6 +17,8 @@ FULL = [
     ("parked", ["--counts", "200,1000"]),
     ("crash_recovery", ["--runs", "10", "--repeats", "3"]),
     ("history_growth", ["--rounds", "1,10,50,200"]),
+    ("large_payloads", ["--runs", "6", "--rounds", "10"]),
+    ("governance", ["--runs", "30"]),
 ]
 QUICK = [
     ("round_overhead", ["--runs", "5", "--warmup", "1"]),
@@ -24,6 +26,8 @@ QUICK = [
     ("parked", ["--counts", "20", "--two-workers", "20"]),
     ("crash_recovery", ["--runs", "3", "--repeats", "1"]),
     ("history_growth", ["--rounds", "1,10"]),
+    ("large_payloads", ["--runs", "2", "--rounds", "3"]),
+    ("governance", ["--runs", "3", "--warmup", "1"]),
 ]
 
 
