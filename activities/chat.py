@@ -9,7 +9,6 @@ being retried: every retry would be another billed request with the same outcome
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 from temporalio.exceptions import ApplicationError
@@ -33,26 +32,24 @@ async def model_turn(
 ) -> ChatTurn:
     """One model turn: the transcript from memory, the model's answer, its gated calls.
 
-    The server is asked whether the run is a genuine AgentRun of this task queue while the
-    model answers, so the tool activity finds it known and the approval path pays nothing."""
+    When the answer has calls that need approval, the server is asked, in the background,
+    whether the run is a genuine AgentRun of this task queue, so the tool activity finds it
+    known and neither the pause nor the approval waits for it; other turns do not ask."""
     client = served.client(input.agent)
     transcript = await memory.transcript(input.transcript)
     snapshot, registry, first = await _snapshot(served, input, transcript)
     system = [ChatMessage.system(snapshot.instructions)] if snapshot.instructions else []
     options = ChatOptions(model=input.model, temperature=input.temperature)
-    checking = asyncio.ensure_future(callers.check(approved=True))
     try:
         async with heartbeating():
             response = await client.complete(system + transcript, snapshot.specs, options)
-    except BaseException as exc:
-        checking.cancel()
-        if isinstance(exc, ProviderError):
-            raise provider_failure(exc) from None
-        raise
-    await _settled(checking)
+    except ProviderError as exc:
+        raise provider_failure(exc) from None
     memory.keep_answer(response.message.model_copy(update={"role": "assistant"}))
     calls = response.message.tool_calls or []
     gated = gated_call_ids(snapshot, registry, calls)
+    if gated:
+        callers.prefetch()
     async with heartbeating():  # previews read files: bounded, but not instant
         shown = await previews(registry, calls, gated)
     turn = ChatTurn(response=response, gated=gated, previews=shown)
@@ -70,17 +67,6 @@ async def _snapshot(
         return taken.model, taken.registry, True
     run = await served.resolve(input.agent, input.snapshot_digest)
     return run.model, run.registry if run.own else None, False
-
-
-async def _settled(checking: asyncio.Future[None]) -> None:
-    """The caller check's outcome: a refusal stands; a failure to ask (the server busy) is
-    left for the tool activity, which asks again before it runs an approved call."""
-    try:
-        await checking
-    except ApplicationError:
-        raise
-    except Exception:  # a transient RPC failure here must not fail the turn
-        return
 
 
 def _check_size(turn: ChatTurn, budget: int | None) -> None:

@@ -15,6 +15,7 @@ The activity does not take the workflow's word for anything it can check itself:
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 
 from temporalio import activity
@@ -41,6 +42,15 @@ class Callers:
     def __init__(self, size: int = 1000) -> None:
         self._size = size
         self._known: OrderedDict[str, None] = OrderedDict()
+        self._asking: dict[str, asyncio.Task[None]] = {}
+
+    def prefetch(self) -> None:
+        """Start asking about the current activity's run in the background, so a later
+        `check` finds the answer (or waits for the same question, never asks twice)."""
+        info = activity.info()
+        key = f"{info.workflow_id}/{info.workflow_run_id}"
+        if key not in self._known and key not in self._asking:
+            self._ask(key)
 
     async def check(self, approved: bool) -> None:
         """Raise a non-retryable error unless the calling run is an AgentRun, and, for an
@@ -51,15 +61,30 @@ class Callers:
         key = f"{info.workflow_id}/{info.workflow_run_id}"
         if not approved or key in self._known:
             return  # a call that needs no approval is the agent's to make: one round trip saved
-        handle = activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
+        asking = self._asking.get(key) or self._ask(key)
+        await asyncio.shield(asking)
+
+    def _ask(self, key: str) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(self._describe(key))
+        self._asking[key] = task
+        task.add_done_callback(lambda done: self._asked(key, done))
+        return task
+
+    def _asked(self, key: str, done: asyncio.Task[None]) -> None:
+        self._asking.pop(key, None)
+        if not done.cancelled() and done.exception() is None:
+            self._known[key] = None
+            while len(self._known) > self._size:
+                self._known.popitem(last=False)
+
+    async def _describe(self, key: str) -> None:
+        info = activity.info()
+        handle = activity.client().get_workflow_handle(info.workflow_id or "", run_id=info.workflow_run_id)
         described = await handle.describe()
         if described.workflow_type != WORKFLOW_TYPE or described.task_queue != info.task_queue:
             raise _refusal(f"the run is a {described.workflow_type} on task queue {described.task_queue!r}")
         if described.status != WorkflowExecutionStatus.RUNNING:
             raise _refusal("the run is not running")
-        self._known[key] = None
-        while len(self._known) > self._size:
-            self._known.popitem(last=False)
 
 
 def _refusal(why: str) -> ApplicationError:

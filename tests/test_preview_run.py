@@ -13,7 +13,7 @@ from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.contract import RunOptions
 from signoff.messages import ApprovalRequestEvent, ChatMessage
-from signoff.tools import WorkspaceScope, default_tools
+from signoff.tools import ApprovalRequiredTool, ReadFile, WorkspaceScope, WriteFile, default_tools
 from tests.helpers import (
     Reply,
     ScriptedModelServer,
@@ -90,4 +90,34 @@ async def test_the_in_process_agent_shows_the_same_preview(tmp_path: Path) -> No
         f"remove_path would delete the directory {outside}/cache and everything in it: "
         "0 files, 1 directory, 0 symbolic links; 0 bytes in all.\n"
         "  (entries not listed: the directory is outside the workspace)"
+    )
+
+
+async def test_a_gated_write_inside_the_workspace_shows_its_diff(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """Where the file is readable without approval anyway (the workspace), the preview is a diff."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "hosts").write_text("127.0.0.1 localhost\n")
+    scope = WorkspaceScope(workspace)
+    careful = AgentBuilder("careful").with_tools([ApprovalRequiredTool(WriteFile(scope)), ReadFile(scope)]).build()
+
+    def script(request: ScriptedRequest) -> Reply:
+        if request.round == 1:
+            new = "127.0.0.1 localhost\n10.0.0.9 db\n"
+            return Reply.tool_calls([call("write_file", "call_w", path="hosts", content=new)])
+        return Reply.text("done")
+
+    with ScriptedModelServer(script) as model:
+        async with running_worker(client, task_queue, model, {"careful": careful}):
+            handle = await start_run(client, task_queue, agent="careful")
+            (write,) = await wait_pending(handle)
+            await handle.terminate()
+    assert write["preview"] == (
+        "--- hosts (now: 20 bytes, 1 line)\n"
+        "+++ hosts (after write_file: 32 bytes, 2 lines)\n"
+        "@@ -1 +1,2 @@\n"
+        " 127.0.0.1 localhost\n"
+        "+10.0.0.9 db"
     )
