@@ -37,7 +37,7 @@ async def model_turn(
     known and neither the pause nor the approval waits for it; other turns do not ask."""
     client = served.client(input.agent)
     transcript = await memory.transcript(input.transcript)
-    snapshot, registry, first = await _snapshot(served, input, transcript)
+    snapshot, registry, first_digest = await _snapshot(served, input, transcript)
     system = [ChatMessage.system(snapshot.instructions)] if snapshot.instructions else []
     options = ChatOptions(model=input.model, temperature=input.temperature)
     try:
@@ -53,20 +53,22 @@ async def model_turn(
     async with heartbeating():  # previews read files: bounded, but not instant
         shown = await previews(registry, calls, gated)
     turn = ChatTurn(response=response, gated=gated, previews=shown)
-    if first:
-        turn.snapshot, turn.snapshot_digest = snapshot, snapshot.digest()
+    if first_digest:
+        turn.snapshot, turn.snapshot_digest = snapshot, first_digest
     _check_size(turn, budget)
     return turn
 
 
 async def _snapshot(
     served: ServedAgents, input: ChatInput, transcript: list[ChatMessage]
-) -> tuple[RunSnapshot, ToolRegistry | None, bool]:
-    if input.snapshot_digest is None:  # the run's first turn takes the snapshot
+) -> tuple[RunSnapshot, ToolRegistry | None, str | None]:
+    """The run's snapshot, the tools to gate with, and (on the run's first turn, which takes
+    the snapshot) its digest."""
+    if input.snapshot_digest is None:
         taken = served.take(input.agent, transcript)
-        return taken.model, taken.registry, True
+        return taken.model, taken.registry, taken.digest
     run = await served.resolve(input.agent, input.snapshot_digest)
-    return run.model, run.registry if run.own else None, False
+    return run.model, run.registry if run.own else None, None
 
 
 def _check_size(turn: ChatTurn, budget: int | None) -> None:

@@ -47,7 +47,7 @@ class WorkerSetup:
             f"{name}/{tool.spec.name}"
             for name, agent in sorted(agents.items())
             for tool in agent.snapshot([]).model(name, self.limits, self.policies.merged_over(agent.policies)).tools
-            if tool.policy.verified
+            if tool.policy is not None and tool.policy.verified
         ]
         if needing:
             raise ConfigError(

@@ -57,11 +57,15 @@ def snapshot_of(
             spec=tool_spec(tool),
             idempotent=bool(tool.idempotent),
             gate=tool_gate(tool),
-            policy=book.for_tool(tool.name, tool_policy(tool)),
+            policy=_unless_default(book.for_tool(tool.name, tool_policy(tool))),
         )
         for tool in registry
     ]
     return RunSnapshot(agent=agent, instructions=instructions, tools=tools, limits=limits)
+
+
+def _unless_default(policy: ApprovalPolicy) -> ApprovalPolicy | None:
+    return None if policy.is_default else policy
 
 
 def needs_approval(entry: SnapshotTool | None, tool: Tool | None, arguments: Any) -> bool:

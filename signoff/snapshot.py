@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from signoff.digest import canonical_json, sha256_hex
 from signoff.limits import Limits
 from signoff.messages import ToolSpec
-from signoff.policy import ApprovalPolicy
+from signoff.policy import DEFAULT_POLICY, ApprovalPolicy
 
 Gate = Literal["always", "never", "per_call"]
 
@@ -25,7 +25,8 @@ class SnapshotTool(BaseModel):
     spec: ToolSpec
     idempotent: bool = False
     gate: Gate = "per_call"
-    policy: ApprovalPolicy = Field(default_factory=ApprovalPolicy)
+    policy: ApprovalPolicy | None = None
+    """None: the default policy (anyone may decide); kept out of the payload."""
 
 
 class NotifyPlan(BaseModel):
@@ -63,7 +64,7 @@ class RunSnapshot(BaseModel):
 
     @property
     def policies(self) -> dict[str, ApprovalPolicy]:
-        return {t.spec.name: t.policy for t in self.tools}
+        return {t.spec.name: t.policy or DEFAULT_POLICY for t in self.tools}
 
     def tool(self, name: str) -> SnapshotTool | None:
         return next((t for t in self.tools if t.spec.name == name), None)
