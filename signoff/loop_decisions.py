@@ -12,33 +12,17 @@ from datetime import datetime, timedelta
 
 from signoff import audit, authority
 from signoff.actions import DecisionError
-from signoff.approvals import ApprovalRecord, Grant, ToolApprovalRequest, ToolApprovalResponse
+from signoff.approvals import ApprovalRecord, Grant, ToolApprovalResponse
 from signoff.authority import Decider, Decision
-from signoff.loop_state import CallStatus, LoopState, PendingCall
-from signoff.messages import AgentEvent, ApprovalDecisionEvent, GrantEvent
+from signoff.loop_parts import LoopParts
+from signoff.loop_state import CallStatus, PendingCall
+from signoff.messages import ApprovalDecisionEvent, GrantEvent
 
 DENIED_WITHOUT_REASON = "User denied"
 
 
-class Decisions:
+class Decisions(LoopParts):
     """Decisions, grants and audit records of the waiting calls (a mixin of `AgentLoop`)."""
-
-    state: LoopState
-
-    def _emit(self, event: AgentEvent) -> None:
-        raise NotImplementedError
-
-    def _answer(self, entry: PendingCall, content: str) -> None:
-        raise NotImplementedError
-
-    def _waiting(self) -> list[PendingCall]:
-        raise NotImplementedError
-
-    def _entry(self, call_id: str) -> PendingCall | None:
-        raise NotImplementedError
-
-    def pending_requests(self) -> list[ToolApprovalRequest]:
-        raise NotImplementedError
 
     def decide(self, decisions: Sequence[ToolApprovalResponse | Decision], now: datetime) -> list[str]:
         """Apply decisions; returns the call ids they decided (or voted on).
@@ -218,4 +202,3 @@ class Decisions:
         if record is not None:
             return f"call {call_id!r} is already decided"
         return f"no pending call with id {call_id!r}"
-

@@ -13,31 +13,12 @@ from datetime import datetime
 from signoff.actions import DecisionError
 from signoff.approvals import ToolApprovalResponse
 from signoff.authority import Decider, Decision
-from signoff.loop_state import LoopState
-from signoff.messages import AgentEvent, ChatMessage, DecisionIgnoredEvent, ToolCall
+from signoff.loop_parts import LoopParts
+from signoff.messages import ChatMessage, DecisionIgnoredEvent, ToolCall
 
 
-class Resume:
+class Resume(LoopParts):
     """Reopening a transcript's open calls (a mixin of `AgentLoop`)."""
-
-    state: LoopState
-
-    def _emit(self, event: AgentEvent) -> None:
-        raise NotImplementedError
-
-    def _open_round(
-        self,
-        calls: list[ToolCall],
-        gated: set[str],
-        now: datetime,
-        *,
-        previews: Mapping[str, str],
-        answered: Mapping[str | None, str] | None = None,
-    ) -> None:
-        raise NotImplementedError
-
-    def decide(self, decisions: Sequence[ToolApprovalResponse | Decision], now: datetime) -> list[str]:
-        raise NotImplementedError
 
     def resume(
         self,

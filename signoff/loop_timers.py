@@ -12,36 +12,14 @@ from signoff import authority
 from signoff.actions import DecisionError
 from signoff.approvals import ToolApprovalRequest, ToolApprovalResponse
 from signoff.authority import Decider
-from signoff.loop_state import CallStatus, LoopState, PendingCall
-from signoff.messages import AgentEvent, ApprovalEscalatedEvent, ApprovalReminderEvent, DeadlineExtendedEvent
+from signoff.loop_parts import LoopParts
+from signoff.loop_state import CallStatus, PendingCall
+from signoff.messages import ApprovalEscalatedEvent, ApprovalReminderEvent, DeadlineExtendedEvent
 from signoff.policy import OnTimeout
 
 
-class Timers:
+class Timers(LoopParts):
     """Deadlines, reminders and escalation of the waiting calls (a mixin of `AgentLoop`)."""
-
-    state: LoopState
-
-    def _emit(self, event: AgentEvent) -> None:
-        raise NotImplementedError
-
-    def _waiting(self) -> list[PendingCall]:
-        raise NotImplementedError
-
-    def _entry(self, call_id: str) -> PendingCall | None:
-        raise NotImplementedError
-
-    def _why_not_pending(self, call_id: str) -> str:
-        raise NotImplementedError
-
-    def pending_requests(self) -> list[ToolApprovalRequest]:
-        raise NotImplementedError
-
-    def _settle_decision(
-        self, entry: PendingCall, response: ToolApprovalResponse, now: datetime, *, decider: Decider | None = None,
-        grant_id: str | None = None, timed_out: bool = False, outcome: str | None = None,
-    ) -> None:
-        raise NotImplementedError
 
     def due(self, now: datetime) -> None:
         """Fire what is due by `now`: reminders, escalations, and deadlines (with each
