@@ -23,6 +23,7 @@ _FANCY = {"call": "→", "result": "←", "wait": "⏸", "yes": "✔", "no": "�
 _PLAIN = {"call": "->", "result": "<-", "wait": "||", "yes": "+", "no": "x", "end": "#", "warn": "!", "info": "-"}
 _FANCY_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _PLAIN_FRAMES = "|/-\\"
+DEFAULT_WIDTH = 80  # for a terminal that does not say how wide it is
 # Exactly the sequences `Style.paint` writes: bold, dim and six colours, or the reset.
 _OWN_CODES = re.compile(r"\x1b\[(?:(?:[12]|3[1-6])(?:;(?:[12]|3[1-6]))*|0)m")
 
@@ -43,16 +44,18 @@ def _encodes(stream: TextIO, text: str) -> bool:
 
 
 def terminal_width(stream: TextIO, environ: Mapping[str, str] | None = None) -> int | None:
-    """Columns to wrap at: `COLUMNS`, else the terminal's; None (no wrapping) off a terminal."""
+    """Columns to wrap at: `COLUMNS`, else the terminal's (80 when it reports none, as a pty
+    without a window size does); None (no wrapping) off a terminal."""
     env = os.environ if environ is None else environ
     if (columns := env.get("COLUMNS", "")).isdigit() and int(columns) >= 20:
         return int(columns)
     if not is_tty(stream):
         return None
     try:
-        return max(20, os.get_terminal_size(stream.fileno()).columns)
+        width = os.get_terminal_size(stream.fileno()).columns
     except (OSError, ValueError, AttributeError):
         return None
+    return max(20, width) if width else DEFAULT_WIDTH
 
 
 class Style:

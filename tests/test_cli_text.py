@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import fcntl
 import io
+import os
+import pty
+import struct
+import termios
 
 from signoff.approvals import ToolApprovalRequest
 from signoff.cli.calls import approval_block, approval_prompt, render_ack
-from signoff.cli.style import Console, Style, inert
+from signoff.cli.style import DEFAULT_WIDTH, Console, Style, inert, terminal_width
 from signoff.cli.text import CONTINUED, value_lines, wrap
 from signoff.contract import DecidedCall, DecisionAck
 from signoff.digest import arguments_digest
@@ -86,3 +91,23 @@ def test_with_colours_only_the_styles_own_codes_pass() -> None:
     style = Style(colour=True)
     painted = style.paint("ok", "green", "bold") + " then \x1b]0;title\x07 and \x1b[8mhidden"
     assert inert(painted, colour=True) == "\x1b[32;1mok\x1b[0m then \\x1b]0;title\\x07 and \\x1b[8mhidden"
+
+
+def _pty_of(columns: int) -> tuple[int, int]:
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    return master, slave
+
+
+def test_the_width_is_the_terminals_and_a_terminal_without_one_gets_the_default() -> None:
+    """A pty that reports 0 columns (`script`, some consoles and containers) wraps at 80,
+    not at the 20-column minimum; COLUMNS still wins, and off a terminal nothing wraps."""
+    for columns, expected in ((132, 132), (0, DEFAULT_WIDTH), (8, 20)):
+        master, slave = _pty_of(columns)
+        try:
+            with os.fdopen(os.dup(slave), "w") as stream:
+                assert terminal_width(stream, environ={}) == expected
+                assert terminal_width(stream, environ={"COLUMNS": "60"}) == 60
+        finally:
+            os.close(master), os.close(slave)
+    assert terminal_width(io.StringIO(), environ={}) is None
