@@ -15,7 +15,9 @@ from typing import Literal
 
 from signoff.approvals import ToolApprovalRequest
 
-MIN_PREFIX = 8
+MIN_PREFIX = 16
+"""64 bits: a model steered to find other arguments with the prefix an operator was given
+would need ~2^64 hashes (8 characters, 32 bits, take minutes on one core)."""
 DIGEST_TEXT = re.compile(rf"[0-9a-f]{{{MIN_PREFIX},64}}")
 Source = Literal["shown", "given", "now"]
 Mode = Literal["named", "only", "all"]
@@ -51,7 +53,7 @@ class Refusal(Exception):
 
 
 def digest_text(text: str) -> str:
-    """A `--digest` value: lowercase hex, the whole digest or a prefix of at least 8.
+    """A `--digest` value: lowercase hex, the whole digest or a prefix of at least 16.
 
     Raises:
         ValueError: anything else.

@@ -260,6 +260,7 @@ async def test_demo_yes_runs_end_to_end(cli: Cli, tmp_path: Path) -> None:
         ["deny", "--tool", "run_command", "some-run"],
         ["approve", "some-run", "--all", "--digest", "0123456789abcdef"],
         ["approve", "some-run", "call_1", "--digest", "0123"],  # too short to bind
+        ["approve", "some-run", "call_1", "--digest", "0123abcd"],  # 32 bits: a model could search for a match
         ["approve", "some-run", "call_1", "--grant-uses", "2"],
         ["extend", "some-run", "call_1", "--seconds", "-5"],
     ],

@@ -51,7 +51,7 @@ def test_several_pending_calls_need_a_name_and_are_shown() -> None:
 
 
 def test_a_digest_prefix_binds_the_call_it_names() -> None:
-    prefix = OTHER.arguments_digest[:8]
+    prefix = OTHER.arguments_digest[:16]
     assert plan("r", [ECHO, OTHER], {}, digest=prefix).targets == [
         Target("call_2", OTHER.arguments_digest, OTHER, "given")
     ]
@@ -60,10 +60,10 @@ def test_a_digest_prefix_binds_the_call_it_names() -> None:
 
 def test_a_digest_that_does_not_match_decides_nothing() -> None:
     with pytest.raises(Refusal) as refused:
-        plan("r", [RM], {}, "call_1", digest=ECHO.arguments_digest[:12])
+        plan("r", [RM], {}, "call_1", digest=ECHO.arguments_digest[:16])
     assert RM.arguments_digest in str(refused.value) and refused.value.show == [RM]
     with pytest.raises(Refusal):
-        plan("r", [RM], {}, digest=ECHO.arguments_digest[:12])
+        plan("r", [RM], {}, digest=ECHO.arguments_digest[:16])
 
 
 def test_a_whole_digest_is_sent_for_the_run_to_judge() -> None:
@@ -84,7 +84,9 @@ def test_digest_text_refuses_what_cannot_bind(text: str) -> None:
 
 
 def test_digest_text_takes_prefixes_and_upper_case() -> None:
-    assert digest_text(" ABCDEF0123 ") == "abcdef0123"
+    assert digest_text(" ABCDEF0123456789 ") == "abcdef0123456789"
+    with pytest.raises(ValueError, match="16"):
+        digest_text("abcdef01")  # 32 bits: arguments with this prefix are found in minutes
 
 
 # --- the record of what was shown ----------------------------------------------------

@@ -242,9 +242,9 @@ def test_parser_reads_each_command() -> None:
     args = parser.parse_args(["deny", "r", "c", "--reason", "why"])
     assert (args.command, args.run, args.call, args.reason, args.all) == ("deny", "r", "c", "why", False)
     args = parser.parse_args(["approve", "--query", "SignoffAgent='ops'", "--tool", "run_command",
-                              "--older-than", "2h", "--yes", "--digest", "ABCDEF0123"])  # fmt: skip
+                              "--older-than", "2h", "--yes", "--digest", "ABCDEF0123456789"])  # fmt: skip
     assert (args.run, args.query, args.tool, args.older_than, args.yes, args.digest) == (
-        None, "SignoffAgent='ops'", "run_command", timedelta(hours=2), True, "abcdef0123")
+        None, "SignoffAgent='ops'", "run_command", timedelta(hours=2), True, "abcdef0123456789")
     args = parser.parse_args(["audit", "r", "--verify", "--file", "t.json"])
     assert (args.command, args.verify, args.file, args.json) == ("audit", True, "t.json", False)
     args = parser.parse_args(["extend", "r", "c", "--seconds", "90", "--token", "T"])

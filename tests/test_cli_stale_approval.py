@@ -98,7 +98,7 @@ async def test_approve_without_a_call_refuses_a_call_never_shown_when_nobody_can
         (request,) = await wait_pending(handle)
         refused = await cli("approve", handle.id, "--yes", stdin=stdin)
         still = await handle.query("pending_approvals")
-        bound = await cli("approve", handle.id, "--digest", request["arguments_digest"][:8])
+        bound = await cli("approve", handle.id, "--digest", request["arguments_digest"][:16])
         await handle.result()
     assert refused.code == 2, refused
     assert '"command": "echo hi"' in refused.out  # printed whole
