@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import inspect
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import pytest
 from temporalio.client import Client
@@ -12,6 +16,31 @@ from temporalio.testing import WorkflowEnvironment
 
 from signoff.runtime.devserver import find_temporal_binary
 from signoff.workflows.record import SEARCH_ATTRIBUTE_KEYS
+
+# pytest-timeout's alarm fires inside the event loop's select(), outside the test's task: the task
+# is left pending in the session loop, its workers and model servers open, and later tests (or
+# the loop's teardown) can hang behind it. An async test is given a deadline of its own inside
+# the loop instead, so a hung test is cancelled and its `async with` blocks close; pytest-timeout
+# (pyproject.toml, 300 s) stays the backstop for synchronous tests.
+ASYNC_TEST_TIMEOUT = 240.0
+
+
+def _with_deadline(test: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    @functools.wraps(test)
+    async def bounded(**kwargs: Any) -> Any:
+        try:
+            async with asyncio.timeout(ASYNC_TEST_TIMEOUT):
+                return await test(**kwargs)
+        except TimeoutError:
+            pytest.fail(f"timed out after {ASYNC_TEST_TIMEOUT:.0f} s (cancelled inside the event loop)")
+
+    return bounded
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(item.obj):
+            item.obj = _with_deadline(item.obj)
 
 
 async def start_dev_server(*extra_args: str) -> WorkflowEnvironment:
