@@ -24,6 +24,9 @@ imports nothing that does. `AgentLoop` owns the rounds; how a waiting call is se
 (decisions, grants, audit records) is its mixin in `signoff.loop_decisions`, its timers
 in `signoff.loop_timers`; the rules of who may decide are `signoff.authority`, the audit
 chain `signoff.audit`, the transcript budget `signoff.budget`.
+
+Why over 300 lines: the round's rules above are one algorithm with one invariant (a tool
+message per call, in order); split further, each half would have to restate it.
 """
 
 from __future__ import annotations

@@ -5,12 +5,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
 
 from signoff.agent import AgentBuilder
 from signoff.contract import AgentRunResult, RunOptions
@@ -115,6 +116,25 @@ async def test_run_gives_the_web_ui_a_summary(client: Client, task_queue: str, t
     assert await described.static_summary() == "default: Delete the directory /tmp/logs"
     summary = await long.static_summary()
     assert summary is not None and summary.startswith("default: Summarise the logs xxx") and len(summary) == 80
+
+
+def summaries(history: WorkflowHistory) -> list[str]:
+    """The Timeline's labels: the summary of each activity and timer started, in order."""
+    started = ("activity_task_scheduled_event_attributes", "timer_started_event_attributes")
+    return [json.loads(event.user_metadata.summary.data) for event in history.events
+            if event.WhichOneof("attributes") in started]  # fmt: skip
+
+
+async def test_activities_and_timers_carry_summaries_for_the_timeline(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with served(client, task_queue, tmp_path):
+        handle = await start_run(client, task_queue, options=RunOptions(approval_timeout_seconds=600))
+        await wait_pending(handle)
+        await handle.signal("tool_approval", {"call_id": "call_1", "approved": True})
+        await asyncio.wait_for(handle.result(), 60)
+        labels = summaries(await handle.fetch_history())
+    assert labels == ["model turn 1", "deadline for call_1", "run_command: echo hi", "model turn 2"], labels
 
 
 @tool(approval=ApprovalPolicy(quorum=2, timeout_seconds=3600),
