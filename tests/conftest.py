@@ -6,7 +6,8 @@ import asyncio
 import functools
 import inspect
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from signoff.runtime.devserver import find_temporal_binary
 from signoff.workflows.record import SEARCH_ATTRIBUTE_KEYS
+from tests.processes import Processes
 
 # pytest-timeout's alarm fires inside the event loop's select(), outside the test's task: the task
 # is left pending in the session loop, its workers and model servers open, and later tests (or
@@ -67,6 +69,30 @@ def client(env: WorkflowEnvironment) -> Client:
 @pytest.fixture
 def task_queue() -> str:
     return f"tq-{uuid.uuid4()}"
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    """A workspace directory for file-tool tests, beside `outside`."""
+    (tmp_path / "ws").mkdir()
+    return tmp_path / "ws"
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    (tmp_path / "outside").mkdir()
+    return tmp_path / "outside"
+
+
+@pytest.fixture
+def procs(tmp_path: Path) -> Iterator[Processes]:
+    """Every process a test starts; their output is printed (shown when the test fails)."""
+    processes = Processes(tmp_path)
+    try:
+        yield processes
+    finally:
+        processes.cleanup()
+        print(processes.report())
 
 
 @pytest.fixture(scope="session")

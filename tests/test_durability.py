@@ -34,17 +34,6 @@ RESULT_TIMEOUT = 30.0
 
 
 @pytest.fixture
-def procs(tmp_path: Path) -> Iterator[Processes]:
-    """Every process a test starts; their output is printed (shown when the test fails)."""
-    processes = Processes(tmp_path)
-    try:
-        yield processes
-    finally:
-        processes.cleanup()
-        print(processes.report())
-
-
-@pytest.fixture
 def address(client: Client) -> str:
     return client.service_client.config.target_host
 

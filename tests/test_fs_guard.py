@@ -32,18 +32,6 @@ __all__ = ["resolver"]  # a fixture, used by name
 HANG_GUARD = 30  # seconds: only to turn a hang into a failure, never a measurement
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    (tmp_path / "ws").mkdir()
-    return tmp_path / "ws"
-
-
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    (tmp_path / "outside").mkdir()
-    return tmp_path / "outside"
-
-
 def scope(ws: Path, policy: ScopePolicy) -> WorkspaceScope:
     return WorkspaceScope(ws, policy)
 

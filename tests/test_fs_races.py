@@ -30,18 +30,6 @@ ATTEMPTS = 300
 MAX_ATTEMPTS = 5000  # a race that never showed both outcomes by then did not race
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    (tmp_path / "ws").mkdir()
-    return tmp_path / "ws"
-
-
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    (tmp_path / "outside").mkdir()
-    return tmp_path / "outside"
-
-
 def write_call(i: int, path: str) -> ToolCall:
     arguments = json.dumps({"path": path, "content": "x"})
     return ToolCall(id=f"call_{i}", name="write_file", arguments=arguments)

@@ -25,18 +25,6 @@ from tests.fs_helpers import resolver
 __all__ = ["resolver"]  # a fixture, used by name
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    (tmp_path / "ws").mkdir()
-    return tmp_path / "ws"
-
-
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    (tmp_path / "outside").mkdir()
-    return tmp_path / "outside"
-
-
 def call(name: str, **arguments: object) -> ToolCall:
     return ToolCall(id="call_1", name=name, arguments=json.dumps(arguments))
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from temporalio.client import Client
 
 from tests.helpers import (
@@ -19,16 +17,6 @@ from tests.helpers import (
 from tests.processes import READY, Processes, clean_env
 from tests.receiver import Receiver
 from tests.waiting import wait_until
-
-
-@pytest.fixture
-def procs(tmp_path: Path) -> Iterator[Processes]:
-    processes = Processes(tmp_path)
-    try:
-        yield processes
-    finally:
-        processes.cleanup()
-        print(processes.report())
 
 
 def one_command(request: ScriptedRequest) -> Reply:

@@ -8,8 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from signoff.tools import (
     ApprovalRequiredTool,
     RemovePath,
@@ -25,18 +23,6 @@ __all__ = ["racers", "resolver"]  # fixtures, used by name
 ATTEMPTS = 300
 MAX_ATTEMPTS = 5000  # a race that never showed both outcomes by then did not race
 FAILED = ("write_file would fail", "remove_path would fail")
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    (tmp_path / "ws").mkdir()
-    return tmp_path / "ws"
-
-
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    (tmp_path / "outside").mkdir()
-    return tmp_path / "outside"
 
 
 async def previews_until_both(

@@ -22,18 +22,6 @@ from tests.fs_helpers import resolver
 __all__ = ["resolver"]  # a fixture, used by name
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    (tmp_path / "ws").mkdir()
-    return tmp_path / "ws"
-
-
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    (tmp_path / "outside").mkdir()
-    return tmp_path / "outside"
-
-
 def writer(ws: Path, policy: ScopePolicy = ScopePolicy.APPROVE_OUTSIDE) -> WriteFile:
     return WriteFile(WorkspaceScope(ws, policy))
 

@@ -11,18 +11,6 @@ from signoff.errors import ConfigError
 from signoff.tools import ScopeDecision, ScopePolicy, WorkspaceScope, WriteFile
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    (tmp_path / "ws").mkdir()
-    return tmp_path / "ws"
-
-
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    (tmp_path / "outside").mkdir()
-    return tmp_path / "outside"
-
-
 def test_relative_path_resolves_under_root(ws: Path) -> None:
     assert WorkspaceScope(ws).resolve("a/b.txt") == Path(os.path.realpath(ws)) / "a" / "b.txt"
 

@@ -53,16 +53,6 @@ async def mtls_proxy(upstream: str, certs: Certs) -> AsyncIterator[TlsProxy]:
 
 
 @pytest.fixture
-def procs(tmp_path: Path) -> Iterator[Processes]:
-    processes = Processes(tmp_path)
-    try:
-        yield processes
-    finally:
-        processes.cleanup()
-        print(processes.report())
-
-
-@pytest.fixture
 def model() -> Iterator[ScriptedModelServer]:
     def run_then_report(request: ScriptedRequest) -> Reply:
         if request.round == 1:

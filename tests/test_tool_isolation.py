@@ -37,16 +37,6 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="switching to another 
 
 
 @pytest.fixture
-def procs(tmp_path: Path) -> Iterator[Processes]:
-    processes = Processes(tmp_path)
-    try:
-        yield processes
-    finally:
-        processes.cleanup()
-        print(processes.report())
-
-
-@pytest.fixture
 def model() -> Iterator[ScriptedModelServer]:
     def run_then_report(request: ScriptedRequest) -> Reply:
         if request.round == 1:

@@ -3,23 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from temporalio.client import Client
 
 from tests.processes import READY, Processes, clean_env
-
-
-@pytest.fixture
-def procs(tmp_path: Path) -> Iterator[Processes]:
-    processes = Processes(tmp_path)
-    try:
-        yield processes
-    finally:
-        processes.cleanup()
-        print(processes.report())
 
 
 def env_for(client: Client, tmp_path: Path, task_queue: str, **extra: str | Path) -> dict[str, str]:
