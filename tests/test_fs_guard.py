@@ -244,6 +244,30 @@ async def test_a_configured_secret_file_is_not_removed(ws: Path, key_file: Path)
     assert result.is_error and key_file.exists()
 
 
+@pytest.mark.parametrize("how", ["the file itself", "a hard link to it"])
+async def test_a_tree_holding_a_secret_file_is_not_removed_at_all(
+    resolver: str, ws: Path, outside: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Inside the workspace nobody is asked; the guard, not the scope, keeps the key."""
+    (ws / "cfg" / "deep").mkdir(parents=True)
+    for name in ("a.txt", "z.txt", "deep/b.txt"):
+        (ws / "cfg" / name).write_text("ordinary")
+    if how == "the file itself":
+        (ws / "cfg" / "deep" / "llm.key").write_text("sk-very-secret")
+        monkeypatch.setenv("SIGNOFF_LLM_API_KEY_FILE", str(ws / "cfg" / "deep" / "llm.key"))
+    else:
+        (outside / "llm.key").write_text("sk-very-secret")
+        os.link(outside / "llm.key", ws / "cfg" / "deep" / "llm.key")
+        monkeypatch.setenv("SIGNOFF_LLM_API_KEY_FILE", str(outside / "llm.key"))
+    remove = RemovePath(scope(ws, ScopePolicy.DENY))
+    arguments = {"path": "cfg", "recursive": True}
+    assert not remove.requires_approval(arguments)
+    result = await remove.execute(arguments)
+    assert result.is_error and "'cfg/deep/llm.key' is the worker's own secret file" in result.content, result
+    kept = sorted(str(p.relative_to(ws)) for p in (ws / "cfg").rglob("*"))
+    assert kept == ["cfg/a.txt", "cfg/deep", "cfg/deep/b.txt", "cfg/deep/llm.key", "cfg/z.txt"]
+
+
 @pytest.mark.parametrize("variable", SECRET_FILE_ENV)
 async def test_every_secret_file_variable_is_honoured(
     ws: Path, outside: Path, variable: str, monkeypatch: pytest.MonkeyPatch

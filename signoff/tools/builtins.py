@@ -156,8 +156,9 @@ class RemovePath(FileTool):
     """Removes a file or symlink, or a directory tree when `recursive` is true.
 
     A symlink is removed itself, never what it points to; a tree is removed through
-    descriptors (`fs.remove_tree`), without following links. The workspace
-    root itself is never removed: every later call would fail.
+    descriptors (`fs.remove_tree`), without following links; a tree holding one of the
+    worker's secret files or a system filesystem is refused before anything in it is
+    removed. The workspace root itself is never removed: every later call would fail.
     """
 
     name = "remove_path"
@@ -174,7 +175,7 @@ class RemovePath(FileTool):
         return self.preview_of(arguments, self.show)
 
     def run(self, place: Place, args: RemovePathArguments) -> ToolResult:
-        return self._at_target(place, args, _remove)
+        return self._at_target(place, args, functools.partial(_remove, place.guard))
 
     def show(self, place: Place, args: RemovePathArguments) -> ToolResult:
         """What `run` would remove, found by the same checks, reading only entries' metadata."""
@@ -247,13 +248,14 @@ class ListDir(FileTool):
 _Act = Callable[[int, str, os.stat_result, RemovePathArguments], ToolResult]
 
 
-def _remove(dir_fd: int, name: str, found: os.stat_result, args: RemovePathArguments) -> ToolResult:
+def _remove(guard: Guard, dir_fd: int, name: str, found: os.stat_result, args: RemovePathArguments) -> ToolResult:
     if not stat.S_ISDIR(found.st_mode):
         os.unlink(name, dir_fd=dir_fd)
         return ToolResult(content=f"removed {args.path}")
     if not args.recursive:
         return _needs_recursive(args.path)
-    remove_tree(dir_fd, name)
+    above = os.path.dirname(args.path)
+    remove_tree(dir_fd, name, lambda path, entry: guard.check_entry(os.path.join(above, path), entry))
     return ToolResult(content=f"removed directory {args.path} and everything in it")
 
 

@@ -25,6 +25,8 @@ import errno
 import functools
 import os
 import platform
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -257,29 +259,46 @@ def make_dirs_beneath(
     return here
 
 
-def remove_tree(dir_fd: int, name: str) -> None:
+def _anything(path: str, found: os.stat_result) -> None:
+    """A `remove_tree` check that keeps nothing."""
+
+
+def remove_tree(dir_fd: int, name: str, check: Callable[[str, os.stat_result], None] = _anything) -> None:
     """Remove directory `name` of `dir_fd` and everything in it, following no link.
 
     Each level is opened `O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK` relative to its parent's
     descriptor, so a link met on the way is removed itself, and an entry swapped for a
     FIFO fails the call instead of blocking it (as `shutil.rmtree`'s plain open could).
+    `check(path, stat)` sees every entry below `name` (path relative to `name`'s parent) and
+    raises to keep it: the whole tree is checked before anything is removed, and each entry
+    again just before it is, so what it refuses stays even if it appears meanwhile.
 
     Raises:
         OSError: something could not be removed (what was removed before stays removed).
+        Exception: whatever `check` raised (nothing was removed if the first pass raised).
     """
+    _walk_tree(dir_fd, name, name, check, remove=False)
+    _walk_tree(dir_fd, name, name, check, remove=True)
+
+
+def _walk_tree(
+    dir_fd: int, name: str, shown: str, check: Callable[[str, os.stat_result], None], *, remove: bool
+) -> None:
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     fd = os.open(name, flags, dir_fd=dir_fd)
     try:
         with os.scandir(fd) as found:
-            entries = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in found]
-        for entry, is_directory in entries:
-            if is_directory:
-                remove_tree(fd, entry)
-            else:
+            entries = [(entry.name, entry.stat(follow_symlinks=False)) for entry in found]
+        for entry, info in entries:
+            check(f"{shown}/{entry}", info)
+            if stat.S_ISDIR(info.st_mode):
+                _walk_tree(fd, entry, f"{shown}/{entry}", check, remove=remove)
+            elif remove:
                 os.unlink(entry, dir_fd=fd)
     finally:
         os.close(fd)
-    os.rmdir(name, dir_fd=dir_fd)
+    if remove:
+        os.rmdir(name, dir_fd=dir_fd)
 
 
 __all__ = [

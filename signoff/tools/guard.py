@@ -116,6 +116,16 @@ class Guard:
             raise Refusal(_system_message(shown, tree or "a system filesystem"))
         self.check_secret(shown, found)
 
+    def check_entry(self, shown: str, found: os.stat_result) -> None:
+        """Refuse an entry met inside a tree: on a system filesystem, or a secret file.
+
+        Raises:
+            Refusal: it is.
+        """
+        if found.st_dev in self.devices:
+            raise Refusal(_system_message(shown, "a system filesystem"))
+        self.check_secret(shown, found)
+
     def check_secret(self, shown: str, found: os.stat_result) -> None:
         """Refuse `found` if it is one of the worker's secret files (by device and inode).
 

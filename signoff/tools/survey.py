@@ -187,7 +187,8 @@ def describe_tree(shown: str, survey: TreeSurvey, *, listed: bool = True) -> str
     )
     lines = [f"remove_path would delete the directory {visible(shown)} and everything in it: {counts}."]
     lines += [f"Counts are a lower bound: {why}." for why in survey.stopped]
-    lines += [f"Among them, the worker's own secret file {secret}." for secret in survey.secrets]
+    lines += [f"Among them, the worker's own secret file {secret}. File tools never remove it: the removal "
+              "would be refused." for secret in survey.secrets]  # fmt: skip
     if not listed:
         return "\n".join([*lines, "  (entries not listed: the directory is outside the workspace)"])
     lines += ["  " + entry for entry in survey.shown]
