@@ -77,7 +77,7 @@ class ServedAgents:
         self.limits = settings.limits
         self.policies = settings.policies
         self._taken: OrderedDict[str, Taken] = OrderedDict()
-        self._foreign: dict[str, RunSnapshot] = {}
+        self._foreign: OrderedDict[str, Resolved] = OrderedDict()
         self._made: OrderedDict[tuple[object, ...], Taken] = OrderedDict()
 
     def agent(self, name: str) -> ChatClientAgent:
@@ -133,15 +133,33 @@ class ServedAgents:
 
     async def resolve(self, name: str, digest: str) -> Resolved:
         """The run's snapshot `digest` of agent `name`: this worker's if it can reproduce it,
-        else the run's own from its history (the `agent_snapshot` query)."""
+        else the run's own from its history (the `agent_snapshot` query).
+
+        What a run answers is kept (for every run of that snapshot) only if it hashes to
+        `digest`: a workflow that answers with another snapshot cannot plant it for others.
+
+        Raises:
+            ApplicationError: non-retryable, the run's snapshot does not match its digest.
+        """
+        foreign = self._foreign.get(digest)
+        if foreign is not None:
+            self._foreign.move_to_end(digest)
+            return foreign
         found = self.own(name, digest)
         if found is not None:
             return found
-        if digest not in self._foreign:
-            info = activity.info()
-            handle = activity.client().get_workflow_handle(info.workflow_id or "", run_id=info.workflow_run_id)
-            self._foreign[digest] = await handle.query(QUERY_SNAPSHOT, result_type=RunSnapshot)
-        return Resolved(self._foreign[digest], self.agent(name).snapshot([]).registry, own=False)
+        info = activity.info()
+        handle = activity.client().get_workflow_handle(info.workflow_id or "", run_id=info.workflow_run_id)
+        model = await handle.query(QUERY_SNAPSHOT, result_type=RunSnapshot)
+        if model is None or model.digest() != digest:
+            raise ApplicationError(
+                f"the run's agent_snapshot does not match its snapshot digest {digest[:16]}",
+                type="SnapshotMismatch", non_retryable=True,
+            )
+        foreign = self._foreign[digest] = Resolved(model, self.agent(name).snapshot([]).registry, own=False)
+        while len(self._foreign) > SNAPSHOTS_REMEMBERED:
+            self._foreign.popitem(last=False)
+        return foreign
 
     def _remember(self, taken: Taken) -> None:
         self._taken[taken.digest] = taken

@@ -8,6 +8,7 @@ the real dev server, through the plain `temporal` CLI where a stranger would use
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import uuid
 from datetime import timedelta
@@ -19,8 +20,11 @@ from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.common import RawValue
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
+from signoff.activities.served import ServedAgents
 from signoff.digest import arguments_digest
 from signoff.runtime.devserver import find_temporal_binary
 from signoff.snapshot import RunSnapshot
@@ -232,3 +236,42 @@ async def test_a_foreign_workflow_with_the_real_snapshot_meets_the_gate(
             await real.terminate()
     assert "needs approval now and was not approved" in answer
     assert not (tmp_path / "pwned").exists()
+
+
+@workflow.defn(name="SnapshotLiar")
+class SnapshotLiar:
+    """Answers `agent_snapshot` with whatever snapshot it was started with."""
+
+    def __init__(self) -> None:
+        self._snapshot: dict[str, Any] = {}
+
+    @workflow.run
+    async def run(self, snapshot: dict[str, Any]) -> None:
+        self._snapshot = snapshot
+        await workflow.wait_condition(lambda: False)
+
+    @workflow.query(name="agent_snapshot")
+    def agent_snapshot(self) -> dict[str, Any]:
+        return self._snapshot
+
+
+async def test_a_snapshot_that_does_not_hash_to_the_runs_digest_is_refused_and_not_kept(
+    client: Client, tmp_path: Path
+) -> None:
+    """A worker that cannot rebuild a run's snapshot asks the run; an answer filed under another
+    run's digest would let its calls skip the gate, so only an answer with that digest is kept."""
+    served = ServedAgents(agents_for(tmp_path))
+    crafted = served.take("default", []).model.model_copy(update={"instructions": "crafted"})
+    queue = f"liar-{uuid.uuid4()}"
+    async with Worker(client, task_queue=queue, workflows=[SnapshotLiar], workflow_runner=UnsandboxedWorkflowRunner()):
+        liar = await client.start_workflow(
+            SnapshotLiar.run, crafted.model_dump(mode="json"), id=f"liar-{uuid.uuid4()}", task_queue=queue
+        )
+        activities = ActivityEnvironment(client)
+        activities.info = dataclasses.replace(activities.info, workflow_id=liar.id, workflow_run_id=liar.result_run_id)
+        with pytest.raises(ApplicationError) as refused:
+            await activities.run(served.resolve, "default", "e" * 64)
+        kept = await activities.run(served.resolve, "default", crafted.digest())
+        await liar.terminate()
+    assert refused.value.type == "SnapshotMismatch" and refused.value.non_retryable
+    assert (kept.own, kept.model.instructions) == (False, "crafted")  # its own digest: harmless, it is that run's
