@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from signoff.approvals import GrantMatch
-from signoff.cli.binding import digest_text
+from signoff.cli.binding import MIN_PREFIX, digest_text
 from signoff.cli.demo import DEMO_PROMPT
 from signoff.cli.token import ENV_TOKEN, add_token_parser, parse_duration
 
@@ -86,7 +86,8 @@ def _add_decide(sub: Any, common: argparse.ArgumentParser, name: str) -> None:
     p.add_argument("run", nargs="?", help="workflow id of the run (or use --query)")
     p.add_argument("call", nargs="?", help="call id (default: the only pending call, if you were shown it)")
     p.add_argument("--all", action="store_true", help=f"{name} every pending call you were shown")
-    p.add_argument("--digest", type=_digest, metavar="HEX", help="the call's arguments_digest (or 8+ first hex chars)")
+    p.add_argument("--digest", type=_digest, metavar="HEX",
+                   help=f"the call's arguments_digest (or its first {MIN_PREFIX}+ hex characters)")
     p.add_argument("--yes", action="store_true", help="do not ask before deciding calls that are bound")
     p.add_argument("--reason", help="recorded in the audit trail" + ("" if name == "approve" else
                                                                       "; the model is told: Rejected: <reason>"))

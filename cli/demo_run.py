@@ -30,8 +30,8 @@ from signoff.contract import AgentRunInput
 from signoff.defaults import default_agent
 from signoff.errors import ConfigError
 from signoff.links import ui_root
+from signoff.runtime.connection import ConnectError, open_client
 from signoff.runtime.devserver import EmbeddedServer
-from signoff.runtime.worker import build_worker, open_client
 from signoff.tools.scope import WorkspaceScope
 
 if TYPE_CHECKING:
@@ -50,6 +50,8 @@ def demo_decider(args: argparse.Namespace, console: Console) -> Decider:
 async def run_demo(client: Client, ctx: Context, args: argparse.Namespace, model: str,
                    chat: Callable[[], ChatClient], started: bool) -> int:
     """Serve the demo's run with an in-process worker; on Ctrl-C cancel the run cleanly."""
+    from signoff.runtime.worker import build_worker  # the worker stack: only the demo needs it
+
     workspace, task_queue = demo_workspace(), f"signoff-demo-{uuid.uuid4().hex[:8]}"
     ui = ui_root(ctx.settings.address, ctx.ui_base)
     ctx.console.print(*demo_banner(ctx.console.style, ctx.settings.address, started, ui, model, workspace, task_queue))
@@ -71,6 +73,8 @@ async def run_demo(client: Client, ctx: Context, args: argparse.Namespace, model
 async def _temporal_for_demo(ctx: Context) -> tuple[Client, EmbeddedServer | None]:
     try:
         return await open_client(ctx.settings)
+    except ConnectError as exc:  # it names the address itself
+        raise CommandError(str(exc)) from None
     except (ConfigError, RuntimeError) as exc:
         raise CommandError(f"cannot reach or start Temporal at {ctx.settings.address}: {exc}") from None
 

@@ -43,14 +43,13 @@ from signoff.neutral import neutralise
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.devserver import DEFAULT_ADDRESS
 from signoff.runtime.storage import storage_problem
-from signoff.runtime.worker import WorkerSettings
 
 
 @dataclasses.dataclass(frozen=True)
 class Context:
     """What every command needs: where Temporal is, and where to write."""
 
-    settings: WorkerSettings
+    settings: ConnectionSettings
     console: Console
     ui_base: str | None = None
 
@@ -91,17 +90,13 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Context], Coroutine[Any, Any, 
     "grants": cmd_grants,
     "revoke": cmd_revoke,
     "demo": cmd_demo,
-    "token": cmd_token,
 }
 
 
-def settings_from(args: argparse.Namespace) -> WorkerSettings:
+def settings_from(args: argparse.Namespace) -> ConnectionSettings:
     """Temporal's client configuration (profile, environment), the flags on top."""
     try:
-        return ConnectionSettings.load(  # commands that never reach Temporal (token) have no connection flags
-            profile=getattr(args, "profile", None), address=getattr(args, "address", None),
-            namespace=getattr(args, "namespace", None),
-        )
+        return ConnectionSettings.load(profile=args.profile, address=args.address, namespace=args.namespace)
     except ConfigError as exc:
         raise CommandError(str(exc), 2) from None
 
@@ -128,6 +123,8 @@ def _main(argv: Sequence[str] | None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else 2
+    if args.command == "token":  # tokens need no server, nor its settings
+        return asyncio.run(cmd_token(args))
     try:
         ctx = Context(settings_from(args), Console())
         return asyncio.run(COMMANDS[args.command](args, ctx))

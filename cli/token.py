@@ -44,7 +44,7 @@ def parse_duration(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(f"{text!r} is not a duration; use e.g. 90s, 15m, 1h or 2d")
     duration = timedelta(seconds=int(match[1]) * _UNITS[match[2] or "s"])
     if not timedelta(0) < duration <= MAX_TTL:
-        raise argparse.ArgumentTypeError(f"{text!r}: a token's lifetime must be between 1s and {MAX_TTL.days}d")
+        raise argparse.ArgumentTypeError(f"{text!r}: give a duration between 1s and {MAX_TTL.days}d")
     return duration
 
 
@@ -54,7 +54,6 @@ def add_token_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     `common` (the Temporal connection flags) is not offered: tokens need no server.
     """
     token = subparsers.add_parser("token", help="issue or check approver tokens (JWT)")
-    token.set_defaults(address=None, namespace=None)
     actions = token.add_subparsers(dest="token_command", required=True, metavar="ACTION")
     issue = actions.add_parser("issue", help="print an HS256 approver token")
     issue.add_argument("--sub", required=True, help="the approver's name (the token's subject)")
@@ -101,11 +100,8 @@ def _verify(args: argparse.Namespace, key_file: str) -> int:
     return 0
 
 
-async def cmd_token(args: argparse.Namespace, ctx: object) -> int:
-    """Run `token issue` or `token verify`; errors go to stderr (1 failed, 2 usage).
-
-    `ctx` (the CLI's Temporal context) is unused: tokens need no server.
-    """
+async def cmd_token(args: argparse.Namespace) -> int:
+    """Run `token issue` or `token verify`; errors go to stderr (1 failed, 2 usage)."""
     key_file = _setting(args.key_file, ENV_KEYS)
     try:
         if key_file is None:
