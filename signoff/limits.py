@@ -77,15 +77,19 @@ _ENV = {
 
 
 def cap_text(text: str, limit: int, what: str = "tool output") -> str:
-    """`text` cut to about `limit` characters, keeping its start and end (where errors
-    usually are), with a note in the middle saying how much was cut."""
+    """`text` cut to at most `limit` characters, keeping its start and end (where errors
+    usually are), with a note in the middle saying how much was cut. The note counts
+    towards the limit, so capping again changes nothing."""
     if len(text) <= limit:
         return text
-    head = limit // 2
-    tail = limit - head
-    cut = len(text) - head - tail
-    note = f"\n[... {cut:,} characters cut: {what} over the limit of {limit:,} characters ...]\n"
-    return text[:head] + note + text[-tail:]
+
+    def note(cut: int) -> str:
+        return f"\n[... {cut:,} characters cut: {what} over the limit of {limit:,} characters ...]\n"
+
+    keep = max(limit - len(note(len(text))), 0)  # no cut is longer to write than the whole text's length
+    head = keep // 2
+    tail = keep - head
+    return text[:head] + note(len(text) - keep) + text[len(text) - tail :]
 
 
 def size_over(payload: BaseModel, budget: int | None) -> int | None:

@@ -192,14 +192,6 @@ class AgentLoop(Decisions, Timers, Resume):
         assert entry is not None
         self._answer(entry, cap_text(content, self.state.limits.max_tool_output))
 
-
-
-
-
-
-
-
-
     def cancel(self, now: datetime) -> None:
         """Deny what waits, answer what has not run, and finish `cancelled`."""
         for entry in self.state.pending:
@@ -208,7 +200,6 @@ class AgentLoop(Decisions, Timers, Resume):
             if entry.status is CallStatus.READY:
                 self._answer(entry, f"Rejected: {CANCELLED_REASON}")
         self._finish(FinishReason.CANCELLED)
-
 
     def _open_round(
         self,
@@ -266,15 +257,6 @@ class AgentLoop(Decisions, Timers, Resume):
             return f"arguments for {call.name} are not a JSON object: {call.arguments[:200]!r}"
         return None
 
-
-
-
-
-
-
-
-
-
     # --- answering and closing ---------------------------------------------------
 
     def _answer(self, entry: PendingCall, content: str) -> None:
@@ -311,7 +293,6 @@ class AgentLoop(Decisions, Timers, Resume):
     def _entry(self, call_id: str) -> PendingCall | None:
         return next((p for p in self.state.pending if p.call.id == call_id), None)
 
-
     def _emit(self, event: AgentEvent) -> None:
         self._events.append(event)
 
@@ -319,8 +300,6 @@ class AgentLoop(Decisions, Timers, Resume):
     def _expect(ok: bool, what: str) -> None:
         if not ok:
             raise RuntimeError(f"{what} does not fit the loop's next action")
-
-
 
 
 def _secs(seconds: float) -> timedelta:

@@ -16,6 +16,7 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailed
 from temporalio.testing import WorkflowEnvironment
 
 from signoff.contract import AgentRunResult, RunOptions
+from signoff.limits import cap_text
 from signoff.messages import ToolCall, Usage
 from tests.conftest import start_dev_server
 from tests.helpers import (
@@ -55,6 +56,16 @@ async def test_nine_large_reads_in_one_round_finish_with_cut_outputs(
     assert result.finish_reason == "stop" and len(contents) == 9
     assert len(cut) + len(elided) == 9 and cut and elided  # cut to 64K each, then the oldest elided
     assert sum(map(len, contents)) <= 500_000
+
+
+@pytest.mark.parametrize("size", [65_537, 200_000, 10_000_000])
+def test_a_cut_output_fits_its_limit_and_says_truly_how_much_was_cut(size: int) -> None:
+    text = "A" * (size // 2) + "Z" * (size - size // 2)
+    once = cap_text(text, 65_536)
+    kept = once.count("A") + once.count("Z")
+    assert len(once) <= 65_536 and once.startswith("A") and once.endswith("Z")
+    assert f"[... {size - kept:,} characters cut: tool output over the limit of 65,536 characters ...]" in once
+    assert cap_text(once, 65_536) == once  # the loop caps what the tool activity capped: no second cut
 
 
 @pytest.fixture(scope="module")

@@ -164,10 +164,6 @@ class OpenAIChatClient:
         return headers
 
 
-
-
-
-
 def message_to_openai(message: ChatMessage) -> dict[str, Any]:
     """One message in the OpenAI request shape, without null fields it does not need."""
     data: dict[str, Any] = {"role": message.role, "content": message.content}
@@ -199,12 +195,6 @@ def message_from_openai(data: Mapping[str, Any]) -> ChatMessage:
         tool_calls=calls or None,
         tool_call_id=data.get("tool_call_id"),
     )
-
-
-
-
-
-
 
 
 async def _provider_error(response: httpx.Response, key: str | None) -> ProviderError:
