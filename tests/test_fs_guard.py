@@ -268,6 +268,17 @@ async def test_a_tree_holding_a_secret_file_is_not_removed_at_all(
     assert kept == ["cfg/a.txt", "cfg/deep", "cfg/deep/b.txt", "cfg/deep/llm.key", "cfg/z.txt"]
 
 
+def test_every_secret_file_the_worker_reads_is_guarded() -> None:
+    from signoff.activities.notify import SECRET_ENV
+    from signoff.chat.config import ENV_API_KEY_FILE
+    from signoff.identity import ENV_KEYS
+    from signoff.runtime import s3store
+    from signoff.runtime.connection import CONFIG_FILE_ENV
+
+    read = {ENV_API_KEY_FILE, SECRET_ENV, ENV_KEYS, CONFIG_FILE_ENV, s3store.SECRET_FILE_ENV}
+    assert read <= set(SECRET_FILE_ENV)
+
+
 @pytest.mark.parametrize("variable", SECRET_FILE_ENV)
 async def test_every_secret_file_variable_is_honoured(
     ws: Path, outside: Path, variable: str, monkeypatch: pytest.MonkeyPatch
