@@ -72,7 +72,7 @@ class Timers(LoopParts):
         request = entry.request
         assert request is not None and request.expires_at is not None and request.requested_at is not None
         seconds = _seconds_text((request.expires_at - request.requested_at).total_seconds())
-        outcome = request.policy.on_timeout if request.policy.timeout_seconds else OnTimeout.DENY
+        outcome = request.policy.timeout_outcome
         reason = f"No decision within {seconds}s"
         approve = outcome is OnTimeout.APPROVE
         response = ToolApprovalResponse(call_id=entry.call.id, approved=approve, reason=reason)

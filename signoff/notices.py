@@ -16,14 +16,16 @@ import json
 import re
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from signoff.authority import allowed_approvers
+from signoff.policy import ApprovalPolicy
 
 NoticeKind = Literal[
     "approval_requested", "approval_reminder", "approval_escalated", "approval_decided", "approval_timed_out"
 ]
-NOTICE_KINDS: tuple[str, ...] = get_args(NoticeKind)
 WAITING_KINDS = ("approval_requested", "approval_reminder", "approval_escalated")
 """Notices about a call that still waits: they carry the commands that decide it."""
 ARGUMENTS_SHOWN = 300
@@ -110,18 +112,16 @@ def _headline(kind: NoticeKind, where: str, request: dict[str, Any] | None, deci
 
 def _rules(request: dict[str, Any]) -> list[str]:
     """Who may decide and until when, where that is not "anyone, forever"."""
-    policy = request.get("policy") or {}
+    policy = ApprovalPolicy.model_validate(request.get("policy") or {})
     lines = []
-    approvers = list(policy.get("approvers") or [])
-    if request.get("escalated"):
-        approvers += list(policy.get("escalate_to") or [])
-    if approvers or (policy.get("quorum") or 1) > 1 or policy.get("verified"):
+    approvers = allowed_approvers(policy, bool(request.get("escalated")))
+    if approvers or policy.quorum > 1 or policy.verified:
         who = ", ".join(name(a) for a in approvers) or "anyone"
         votes = len(request.get("votes") or [])
-        extra = "; verified token needed" if policy.get("verified") else ""
-        lines.append(f"approvers: {who}; quorum {policy.get('quorum') or 1} ({votes} so far){extra}")
+        extra = "; verified token needed" if policy.verified else ""
+        lines.append(f"approvers: {who}; quorum {policy.quorum} ({votes} so far){extra}")
     if request.get("expires_at"):
-        lines.append(f"expires: {_when(request, 'expires_at')} (then: {name(policy.get('on_timeout', 'deny'))})")
+        lines.append(f"expires: {_when(request, 'expires_at')} (then: {policy.timeout_outcome.value})")
     return lines
 
 

@@ -83,6 +83,12 @@ class ApprovalPolicy(BaseModel):
         return sha256_hex(canonical_json(self.model_dump(mode="json")))
 
     @property
+    def timeout_outcome(self) -> OnTimeout:
+        """What a deadline does: `on_timeout` when this policy sets it, else deny (the run's
+        `approval_timeout_seconds`)."""
+        return self.on_timeout if self.timeout_seconds else OnTimeout.DENY
+
+    @property
     def is_default(self) -> bool:
         return self == ApprovalPolicy()
 

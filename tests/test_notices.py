@@ -45,6 +45,20 @@ def test_text_of_a_denial_names_who_and_why_inertly() -> None:
     assert "denied by" in text and "bob\\u0040example.com" in text and "\\u003c!channel\\u003e no" in text
 
 
+def test_rules_say_what_the_run_will_do_not_what_the_policy_fields_say_alone() -> None:
+    """escalate_to widens only a list (empty approvers is anyone); on_timeout applies only
+    to a deadline the policy itself sets (the run's own deadline denies)."""
+    policy = {"approvers": [], "escalate_to": ["bob"], "on_timeout": "approve"}
+    text = notice_text("approval_escalated", "run-1", request(policy=policy, escalated=True,
+                                                               expires_at="2026-12-01T10:00:00Z"), None)  # fmt: skip
+    assert "approvers:" not in text and "bob" not in text.split("\n", 2)[2]
+    assert "(then: deny)" in text
+    listed = {"approvers": ["alice"], "escalate_to": ["bob"], "timeout_seconds": 60, "on_timeout": "approve"}
+    text = notice_text("approval_escalated", "run-1", request(policy=listed, escalated=True,
+                                                               expires_at="2026-12-01T10:00:00Z"), None)  # fmt: skip
+    assert "approvers: alice, bob; quorum 1 (0 so far)" in text and "(then: approve)" in text
+
+
 def test_commands_with_hostile_ids_stay_on_their_line() -> None:
     commands = ["signoff approve 'run\nx' call_1", "signoff deny 'run\nx' call_1 --reason 'why not'"]
     text = notice_text("approval_requested", "run\nx", request(), None, "https://ui/x", commands)
