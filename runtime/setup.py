@@ -62,7 +62,7 @@ class WorkerSetup:
 
     def describe(self) -> list[str]:
         """Lines for the worker's start-up log (never a secret)."""
-        lines = [f"approver tokens: {self.keys.describe()}" if self.keys else "approver tokens: not configured"]
+        lines = [self.keys.describe() if self.keys else "approver tokens: not configured"]
         if self.policies.policies:
             lines.append(f"approval policies for: {', '.join(sorted(self.policies.policies))}")
         return lines

@@ -75,13 +75,20 @@ class Decisions(LoopParts):
         Raises:
             DecisionError: no grant has that id.
         """
-        grant = next((g for g in self.state.grants if g.grant_id == grant_id), None)
-        if grant is None:
-            known = ", ".join(g.grant_id for g in self.state.grants) or "none"
-            raise DecisionError(f"no grant with id {grant_id!r} (grants: {known})", [])
+        problem = self.unknown_grant(grant_id)
+        if problem is not None:
+            raise DecisionError(problem, [])
+        grant = next(g for g in self.state.grants if g.grant_id == grant_id)
         grant.uses_left = 0
         self._emit(GrantEvent(action="revoked", grant=grant.model_copy()))
         return grant
+
+    def unknown_grant(self, grant_id: str) -> str | None:
+        """Why `grant_id` names no grant of this run (with the ids it has), or None."""
+        if any(g.grant_id == grant_id for g in self.state.grants):
+            return None
+        known = ", ".join(g.grant_id for g in self.state.grants) or "none"
+        return f"no grant with id {grant_id!r} (grants: {known})"
 
     def _decision_problem(self, call_id: str, decision: Decision, check_authority: bool = True) -> str | None:
         entry = self._entry(call_id)

@@ -123,9 +123,8 @@ class DecisionHandlers(AgentRunBase):
             grant_id = GrantRevocation.model_validate(payload).grant_id
         except ValidationError as exc:
             raise ValueError(format_validation_error(exc)) from None
-        if not any(g.grant_id == grant_id for g in self._loop.state.grants):
-            known = ", ".join(g.grant_id for g in self._loop.state.grants) or "none"
-            raise ValueError(f"no grant with id {grant_id!r} (grants: {known})")
+        if (problem := self._loop.unknown_grant(grant_id)) is not None:
+            raise ValueError(problem)
 
     # --- helpers -------------------------------------------------------------------
 
