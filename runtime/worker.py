@@ -64,10 +64,25 @@ def load_agents(modules: Iterable[str] = (), include_default: bool = True) -> di
 
     A module offers agents as `agents()` (a function returning them) or `AGENTS`
     (a list or a dict); either may hold `ChatClientAgent`s built with `AgentBuilder`.
+    Modules are found on the path, then in the current directory (as `python -m` would),
+    which comes last so that nothing there shadows an installed module.
+
+    Raises:
+        UsageError: a module cannot be found, or offers no agents.
     """
     found: dict[str, ChatClientAgent] = {"default": default_agent()} if include_default else {}
+    if modules and os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
     for name in modules:
-        module = importlib.import_module(name)
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not (name == exc.name or name.startswith(exc.name + ".")):
+                raise  # the module exists, and something it imports does not: its traceback says what
+            raise UsageError(
+                f"cannot import agents module {name!r}: no module named {exc.name!r} here "
+                f"({os.getcwd()}) or on PYTHONPATH"
+            ) from None
         offered: Any = module.agents() if callable(getattr(module, "agents", None)) else getattr(module, "AGENTS", None)
         if offered is None:
             raise UsageError(f"module {name!r} defines neither agents() nor AGENTS")

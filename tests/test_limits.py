@@ -125,6 +125,7 @@ async def test_an_oversized_denial_reason_is_refused_and_never_stored(
     assert "reason: String should have at most 4096 characters" in str(failure.value.cause)
     (ignored,) = [e for e in events if e["type"] == "decision_ignored"]
     assert "4096" in ignored["reason"] and len(json.dumps(ignored)) < 5_000
+    assert ignored["payload"] is None  # over a limit: not stored, not even cut short
     assert result.text == "Rejected: too risky"
     assert len(result.model_dump_json()) < 20_000
 

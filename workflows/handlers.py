@@ -39,6 +39,9 @@ from signoff.messages import DecisionIgnoredEvent
 from signoff.workflows.base import AgentRunBase
 from signoff.workflows.run_input import format_validation_error
 
+_TOO_LONG = frozenset({"string_too_long", "too_long"})
+"""Pydantic's error types for a text or a list over its limit."""
+
 
 class DecisionHandlers(AgentRunBase):
     @workflow.signal(name=SIGNAL_APPROVAL)
@@ -51,8 +54,9 @@ class DecisionHandlers(AgentRunBase):
             return
         try:
             responses = parse_responses(data)
-        except ValidationError as exc:
-            self._ignore(format_validation_error(exc), data)
+        except ValidationError as exc:  # over a size limit: the payload is not kept (CONTRACT "Limits")
+            oversized = any(error["type"] in _TOO_LONG for error in exc.errors())
+            self._ignore(format_validation_error(exc), None if oversized else data)
             return
         if not responses:
             self._ignore("no decision given (an empty list)", data)
