@@ -1,9 +1,9 @@
 """Experiment: AgentRun without search-attribute upserts (status and pending tools).
 
 `BENCH_WORKER_PREFIX="-m bench.experiments.no_status_upserts"`: measures what the
-`SignoffStatus` / `SignoffPendingTools` upserts cost the server per pause and finish.
-The floor's worker runs unchanged. `--running-only`: drop only the upsert back to
-`running` (the one in the update's workflow task), keep the others.
+`SignoffStatus` / `SignoffPendingTools` upserts cost the server per pause. The Web UI's
+current details are still set. The floor's worker runs unchanged. `--running-only`: drop
+only the upsert that removes them when a wait ends, keep the one that starts it.
 """
 
 from __future__ import annotations
@@ -13,19 +13,22 @@ import sys
 
 from temporalio import workflow
 
-from signoff.contract import STATUS_RUNNING
+from signoff.approvals import ToolApprovalRequest
+from signoff.contract import STATUS_AWAITING
+from signoff.workflows.details import describe_pending
+from signoff.workflows.record import RunRecord
+
+_original = RunRecord.set_status
 
 
-def _set_status(self, status: str, pending: list) -> None:  # type: ignore[no-untyped-def]
-    self._status = status
-    workflow.set_current_details("")
+def _set_status(self: RunRecord, status: str, pending: list[ToolApprovalRequest]) -> None:
+    details = describe_pending(workflow.info().workflow_id, pending) if status == STATUS_AWAITING else ""
+    workflow.set_current_details(details)
+    self.status = status
 
 
-def _set_status_but_running(self, status: str, pending: list) -> None:  # type: ignore[no-untyped-def]
-    if status == STATUS_RUNNING:
-        _set_status(self, status, pending)
-    else:
-        _original(self, status, pending)
+def _set_status_but_ending_a_wait(self: RunRecord, status: str, pending: list[ToolApprovalRequest]) -> None:
+    (_original if status == STATUS_AWAITING else _set_status)(self, status, pending)
 
 
 if __name__ == "__main__":
@@ -33,10 +36,8 @@ if __name__ == "__main__":
     sys.argv = sys.argv[2:] if running_only else sys.argv[1:]
     if sys.argv[0].endswith("worker.py"):
         from signoff.runtime import worker
-        from signoff.workflows.agent_run import AgentRun
 
-        _original = AgentRun._set_status
-        AgentRun._set_status = _set_status_but_running if running_only else _set_status  # type: ignore[method-assign]
+        RunRecord.set_status = _set_status_but_ending_a_wait if running_only else _set_status  # type: ignore[method-assign]
         worker.main(sys.argv[1:])
     else:  # -m bench.floor
         import bench.floor
