@@ -3,10 +3,11 @@
 File tools take a `path`; relative paths are relative to the workspace. Whether a
 call may run is the scope's decision (`WorkspaceScope`), taken when the model asks
 (`requires_approval`, which resolves the path without touching anything) and again
-when the call runs, on descriptors (`FileTool`): a call nobody approved is resolved
-beneath the root, so nothing that changed in between can send it outside. Whatever
-the policy, they never touch `/proc`, `/sys`, `/dev`, the worker's secret files or
-anything but regular files (`signoff.tools.guard`). Failures (a missing file, a
+when the call runs, on descriptors (`FileTool`): a call that may not leave the workspace
+(`WorkspaceScope.confines`) is resolved beneath the root, so nothing that changed in
+between can send it outside. Whatever the policy, they never touch `/proc`, `/sys`,
+`/dev` or the worker's secret files, and read and write only regular files
+(`signoff.tools.guard`). Failures (a missing file, a
 directory without `recursive`) are tool errors for the model, not exceptions.
 """
 
@@ -25,6 +26,7 @@ from signoff.tools.base import Tool, ToolResult
 from signoff.tools.command import RunCommand
 from signoff.tools.effects import show_write
 from signoff.tools.filetool import (
+    PATH_HELP,
     FileTool,
     PathArguments,
     Place,
@@ -44,12 +46,11 @@ from signoff.tools.survey import removal_preview
 DEFAULT_MAX_READ_BYTES = 256 * 1024
 DEFAULT_MAX_LIST_ENTRIES = 1000
 
-_PATH_HELP = "Relative paths are relative to the workspace."
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
 
 
 class ListDirArguments(PathArguments):
-    path: str = Field(".", description=f"The directory. {_PATH_HELP}")
+    path: str = Field(".", description=f"The directory. {PATH_HELP}")
 
 
 class WriteFileArguments(PathArguments):
@@ -57,7 +58,7 @@ class WriteFileArguments(PathArguments):
 
 
 class RemovePathArguments(PathArguments):
-    path: str = Field(description=f"The file or directory. {_PATH_HELP}")
+    path: str = Field(description=f"The file or directory. {PATH_HELP}")
     recursive: bool = Field(False, description="Required to remove a directory and all it holds.")
 
 

@@ -15,6 +15,8 @@ import itertools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
+from signoff.neutral import neutralise
+
 MAX_COMPARED_BYTES = 1 << 20
 """A current file (or new content) larger than this is summarised, not compared."""
 MAX_PREVIEW_LINES = 200
@@ -23,14 +25,6 @@ MAX_COMPARED_LINES = 2_000
 """Lines a side of the changed region that difflib compares (about 0.2 s at worst)."""
 CONTEXT_LINES = 3
 
-_HIDDEN = re.compile(
-    "["
-    "\x00-\x08\x0a-\x1f\x7f-\x9f"  # C0 controls but tab (a newline too: a line or a name is one line), DEL, C1
-    "\u061c\u180e\u200b-\u200f\u2028\u2029"  # letter marks, zero-width characters, line separators
-    "\u202a-\u202e\u2060-\u2064\u2066-\u206f"  # bidi embeddings, overrides and isolates; invisible operators
-    "\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f"  # BOM, annotations, lone surrogates, tags
-    "]"
-)
 _HUNK = re.compile(r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@$")
 _NO_NEWLINE = "\\ No newline at end of file"
 
@@ -92,15 +86,9 @@ def _why_not_compared(data: bytes, size: int) -> str:
 
 
 def visible(text: str) -> str:
-    """`text` with control, zero-width and bidi-override characters written as escapes."""
-    return _HIDDEN.sub(lambda found: _escape(found.group()), text)
-
-
-def _escape(char: str) -> str:
-    code = ord(char)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+    """`text` with control, zero-width and bidi-override characters written as escapes, and
+    its newlines too (a line or a name stays one line)."""
+    return neutralise(text).replace("\n", "\\x0a")
 
 
 def split_lines(text: str) -> list[str]:

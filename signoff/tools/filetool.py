@@ -30,7 +30,7 @@ from signoff.tools.scope import ScopePolicy, WorkspaceScope
 FILE_TOOL_THREADS = 4
 """Threads of the pool file tools run on; fixed, since no file call can block for long."""
 
-_PATH_HELP = "Relative paths are relative to the workspace."
+PATH_HELP = "Relative paths are relative to the workspace."
 _executor: ThreadPoolExecutor | None = None
 _executor_lock = threading.Lock()
 
@@ -47,7 +47,7 @@ def file_tool_executor() -> ThreadPoolExecutor:
 
 
 class PathArguments(Arguments):
-    path: str = Field(description=f"The file. {_PATH_HELP}")
+    path: str = Field(description=f"The file. {PATH_HELP}")
 
 
 class TreatedAsOutside(Exception):

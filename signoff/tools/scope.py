@@ -187,10 +187,13 @@ class WorkspaceScope:
         return not (approved and self.policy is ScopePolicy.APPROVE_OUTSIDE)
 
     def check(self, path: str | os.PathLike[str]) -> ScopeDecision:
-        """What to do with a file-tool call on `path` under this policy.
+        """What this policy says of `path` by its location alone.
 
         Inside the workspace always RUN; outside it, the policy decides: DENY →
-        REFUSE (a tool error), APPROVE_OUTSIDE → ASK (a human), ALLOW → RUN.
+        REFUSE (a tool error), APPROVE_OUTSIDE → ASK (a human), ALLOW → RUN. The file
+        tools' own gate (`FileTool.requires_approval`) adds what location cannot say:
+        a write through a hard link counts as outside, `remove_path` judges the entry's
+        directory (a link is removed, not followed).
         """
         if self.policy is ScopePolicy.ALLOW or self.is_inside(path):
             return ScopeDecision.RUN
