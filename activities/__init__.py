@@ -23,6 +23,7 @@ from signoff.activities.chat import model_turn
 from signoff.activities.identify import identify
 from signoff.activities.memory import RunMemory
 from signoff.activities.models import (
+    TOOL_ACTIVITY,
     ChatInput,
     ChatTurn,
     IdentifyInput,
@@ -77,7 +78,7 @@ class AgentActivities:
         """One model turn, streamed; which of its calls need approval."""
         return await model_turn(self.served, self._memory, self._callers, input, self.settings.payload_budget)
 
-    @activity.defn(name="signoff.tool")
+    @activity.defn(name=TOOL_ACTIVITY)
     async def tool(self, input: ToolInput) -> ToolOutput:
         """Run one tool call; its own failure is the message `Error: ...`."""
         return await run_call(self.served, self._callers, input)

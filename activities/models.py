@@ -11,6 +11,8 @@ from signoff.notices import NoticeKind
 from signoff.snapshot import RunSnapshot
 from signoff.transcript import TranscriptDelta
 
+TOOL_ACTIVITY = "signoff.tool"
+"""The activity that runs one tool call; `signoff audit --verify` finds the calls run by it."""
 
 class PrepareInput(BaseModel):
     """A resumed transcript: snapshot the agent with it and gate its open calls."""

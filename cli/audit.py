@@ -19,7 +19,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.service import RPCError
 
 from signoff.approvals import ApprovalRecord
-from signoff.audit import GENESIS
+from signoff.audit import GENESIS, is_elided
 from signoff.cli import talk
 from signoff.cli.audit_check import check_against_history, check_chain
 from signoff.cli.calls import row
@@ -68,7 +68,7 @@ def render_trail(records: list[ApprovalRecord], style: Style, width: int | None)
     lines: list[str] = []
     for index, record in enumerate(records):
         lines.append(f"record {index}  {safe(record.name)}  {render_record(record, style)}")
-        elided = isinstance(record.arguments, dict) and set(record.arguments) == {"elided", "digest"}
+        elided = is_elided(record.arguments)
         lead = " " * 15
         lines += (row("arguments", f"elided; digest {record.arguments_digest}") if elided else
                   row("arguments", value_lines(record.arguments, width, len(lead), lead)))  # fmt: skip

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from signoff.approvals import ApprovalRecord, parse_arguments
-from signoff.audit import GENESIS, chained_content, verify_chain
+from signoff.audit import GENESIS, chained_content, is_elided, verify_chain
 from signoff.cli.history import RunEvidence
 from signoff.digest import call_digest
 
@@ -82,10 +82,7 @@ def differences(mine: ApprovalRecord, theirs: ApprovalRecord) -> list[str]:
     fields = [key for key in a if a[key] != b.get(key)] + (["hash"] if mine.hash != theirs.hash else [])
     for key in ("arguments", "edited_arguments"):
         left, right = getattr(mine, key), getattr(theirs, key)
-        if not (_elided(left) or _elided(right)) and left != right:
+        if not (is_elided(left) or is_elided(right)) and left != right:
             fields.append(key)
     return fields
 
-
-def _elided(arguments: Any) -> bool:
-    return isinstance(arguments, dict) and (set(arguments) == {"elided", "digest"} or arguments == {"elided": True})

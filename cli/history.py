@@ -22,14 +22,12 @@ from temporalio.api.common.v1 import Payloads
 from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError
 
-from signoff.activities.models import ToolInput
+from signoff.activities.models import TOOL_ACTIVITY, ToolInput
 from signoff.approvals import ApprovalRecord
 from signoff.cli.talk import CommandError, rpc_text
 from signoff.contract import AgentRunResult
 from signoff.workflows.run_input import ContinuedRun
 
-TOOL_ACTIVITY = "signoff.tool"
-"""The activity that runs a tool call (`activities/__init__.py`; a test keeps them equal)."""
 MAX_RUNS = 10_000
 
 

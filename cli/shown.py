@@ -2,9 +2,10 @@
 
 `signoff approve/deny` send the digest of what the operator saw, so a call that changed
 since (the model asked something else under the same id after a timeout) is refused by
-the run instead of approved. `pending`, `watch`, `run --wait`, `demo`, bulk listings and
-the approve/deny messages record each call they print whole, keyed by Temporal address,
-namespace, workflow id and call id.
+the run instead of approved. `pending`, `watch`, `run --wait` and `demo` record each call
+they print whole; bulk listings and the calls a refused approve/deny prints are recorded
+only on a terminal, where a person reads them. Keyed by Temporal address, namespace,
+workflow id and call id.
 
 The record lives in `$XDG_STATE_HOME/signoff/shown.json` (`~/.local/state/signoff/`):
 owner-only (directory 0700, file 0600), written atomically under a lock, entries older
@@ -154,10 +155,10 @@ def show(ctx: Context, workflow_id: str, requests: Sequence[ToolApprovalRequest]
          record: bool = True) -> None:
     """Print calls whole and (with `record`) remember that this operator was shown them.
 
-    Commands whose purpose is to show calls (`pending`, `watch`, `run --wait`, `demo`)
-    always record them. A refusal that prints calls records them only on a terminal,
-    where a person reads it: otherwise running a refused command twice from a script
-    would approve what nobody looked at."""
+    Its callers (bulk listings, approve/deny refusals) record only on a terminal, where a
+    person reads them: otherwise running a refused command twice from a script would
+    approve what nobody looked at. (`pending`, `watch`, `run --wait` and `demo` record
+    through `record_all` and the follower.)"""
     if not requests:
         return
     console = ctx.console

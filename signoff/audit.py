@@ -50,7 +50,7 @@ def verify_chain(records: Sequence[ApprovalRecord], prev: str = GENESIS) -> list
     problems = []
     for index, record in enumerate(records):
         where = f"record {index} ({record.call_id})"
-        if not _elided(record.arguments):
+        if not is_elided(record.arguments):
             if arguments_digest(record.arguments) != record.arguments_digest:
                 problems.append(f"{where}: arguments do not match arguments_digest")
             ran = record.edited_arguments if record.edited_arguments is not None else record.arguments
@@ -70,7 +70,7 @@ def elide_old_arguments(records: list[ApprovalRecord], budget: int) -> None:
     for index, record in enumerate(records[:-1]):
         if total <= budget:
             return
-        if sizes[index] and not _elided(record.arguments):
+        if sizes[index] and not is_elided(record.arguments):
             record.arguments = {"elided": f"{sizes[index]} bytes", "digest": record.arguments_digest}
             record.edited_arguments = None if record.edited_arguments is None else {"elided": True}
             total -= sizes[index]
@@ -80,5 +80,6 @@ def _size(record: ApprovalRecord) -> int:
     return len(json.dumps(record.arguments, default=str)) + len(json.dumps(record.edited_arguments, default=str))
 
 
-def _elided(arguments: Any) -> bool:
-    return isinstance(arguments, dict) and set(arguments) == {"elided", "digest"}
+def is_elided(arguments: Any) -> bool:
+    """Whether a record's arguments (or edited arguments) were dropped by `elide_old_arguments`."""
+    return isinstance(arguments, dict) and (set(arguments) == {"elided", "digest"} or arguments == {"elided": True})
