@@ -13,10 +13,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from signoff.policy import ApprovalPolicy, OnTimeout
+from signoff.policy import MAX_NAME_CHARS, ApprovalPolicy, OnTimeout
 
 MAX_REASON_CHARS = 4096
-MAX_APPROVER_CHARS = 256
+MAX_APPROVER_CHARS = MAX_NAME_CHARS
 MAX_TOKEN_CHARS = 16384
 DIGEST_PATTERN = r"^[0-9a-f]{64}$"
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import jwt
 
+from signoff.approvals import MAX_TOKEN_CHARS
 from signoff.errors import TokenError
+from signoff.policy import MAX_NAME_CHARS
 
 LEEWAY = timedelta(seconds=30)  # clock skew between the token's issuer and the worker
-MAX_TOKEN_CHARS = 16_384
-MAX_NAME_CHARS = 256  # the contract's limit on `approver`, which must equal `sub`
-_JWS = jwt.PyJWS()
+JWS = jwt.PyJWS()
 
 
 def short(value: object) -> str:
@@ -39,7 +39,7 @@ def checked_shape(token: object) -> str:
 
 def read_header(token: str) -> dict[str, Any]:
     try:
-        header = _JWS.get_unverified_header(token)
+        header = JWS.get_unverified_header(token)
     except jwt.PyJWTError as exc:
         raise TokenError("malformed", f"the token is not a JWT: {exc}") from None
     alg = header.get("alg")

@@ -24,6 +24,7 @@ import jwt
 from pydantic import BaseModel, ConfigDict
 
 from signoff.claims import (
+    JWS,
     check_issuer_audience,
     check_times,
     checked_shape,
@@ -35,6 +36,7 @@ from signoff.claims import (
 )
 from signoff.errors import ConfigError, TokenError, UsageError
 from signoff.keyfile import KeyKind, KeySet, VerificationKey, read_key_file, read_secret
+from signoff.policy import GROUP_PREFIX
 
 ENV_KEYS = "SIGNOFF_APPROVER_KEYS"
 ENV_ISSUER = "SIGNOFF_APPROVER_ISSUER"
@@ -45,7 +47,6 @@ TOKEN_REASONS = (
     "expired", "not_yet_valid", "issued_in_future", "wrong_issuer", "wrong_audience",
     "missing_subject", "bad_claim",
 )  # fmt: skip
-_JWS = jwt.PyJWS()
 
 __all__ = ["ApproverKeys", "Identity", "TokenError", "issue_token"]
 
@@ -72,8 +73,8 @@ class Identity(BaseModel):
 
         A subject that itself starts with `group:` never matches a group entry.
         """
-        if entry.startswith("group:"):
-            return entry.removeprefix("group:") in self.groups
+        if entry.startswith(GROUP_PREFIX):
+            return entry.removeprefix(GROUP_PREFIX) in self.groups
         return entry == self.subject
 
 
@@ -165,7 +166,7 @@ class ApproverKeys:
     def _signed_payload(self, token: str, header: dict[str, Any]) -> bytes:
         for key in self._candidates(header):
             try:
-                payload: bytes = _JWS.decode(token, key.material, algorithms=[header["alg"]])
+                payload: bytes = JWS.decode(token, key.material, algorithms=[header["alg"]])
             except jwt.InvalidSignatureError:
                 continue  # another configured key may have signed it
             except jwt.PyJWTError as exc:
@@ -211,7 +212,7 @@ def issue_token(
         claims["iss"] = issuer
     if audience:
         claims["aud"] = audience
-    return _JWS.encode(json.dumps(claims, separators=(",", ":")).encode(), secret, algorithm="HS256")
+    return JWS.encode(json.dumps(claims, separators=(",", ":")).encode(), secret, algorithm="HS256")
 
 
 def _identity(claims: dict[str, Any], now: datetime, issuer: str | None, audience: str | None) -> Identity:

@@ -25,6 +25,8 @@ from signoff.errors import ConfigError
 POLICY_FILE_ENV = "SIGNOFF_POLICY_FILE"
 DEFAULT_KEY = "*"
 GROUP_PREFIX = "group:"
+MAX_NAME_CHARS = 256
+"""The longest approver, requester or token subject (CONTRACT: `approver` ≤ 256)."""
 
 
 class OnTimeout(str, Enum):
@@ -67,8 +69,8 @@ class ApprovalPolicy(BaseModel):
     @classmethod
     def _names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
         for name in names:
-            if not name.strip() or len(name) > 256:
-                raise ValueError(f"approver {name!r} must be a non-empty name of at most 256 characters")
+            if not name.strip() or len(name) > MAX_NAME_CHARS:
+                raise ValueError(f"approver {name!r} must be a non-empty name of at most {MAX_NAME_CHARS} characters")
         return names
 
     @field_validator("remind_after_seconds")
