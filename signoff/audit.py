@@ -27,7 +27,7 @@ _CHAINED = (
 def chained_content(record: ApprovalRecord) -> dict[str, Any]:
     """The fields the hash covers, as JSON values."""
     data = record.model_dump(mode="json", include=set(_CHAINED))
-    data["votes"] = [v["approver"] for v in record.model_dump(mode="json")["votes"]]
+    data["votes"] = [vote.approver for vote in record.votes]
     return data
 
 
