@@ -39,13 +39,22 @@ class PendingCall(BaseModel):
         req = self.request
         if self.status is not CallStatus.AWAITING or req is None or req.requested_at is None:
             return []
-        times = [req.expires_at] if req.expires_at else []
-        reminders = req.policy.remind_after_seconds
-        if self.reminders_sent < len(reminders):
-            times.append(req.requested_at + timedelta(seconds=reminders[self.reminders_sent]))
-        if req.policy.escalate_after_seconds and not req.escalated:
-            times.append(req.requested_at + timedelta(seconds=req.policy.escalate_after_seconds))
-        return times
+        return [t for t in (req.expires_at, self.next_reminder_at(), self.escalation_at()) if t is not None]
+
+    def next_reminder_at(self) -> datetime | None:
+        """When the next reminder of the policy is due (None: none left)."""
+        req = self.request
+        reminders = req.policy.remind_after_seconds if req is not None else ()
+        if req is None or req.requested_at is None or self.reminders_sent >= len(reminders):
+            return None
+        return req.requested_at + timedelta(seconds=reminders[self.reminders_sent])
+
+    def escalation_at(self) -> datetime | None:
+        """When the policy's escalation is due (None: none, or it happened)."""
+        req = self.request
+        if req is None or req.requested_at is None or not req.policy.escalate_after_seconds or req.escalated:
+            return None
+        return req.requested_at + timedelta(seconds=req.policy.escalate_after_seconds)
 
 
 class LoopState(BaseModel):

@@ -26,15 +26,11 @@ class Timers(LoopParts):
         call's `on_timeout` outcome)."""
         for entry in self._waiting():
             request = entry.request
-            assert request is not None and request.requested_at is not None
-            reminders = request.policy.remind_after_seconds
-            while entry.reminders_sent < len(reminders) and request.requested_at + timedelta(seconds=
-                reminders[entry.reminders_sent]
-            ) <= now:
+            assert request is not None
+            while (reminder := entry.next_reminder_at()) is not None and reminder <= now:
                 entry.reminders_sent += 1
                 self._emit(ApprovalReminderEvent(request=request.model_copy(deep=True)))
-            escalate = request.policy.escalate_after_seconds
-            if escalate and not request.escalated and request.requested_at + timedelta(seconds=escalate) <= now:
+            if (escalation := entry.escalation_at()) is not None and escalation <= now:
                 request.escalated = True
                 self._emit(ApprovalEscalatedEvent(request=request.model_copy(deep=True)))
             if request.expires_at and request.expires_at <= now:
