@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from signoff.authority import Decider
 from signoff.chat.base import ChatClient, ChatOptions
 from signoff.dispatch import execute_call
 from signoff.errors import RunFailedError, UsageError
@@ -51,10 +50,6 @@ class AgentSnapshot:
     @property
     def specs(self) -> list[ToolSpec]:
         return [tool_spec(t) for t in self.registry]
-
-    @property
-    def descriptions(self) -> dict[str, str]:
-        return {t.name: t.description for t in self.registry}
 
     def model(self, agent: str, limits: Limits, book: PolicyBook | None = None) -> RunSnapshot:
         """The serialisable snapshot: tool specs, gates and policies, limits."""
@@ -125,9 +120,8 @@ class ChatClientAgent:
         )  # fmt: skip
         open_calls = unanswered_calls(history)
         gated = gated_call_ids(model, snapshot.registry, open_calls)
-        requester = Decider.claimed(options.requested_by) if options.requested_by else None
         shown = await previews(snapshot.registry, open_calls, gated)
-        loop.resume(options.tool_approval_responses, gated, _now(), requester, shown)
+        loop.resume(options.tool_approval_responses, gated, _now(), previews=shown)
         try:
             async for event in self._drive(loop, options, snapshot, model):
                 yield event
@@ -173,7 +167,7 @@ class ChatClientAgent:
         prompt = ([ChatMessage.system(snapshot.instructions)] if snapshot.instructions else []) + loop.messages
         deltas: asyncio.Queue[str] = asyncio.Queue()
         assert self.chat_client is not None
-        request = self.chat_client.complete(prompt, snapshot.specs, chat_options, on_text=deltas.put_nowait)
+        request = self.chat_client.complete(prompt, model.specs, chat_options, on_text=deltas.put_nowait)
         task: asyncio.Task[ChatResponse] = asyncio.ensure_future(request)
         stop = asyncio.ensure_future(token.wait())
         try:

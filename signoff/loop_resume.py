@@ -68,8 +68,6 @@ class Resume(LoopParts):
             raise DecisionError(f"{response.approver!r} is not the requester {requested_by!r}", [])
         return requester or Decider.claimed(requested_by)
 
-    # --- opening a round ---------------------------------------------------------
-
 
 def unanswered_calls(messages: list[ChatMessage]) -> list[ToolCall]:
     """The calls of a trailing assistant message that have no tool message yet.
