@@ -36,6 +36,7 @@ from signoff.howto import decide_commands
 from signoff.links import ui_link, ui_root
 from signoff.notices import WAITING_KINDS, Notice, notice_text
 from signoff.runtime.devserver import DEFAULT_ADDRESS
+from signoff.smallfile import read_small_file
 from signoff.snapshot import NotifyPlan
 
 URLS_ENV = "SIGNOFF_NOTIFY_URLS"
@@ -140,11 +141,12 @@ def read_notify_secret(path: Path) -> bytes:
         ConfigError: the file cannot be read, is empty, or is implausibly large.
     """
     try:
-        with open(path, "rb") as file:
-            data = file.read(MAX_SECRET_BYTES + 1).strip()
+        data = read_small_file(path, MAX_SECRET_BYTES).strip()
     except OSError as exc:
         raise ConfigError(f"{SECRET_ENV}: cannot read {path}: {exc.strerror or exc}") from None
-    if not data or len(data) > MAX_SECRET_BYTES:
+    except ValueError as exc:
+        raise ConfigError(f"{SECRET_ENV}: {path} is {exc}") from None
+    if not data:
         raise ConfigError(f"{SECRET_ENV}: {path} must hold one secret of 1 to {MAX_SECRET_BYTES} bytes")
     return data
 

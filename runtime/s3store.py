@@ -16,7 +16,6 @@ import asyncio
 import os
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
-from pathlib import Path
 from typing import Any
 
 from temporalio.api.common.v1 import Payload
@@ -24,6 +23,7 @@ from temporalio.converter import StorageDriverClaim, StorageDriverRetrieveContex
 
 from signoff.errors import ConfigError
 from signoff.runtime.filestore import not_a_payload
+from signoff.smallfile import read_small_file
 
 try:
     import aioboto3
@@ -36,6 +36,7 @@ except ImportError as exc:  # the optional extra is not installed
 
 # The secret key as container secrets are mounted (botocore reads it only from env or INI files).
 SECRET_FILE_ENV = "SIGNOFF_S3_SECRET_ACCESS_KEY_FILE"
+MAX_SECRET_BYTES = 4096
 # The SDK's driver writes keys of this shape (`v0/ns/...`, `v0/d/sha256/...`).
 _KEY_START = "v0/"
 
@@ -49,9 +50,11 @@ def _session() -> aioboto3.Session:
     if not key_id:
         raise ConfigError(f"{SECRET_FILE_ENV} is set: also set AWS_ACCESS_KEY_ID, the key's id")
     try:
-        secret = Path(path).read_text().strip()
+        secret = read_small_file(path, MAX_SECRET_BYTES).decode("utf-8", "replace").strip()
     except OSError as exc:
         raise ConfigError(f"{SECRET_FILE_ENV}={path}: cannot read it ({exc.strerror})") from None
+    except ValueError as exc:
+        raise ConfigError(f"{SECRET_FILE_ENV}={path}: cannot read it ({exc})") from None
     return aioboto3.Session(aws_access_key_id=key_id, aws_secret_access_key=secret)
 
 

@@ -22,6 +22,7 @@ from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 from jwt.exceptions import InvalidKeyError
 
 from signoff.errors import ConfigError
+from signoff.smallfile import read_small_file
 
 MAX_KEY_FILE_BYTES = 1 << 20
 MIN_SECRET_BYTES = 32
@@ -95,12 +96,11 @@ def read_secret(path: Path) -> bytes:
 
 def _read_text(path: Path) -> str:
     try:
-        with open(path, "rb") as file:
-            data = file.read(MAX_KEY_FILE_BYTES + 1)
+        data = read_small_file(path, MAX_KEY_FILE_BYTES)
     except OSError as exc:
         raise ConfigError(f"cannot read the approver key file {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_KEY_FILE_BYTES:
-        raise ConfigError(f"approver key file {path} is larger than {MAX_KEY_FILE_BYTES} bytes; {EXPECTED}")
+    except ValueError as exc:
+        raise ConfigError(f"approver key file {path} is {exc}; {EXPECTED}") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

@@ -10,12 +10,12 @@ rotated key file is picked up by the next request.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from signoff.errors import ConfigError
+from signoff.smallfile import read_small_file
 
 PRESETS: dict[str, str] = {
     "deepseek": "https://api.deepseek.com/v1",
@@ -167,25 +167,15 @@ def read_key_file(path: str) -> str:
     """
     what = _key_file_name(path)
     try:
-        # O_NONBLOCK: a FIFO planted at the path must not hang the worker; it is refused below.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        data = read_small_file(path, MAX_KEY_FILE_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"{what} does not exist: mount or create it, or fix the path") from None
     except PermissionError:
         raise ConfigError(f"{what} is not readable by this worker (uid {os.geteuid()})") from None
-    except OSError as exc:
-        raise ConfigError(f"{what} cannot be opened: {exc.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"{what} is not a regular file")
-        if info.st_size > MAX_KEY_FILE_BYTES:
-            raise ConfigError(f"{what} is larger than {MAX_KEY_FILE_BYTES} bytes: not a key file?")
-        data = os.read(fd, MAX_KEY_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"{what} cannot be read: {exc.strerror}") from None
-    finally:
-        os.close(fd)
+    except OSError as exc:  # only the open names the file
+        raise ConfigError(f"{what} cannot be {'opened' if exc.filename else 'read'}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ConfigError(f"{what} is {exc}") from None
     try:
         key = data.decode("utf-8").strip()
     except UnicodeDecodeError:
