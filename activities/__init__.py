@@ -42,10 +42,8 @@ from signoff.activities.settings import ActivitySettings
 from signoff.activities.tool import Callers, run_call
 from signoff.agent import ChatClientAgent
 from signoff.chat.base import ChatClient
-from signoff.limits import DEFAULT_PAYLOAD_BUDGET
 
-PAYLOAD_BUDGET = DEFAULT_PAYLOAD_BUDGET
-__all__ = ["PAYLOAD_BUDGET", "ActivitySettings", "AgentActivities"]
+__all__ = ["ActivitySettings", "AgentActivities"]
 
 
 class AgentActivities:

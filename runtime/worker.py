@@ -15,6 +15,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
+from enum import Enum
 from typing import Any
 
 from temporalio.client import Client
@@ -24,7 +25,7 @@ from temporalio.worker.workflow_sandbox import (
     SandboxRestrictions,
 )
 
-from signoff.activities import PAYLOAD_BUDGET, ActivitySettings, AgentActivities
+from signoff.activities import ActivitySettings, AgentActivities
 from signoff.activities.identify import Verifier
 from signoff.activities.notify import NotifyConfig
 from signoff.agent import ChatClientAgent
@@ -34,7 +35,7 @@ from signoff.chat.openai import OpenAIChatClient
 from signoff.contract import DEFAULT_TASK_QUEUE
 from signoff.defaults import default_agent
 from signoff.errors import SignoffError, UsageError
-from signoff.limits import Limits
+from signoff.limits import DEFAULT_PAYLOAD_BUDGET, Limits
 from signoff.policy import PolicyBook
 from signoff.runtime.connection import (
     DEFAULT_NAMESPACE,
@@ -111,6 +112,14 @@ def sandbox_runner() -> SandboxedWorkflowRunner:
     return SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules(*passthrough))
 
 
+class _FromClient(Enum):
+    FROM_CLIENT = "from the client"
+
+
+FROM_CLIENT = _FromClient.FROM_CLIENT
+"""`build_worker`'s default payload budget: none if the client has a payload store, else the limit."""
+
+
 def build_worker(
     client: Client,
     agents: Mapping[str, ChatClientAgent],
@@ -119,7 +128,7 @@ def build_worker(
     *,
     limits: Limits | None = None,
     policies: PolicyBook | None = None,
-    payload_budget: int | None = PAYLOAD_BUDGET,
+    payload_budget: int | _FromClient | None = FROM_CLIENT,
     verifier: Verifier | None = None,
     notify: NotifyConfig | None = None,
     **options: Any,
@@ -129,12 +138,15 @@ def build_worker(
     Args:
         limits: the limits runs snapshot (default: the contract's).
         policies: approval policies by tool name (`SIGNOFF_POLICY_FILE`).
-        payload_budget: the largest payload a run may write; None when the client's data
-            converter has an external store for large payloads.
+        payload_budget: the largest payload a run may write (None: no limit). By default
+            none when the client's data converter has an external store for large
+            payloads, else Temporal's limit less a margin.
         verifier: checks approvers' tokens (`SIGNOFF_APPROVER_KEYS`).
         notify: where runs send notices (`SIGNOFF_NOTIFY_URLS`); None sends none.
         **options: passed to `temporalio.worker.Worker`.
     """
+    if payload_budget is FROM_CLIENT:
+        payload_budget = None if client.data_converter.external_storage is not None else DEFAULT_PAYLOAD_BUDGET
     settings = ActivitySettings(limits or Limits(), policies or PolicyBook(), payload_budget, verifier, notify)
     activities = AgentActivities(agents, default_client, settings)
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))
@@ -167,7 +179,7 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
         notify = NotifyConfig.from_env(settings.address, settings.namespace, server.ui_url if server else None)
         worker = build_worker(
             client, agents, settings.task_queue, graceful_shutdown_timeout=timedelta(seconds=10),
-            payload_budget=None if settings.payload_store else PAYLOAD_BUDGET, notify=notify, **setup.worker_options(),
+            notify=notify, **setup.worker_options(),
         )  # fmt: skip
         for line in setup.describe() + ([notify.describe()] if notify else []):
             print(f"signoff: {line}", flush=True)

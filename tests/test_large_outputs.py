@@ -53,7 +53,7 @@ async def test_fifty_rounds_of_one_megabyte_outputs_finish_with_the_file_store(c
     agent = AgentBuilder("blobs").with_tool(blob).build()
     limits = Limits(max_tool_output=2 * MB, transcript_budget=4 * MB)
     with ScriptedModelServer(fifty_blobs) as model:
-        async with running_worker(stored, queue, model, {"blobs": agent}, limits=limits, payload_budget=None):
+        async with running_worker(stored, queue, model, {"blobs": agent}, limits=limits):  # no payload cap: a store
             handle = await start_run(stored, queue, agent="blobs", options=RunOptions(max_rounds=ROUNDS + 1))
             for halfway in (ROUNDS // 4, ROUNDS // 2, 3 * ROUNDS // 4):  # the run answers throughout
 
