@@ -21,7 +21,7 @@ from signoff.activities.tool import Callers
 from signoff.chat.base import ChatOptions
 from signoff.errors import ProviderError
 from signoff.gate import gated_call_ids, previews
-from signoff.limits import size_over
+from signoff.limits import size_over, too_large
 from signoff.messages import ChatMessage
 from signoff.snapshot import RunSnapshot
 from signoff.tools.registry import ToolRegistry
@@ -75,13 +75,8 @@ def _check_size(turn: ChatTurn, budget: int | None) -> None:
     size = size_over(turn, budget)
     if size is not None:
         assert budget is not None
-        raise ApplicationError(
-            f"the model's answer is {size:,} bytes, over the payload limit of {budget:,} bytes "
-            "(Temporal's 2 MB blob limit, less a margin); set SIGNOFF_PAYLOAD_STORE to keep large "
-            "payloads outside the history",
-            type="PayloadTooLarge",
-            non_retryable=True,
-        )
+        message = too_large("the model's answer", size, budget)
+        raise ApplicationError(message, type="PayloadTooLarge", non_retryable=True)
 
 
 def provider_failure(exc: ProviderError) -> ApplicationError:

@@ -92,6 +92,14 @@ def cap_text(text: str, limit: int, what: str = "tool output") -> str:
     return text[:head] + note(len(text) - keep) + text[len(text) - tail :]
 
 
+def too_large(what: str, size: int, budget: int) -> str:
+    """Why a payload of `size` bytes cannot be recorded, and what to do about it."""
+    return (
+        f"{what} is {size:,} bytes, over the payload limit of {budget:,} bytes (Temporal's 2 MB blob "
+        "limit, less a margin); set SIGNOFF_PAYLOAD_STORE to keep large payloads outside the history"
+    )
+
+
 def size_over(payload: BaseModel, budget: int | None) -> int | None:
     """The payload's JSON size if it is over `budget`, else None.
 

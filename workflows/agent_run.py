@@ -6,7 +6,7 @@ run's `max_parallel_tools` at once), `AwaitApproval` → a durable wait that dec
 (handlers.py) and the calls' own timers end, `Finish` → the result, `Fail` → a failed
 run. Long runs continue as new when the server suggests it, carrying their state.
 Notices (notifications.py) go out beside all this; the run waits a little for them
-before it ends.
+before it finishes, continues as new, or fails on an approval deadline.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
         ToolOutput,
     )
     from signoff.contract import STATUS_AWAITING, STATUS_FINISHED, STATUS_RUNNING, WORKFLOW_TYPE, AgentRunResult
-    from signoff.limits import DEFAULT_PAYLOAD_BUDGET, size_over
+    from signoff.limits import DEFAULT_PAYLOAD_BUDGET, size_over, too_large
     from signoff.loop import AwaitApproval, DecisionError, Fail, Finish, RunTools, unanswered_calls
     from signoff.messages import ToolCall
     from signoff.workflows import steps
@@ -63,8 +63,7 @@ class AgentRun(DecisionHandlers, RunQueries):
         try:
             while not isinstance(action := self._next(), Finish):
                 if isinstance(action, Fail):
-                    await self._notifier.drain()
-                    await workflow.wait_condition(workflow.all_handlers_finished)
+                    await self._wind_down()
                     raise ApplicationError(action.message, type="ApprovalTimeout", non_retryable=True)
                 if isinstance(action, RunTools):
                     await self._run_tools(action.calls)
@@ -77,8 +76,7 @@ class AgentRun(DecisionHandlers, RunQueries):
         except asyncio.CancelledError:
             self._loop.cancel(workflow.now())
             self._next()
-        await self._notifier.drain()
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._wind_down()
         self._record.set_status(STATUS_FINISHED, [])
         result = self._result()
         self._checked(result, "the result")
@@ -103,7 +101,7 @@ class AgentRun(DecisionHandlers, RunQueries):
         if not open_calls and not options.tool_approval_responses:
             return
         prepared: PrepareOutput = await self._step(
-            workflow.execute_activity_method, AgentActivities.prepare,
+            AgentActivities.prepare,
             PrepareInput(agent=self._input.agent, transcript=self._loop.messages, open_calls=open_calls),
             summary="snapshot the agent; gate the open calls", **steps.prepare_options(),
         )  # fmt: skip
@@ -128,7 +126,7 @@ class AgentRun(DecisionHandlers, RunQueries):
             model=options.model, temperature=options.temperature,
         )  # fmt: skip
         turn: ChatTurn = await self._step(
-            workflow.execute_activity_method, AgentActivities.chat, self._checked(chat_input, "the model's input"),
+            AgentActivities.chat, self._checked(chat_input, "the model's input"),
             summary=f"model turn {loop.state.round + 1}", **steps.chat_options(),
         )  # fmt: skip
         if turn.snapshot is not None and turn.snapshot_digest:
@@ -205,14 +203,18 @@ class AgentRun(DecisionHandlers, RunQueries):
         await workflow.wait_condition(workflow.all_handlers_finished)
         self._publish()
         if self._notifier.in_flight:  # notices of this run end with it: give them their chance
-            await self._notifier.drain()
-            await workflow.wait_condition(workflow.all_handlers_finished)
+            await self._wind_down()
             self._publish()
         carried = ContinuedRun(
             input=self._input, loop=self._loop.state, snapshot=self._snapshot, snapshot_digest=self._digest,
             requester=self._requester, event_seq=self._record.seq, events=self._record.events,
         )  # fmt: skip
         workflow.continue_as_new(self._checked(carried, "the state carried across continue-as-new"))
+
+    async def _wind_down(self) -> None:
+        """Give notices in flight their time (`notifications.DRAIN`), then let handlers finish."""
+        await self._notifier.drain()
+        await workflow.wait_condition(workflow.all_handlers_finished)
 
     def _result(self) -> AgentRunResult:
         s = self._loop.state
@@ -229,17 +231,14 @@ class AgentRun(DecisionHandlers, RunQueries):
         budget = self._snapshot.payload_budget if self._snapshot else DEFAULT_PAYLOAD_BUDGET
         size = size_over(payload, budget)
         if size is not None:
-            raise ApplicationError(
-                f"{what} is {size:,} bytes, over the payload limit of {budget:,} bytes (Temporal's 2 MB "
-                "blob limit, less a margin); set SIGNOFF_PAYLOAD_STORE to keep large payloads outside the history",
-                type="PayloadTooLarge", non_retryable=True,
-            )  # fmt: skip
+            assert budget is not None
+            raise ApplicationError(too_large(what, size, budget), type="PayloadTooLarge", non_retryable=True)
         return payload
 
-    async def _step(self, start: Any, fn: Any, arg: Any, **kwargs: Any) -> Any:
+    async def _step(self, fn: Any, arg: Any, **kwargs: Any) -> Any:
         """Run an activity; a failure that retrying did not fix fails the run with its message."""
         try:
-            return await start(fn, arg, **kwargs)
+            return await workflow.execute_activity_method(fn, arg, **kwargs)
         except ActivityError as exc:
             cause = exc.cause
             if isinstance(cause, ApplicationError):

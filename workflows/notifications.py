@@ -13,8 +13,9 @@ and schedule nothing.
 Each notice goes to each channel as its own activity (`signoff.notify`), retried by
 Temporal for the plan's `retry_seconds`, in a workflow task of its own: the run goes on
 at once. A channel that still fails is recorded as a `notification_failed` event. Before
-the run returns, fails or continues as new, it waits at most `DRAIN` for notices still
-in flight; those still retrying then are dropped with the run.
+the run returns, continues as new or fails on an approval deadline, it waits at most
+`DRAIN` for notices still in flight; those still retrying then are dropped with the run
+(as are any in flight when it fails for another reason).
 """
 
 from __future__ import annotations
