@@ -142,11 +142,11 @@ class DecisionHandlers(AgentRunBase):
 
     def _ack(self, accepted: list[str], before: int) -> DecisionAck:
         records = {r.call_id: r for r in self._loop.state.approvals[before:]}
+        waiting = {r.call_id: r for r in self._loop.pending_requests()}
         decided = []
         for call_id in accepted:
             record = records.get(call_id)
-            request = next((r for r in self._loop.pending_requests() if r.call_id == call_id), None)
-            source = record or request
+            source = record or waiting.get(call_id)
             assert source is not None
             decided.append(
                 DecidedCall(
@@ -157,8 +157,7 @@ class DecisionHandlers(AgentRunBase):
                     outcome=(record.outcome or "denied") if record else "vote",
                 )
             )
-        pending = [r.call_id for r in self._loop.pending_requests()]
-        return DecisionAck(accepted=accepted, pending=pending, decided=decided)
+        return DecisionAck(accepted=accepted, pending=list(waiting), decided=decided)
 
     def _ignore(self, reason: str, payload: Any) -> None:
         self._record.add(DecisionIgnoredEvent(reason=reason[:2_000], payload=payload))

@@ -236,6 +236,10 @@ def make_dirs_beneath(
             raise EscapeError(path)
         path = path.lstrip("/")  # the root stands for `/`
     directory = os.O_PATH | os.O_DIRECTORY
+    try:
+        return open_beneath(root_fd, path or ".", directory, in_root=in_root)  # the common case: it exists
+    except FileNotFoundError:
+        pass
     parts = split_path(path)
     here = open_beneath(root_fd, ".", directory, in_root=in_root)
     try:
