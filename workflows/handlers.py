@@ -90,7 +90,8 @@ class DecisionHandlers(AgentRunBase):
             raise ValueError(
                 f"{format_validation_error(exc)} (pending call ids: {', '.join(pending) or 'none'})"
             ) from exc
-        # A token is checked after acceptance (worker-side); the rest is checked now.
+        # A token is verified after acceptance (worker-side): in a batch that carries one, who
+        # may decide is checked then for every response (decide() refuses the rest); all else now.
         self._loop.check_decisions([Decision.of(r) for r in responses], authority=not any(r.token for r in responses))
 
     @workflow.update(name=UPDATE_EXTEND_DEADLINE)
