@@ -22,7 +22,7 @@ from signoff.approvals import ApprovalRecord
 from signoff.audit import GENESIS, is_elided
 from signoff.cli import talk
 from signoff.cli.audit_check import check_against_history, check_chain
-from signoff.cli.calls import row
+from signoff.cli.calls import row, votes_text
 from signoff.cli.history import run_chain
 from signoff.cli.render import render_record
 from signoff.cli.style import Style
@@ -79,8 +79,7 @@ def render_trail(records: list[ApprovalRecord], style: Style, width: int | None)
         verified = "verified" if record.verified else "not verified"
         lines += row("approver", f"{safe(record.approver or '-')} ({verified})")
         if record.votes:
-            lines += row("votes", ", ".join(f"{safe(v.approver or '?')}{' (verified)' if v.verified else ''}"
-                                            for v in record.votes))  # fmt: skip
+            lines += row("votes", votes_text(record.votes))
         lines += row("grant", safe(record.grant_id)) if record.grant_id else []
         lines += row("reason", safe(record.reason)) if record.reason else []
         lines += row("requested", str(record.requested_at or "-")) + row("decided", str(record.decided_at or "-"))

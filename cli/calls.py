@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from signoff.approvals import ToolApprovalRequest
+from signoff.approvals import ToolApprovalRequest, Vote
 from signoff.cli.style import Style
 from signoff.cli.text import (
     format_age,
@@ -64,14 +64,18 @@ def policy_text(policy: ApprovalPolicy) -> str:
     return "; ".join(safe(rule) for rule in rules)
 
 
+def votes_text(votes: Sequence[Vote]) -> str:
+    """`alice (verified), bob`: who approved so far."""
+    return ", ".join(f"{safe(v.approver or '?')}{' (verified)' if v.verified else ''}" for v in votes)
+
+
 def call_rows(request: ToolApprovalRequest, width: int | None, now: datetime | None = None) -> list[str]:
     """Arguments, digest, policy, votes, deadline and preview of one call."""
     lines = _value("arguments", request.arguments, width)
     lines += row("digest", request.arguments_digest or "(none)")
     lines += row("policy", policy_text(request.policy))
     if request.votes:
-        votes = [f"{safe(v.approver or '?')}{' (verified)' if v.verified else ''}" for v in request.votes]
-        lines += row("votes", f"{', '.join(votes)} of {request.policy.quorum}")
+        lines += row("votes", f"{votes_text(request.votes)} of {request.policy.quorum}")
     lines += row("deadline", format_deadline(request.expires_at, now) + (" (escalated)" if request.escalated else ""))
     if request.preview:
         lead = " " * (len(PAD) + LABEL + 1)

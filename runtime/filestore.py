@@ -36,7 +36,7 @@ HASH_ALGORITHM = "sha256"
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _WRITE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-_SAME_STORE = "Every worker and client of a namespace must use the same SIGNOFF_PAYLOAD_STORE"
+SAME_STORE = "Every worker and client of a namespace must use the same SIGNOFF_PAYLOAD_STORE"
 
 
 class PayloadStoreError(ConfigError):
@@ -119,7 +119,7 @@ class FileStorageDriver(StorageDriver):
         except FileNotFoundError:
             raise PayloadStoreError(
                 f"stored payload {HASH_ALGORITHM}:{digest} is missing: {path} does not exist in the payload "
-                f"store {self.url}. {_SAME_STORE} (this process uses {self.url})."
+                f"store {self.url}. {SAME_STORE} (this process uses {self.url})."
             ) from None
         except OSError as exc:  # a symlink (ELOOP), no permission...
             raise PayloadStoreError(f"cannot read {path} from the payload store {self.url}: {exc.strerror}") from None

@@ -30,6 +30,7 @@ from temporalio.converter import DataConverter, ExternalStorage, StorageDriver
 
 from signoff.errors import ConfigError
 from signoff.runtime.filestore import (
+    SAME_STORE,
     FileStorageDriver,
     PayloadStoreError,
     make_private_dir,
@@ -185,7 +186,7 @@ async def close_storage(converter: DataConverter) -> None:
             await close()
 
 
-_SAME_STORE = "every worker and client of a namespace must use the same SIGNOFF_PAYLOAD_STORE"
+_SAME_STORE = SAME_STORE[0].lower() + SAME_STORE[1:]
 _PROBLEMS = {
     "TMPRL1105": "this run's data is kept in an external payload store, but this process has none configured: "
                  f"set SIGNOFF_PAYLOAD_STORE as the workers have it ({_SAME_STORE})",
