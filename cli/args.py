@@ -8,7 +8,7 @@ import os
 from datetime import timedelta
 from typing import Any
 
-from signoff.approvals import GrantMatch
+from signoff.approvals import MAX_SECONDS, GrantMatch
 from signoff.cli.binding import MIN_PREFIX, digest_text
 from signoff.cli.demo import DEMO_PROMPT
 from signoff.cli.token import ENV_TOKEN, add_token_parser, parse_duration
@@ -42,7 +42,7 @@ def _positive(text: str) -> float:
         value = float(text)
     except ValueError:
         value = 0
-    if not 0 < value <= 366 * 86400:
+    if not 0 < value <= MAX_SECONDS:
         raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds between 0 and 366 days")
     return value
 
