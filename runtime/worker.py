@@ -44,6 +44,7 @@ from signoff.runtime.connection import (
     open_client,
 )
 from signoff.runtime.connection import connect as connect_with
+from signoff.runtime.guard import worker_client
 from signoff.runtime.hardening import harden_process
 from signoff.runtime.setup import WorkerSetup
 from signoff.runtime.storage import close_storage
@@ -147,6 +148,7 @@ def build_worker(
     """
     if payload_budget is FROM_CLIENT:
         payload_budget = None if client.data_converter.external_storage is not None else DEFAULT_PAYLOAD_BUDGET
+    client = worker_client(client)  # a payload it cannot resolve never fails a workflow task (runtime/guard.py)
     settings = ActivitySettings(limits or Limits(), policies or PolicyBook(), payload_budget, verifier, notify)
     activities = AgentActivities(agents, default_client, settings)
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))

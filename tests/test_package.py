@@ -13,8 +13,8 @@ import signoff
 
 ROOT = Path(__file__).parent.parent
 LOOP_MAY_IMPORT = {
-    "__future__", "json", "collections.abc", "dataclasses", "datetime", "enum", "pydantic", "signoff",
-    "signoff.actions", "signoff.approvals", "signoff.audit", "signoff.authority", "signoff.budget", "signoff.digest",
+    "__future__", "json", "collections", "collections.abc", "dataclasses", "datetime", "enum", "pydantic", "signoff",
+    "signoff.actions", "signoff.answer", "signoff.approvals", "signoff.audit", "signoff.authority", "signoff.budget", "signoff.digest",
     "signoff.limits", "signoff.loop_decisions", "signoff.loop_parts", "signoff.loop_resume", "signoff.loop_state",
     "signoff.loop_timers", "signoff.messages", "signoff.policy",
 }  # fmt: skip
@@ -51,7 +51,7 @@ def test_loop_imports_nothing_that_does_io_or_reads_clock_or_env(module: str) ->
         assert forbidden not in source
 
 
-WORKFLOW_MAY_IMPORT = {"__future__", "asyncio", "collections.abc", "datetime", "typing", "json", "pydantic"}
+WORKFLOW_MAY_IMPORT = {"__future__", "asyncio", "collections.abc", "datetime", "typing", "json", "re", "pydantic"}
 """Besides these, workflow modules import only `temporalio` and `signoff` (the core and the
 activities' models and names; the activities only run worker-side)."""
 

@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from signoff.workflows.handlers import DecisionHandlers
     from signoff.workflows.queries import RunQueries
     from signoff.workflows.record import SIGNOFF_AGENT
+    from signoff.workflows.refusal import INVALID_INPUT, Refusal
     from signoff.workflows.run_input import ContinuedRun, Requester
 
 
@@ -56,7 +57,7 @@ class AgentRun(DecisionHandlers, RunQueries):
     @workflow.run
     async def run(self, raw: RawValue) -> AgentRunResult:
         if self._input_error is not None:  # a failed run, never a workflow task retried forever
-            raise ApplicationError(self._input_error, type="InvalidInput", non_retryable=True)
+            raise Refusal(self._input_error, INVALID_INPUT)
         workflow.upsert_search_attributes([SIGNOFF_AGENT.value_set(self._input.agent)])
         if self._continued is None:
             await self._start()
@@ -92,9 +93,7 @@ class AgentRun(DecisionHandlers, RunQueries):
             try:
                 who = await self._identify(options.requester_token, options.requested_by, "requester")
             except ApplicationError as exc:
-                raise ApplicationError(
-                    f"invalid input: {exc.message}", type="InvalidInput", non_retryable=True
-                ) from exc
+                raise Refusal(f"invalid input: {exc.message}", INVALID_INPUT) from None
             self._requester = Requester(name=who.name, groups=who.groups, verified=True)
             self._loop.state.requested_by = who.name
         open_calls = unanswered_calls(self._loop.messages)
@@ -112,9 +111,7 @@ class AgentRun(DecisionHandlers, RunQueries):
                 prepared.previews,
             )  # fmt: skip
         except DecisionError as exc:
-            raise ApplicationError(
-                f"invalid tool_approval_responses: {exc}", type="InvalidInput", non_retryable=True
-            ) from exc
+            raise Refusal(f"invalid tool_approval_responses: {exc}", INVALID_INPUT) from None
 
     # --- the model -------------------------------------------------------------------
 

@@ -4,8 +4,11 @@ A client's start is public input only (`AgentRunInput`, unknown fields refused).
 state a run carries across continue-as-new (`ContinuedRun`) is accepted only when the
 server itself says this run continues another (`continued_run_id`, first attempt, no
 cron schedule): a client cannot start a run that way, so nothing a start claims (calls
-ready to run, approvals, rounds) is ever trusted. Input that cannot be decoded at all
-fails the run at once too.
+ready to run, approvals, rounds) is ever trusted. Input that cannot be decoded at all,
+or a payload-store reference the worker cannot resolve (runtime/guard.py), fails the
+run at once too. Carried state whose stored payload is gone is the exception: that is
+the workers' store to fix (every worker must use the same one), so its workflow task
+fails, to be retried by a worker that has it, rather than the run being lost.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from temporalio.common import RawValue
 
 from signoff.contract import AgentRunInput
 from signoff.loop_state import LoopState
+from signoff.runtime.filestore import SAME_STORE, unresolvable
 from signoff.snapshot import RunSnapshot
 
 
@@ -54,6 +58,10 @@ def decode(raw: RawValue) -> AgentRunInput | ContinuedRun:
         data = workflow.payload_converter().from_payload(raw.payload)
     except Exception as exc:  # bytes that are not JSON, an unknown encoding
         raise InvalidInput(f"invalid input: the workflow input could not be decoded as JSON ({exc})") from None
+    if (problem := unresolvable(data)) is not None:
+        if _continues_a_run():  # our own state, gone from the store: a worker's configuration to fix, not input
+            raise RuntimeError(f"the state this run continues from is {problem}; {SAME_STORE}")
+        raise InvalidInput(f"invalid input: the workflow input is {problem}")
     try:
         if _continues_a_run():
             return ContinuedRun.model_validate(data)
