@@ -12,14 +12,15 @@ Temporal owns retries: a connection error, a timeout, 408/409/425/429 (honouring
 Headers: `X-Signoff-Event` (the notice's kind), `X-Signoff-Delivery`
 (`<workflow_id>/<run_id>/<event seq>`: the same on every retry, so receivers can drop
 duplicates) and, with `SIGNOFF_NOTIFY_SECRET_FILE`, `X-Signoff-Signature:
-sha256=<hex HMAC-SHA256 of the body bytes>`.
+t=<unix>,v1=<hex>` over the time of sending, the delivery id and the body
+(`signoff.notify_signature`), made anew for each attempt.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -35,6 +36,7 @@ from signoff.errors import ConfigError
 from signoff.howto import decide_commands
 from signoff.links import ui_link, ui_root
 from signoff.notices import WAITING_KINDS, Notice, notice_text
+from signoff.notify_signature import SIGNATURE_HEADER, signature
 from signoff.runtime.devserver import DEFAULT_ADDRESS
 from signoff.smallfile import read_small_file
 from signoff.snapshot import NotifyPlan
@@ -43,7 +45,6 @@ URLS_ENV = "SIGNOFF_NOTIFY_URLS"
 SECRET_ENV = "SIGNOFF_NOTIFY_SECRET_FILE"
 EVENT_HEADER = "X-Signoff-Event"
 DELIVERY_HEADER = "X-Signoff-Delivery"
-SIGNATURE_HEADER = "X-Signoff-Signature"
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
 MAX_SECRET_BYTES = 4096
 MAX_RETRY_AFTER = timedelta(minutes=5)
@@ -151,11 +152,6 @@ def read_notify_secret(path: Path) -> bytes:
     return data
 
 
-def sign(secret: bytes, body: bytes) -> str:
-    """`sha256=<hex>`: the HMAC-SHA256 of the exact body bytes."""
-    return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
-
-
 def compose(config: NotifyConfig, input: NotifyInput, workflow_id: str, run_id: str) -> Notice:
     """The notice for one event of a run, with its link and decide commands."""
     request = input.request
@@ -183,12 +179,13 @@ async def deliver(config: NotifyConfig | None, input: NotifyInput) -> NotifyOutp
     workflow_id, run_id = info.workflow_id or "", info.workflow_run_id or ""
     notice = compose(config, input, workflow_id, run_id)
     body = notice.model_dump_json().encode()
+    delivery = f"{workflow_id}/{run_id}/{input.seq}"
     headers = {
         "Content-Type": "application/json", "User-Agent": "signoff-notify/1", EVENT_HEADER: input.event,
-        DELIVERY_HEADER: f"{workflow_id}/{run_id}/{input.seq}",
+        DELIVERY_HEADER: delivery,
     }  # fmt: skip
     if config.secret:
-        headers[SIGNATURE_HEADER] = sign(config.secret, body)
+        headers[SIGNATURE_HEADER] = signature(config.secret, int(time.time()), delivery, body)
     return await _post(url, body, headers, config.request_timeout)
 
 
