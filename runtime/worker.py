@@ -30,7 +30,7 @@ from signoff.activities.identify import Verifier
 from signoff.activities.notify import NotifyConfig
 from signoff.agent import ChatClientAgent
 from signoff.chat.base import ChatClient
-from signoff.chat.config import LLMConfig
+from signoff.chat.config import ENV_BASE_URL, ENV_MODEL, LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.contract import DEFAULT_TASK_QUEUE
 from signoff.defaults import default_agent
@@ -96,6 +96,30 @@ def load_agents(modules: Iterable[str] = (), include_default: bool = True) -> di
 def default_chat_client() -> ChatClient:
     """The provider of `SIGNOFF_LLM_*`; ConfigError names the variable that is missing."""
     return OpenAIChatClient(LLMConfig.from_env())
+
+
+NO_MODEL = (
+    f"no model configured ({ENV_BASE_URL} is not set): runs of {{agents}} will fail at their first model turn. "
+    "Set SIGNOFF_LLM_BASE_URL and SIGNOFF_LLM_MODEL (and SIGNOFF_LLM_API_KEY) for a provider; or, to try signoff "
+    "without one, serve the scripted model in another terminal: `python -m signoff.testing --port 8400`, then "
+    f"start the worker with {ENV_BASE_URL}=http://127.0.0.1:8400/v1 {ENV_MODEL}=scripted"
+)
+
+
+def model_check(agents: Mapping[str, ChatClientAgent], environ: Mapping[str, str] | None = None) -> str | None:
+    """A warning when agents need the worker's model and none is configured; None when all is well.
+
+    Raises:
+        ConfigError: a model is configured but cannot work (a missing model name, a key set twice).
+    """
+    env = os.environ if environ is None else environ
+    needing = sorted(name for name, agent in agents.items() if agent.chat_client is None)
+    if not needing:
+        return None
+    if env.get(ENV_BASE_URL, "").strip():
+        LLMConfig.from_env(env)  # fails now, naming the variable, not at the first model turn
+        return None
+    return NO_MODEL.format(agents=", ".join(needing))
 
 
 def sandbox_runner() -> SandboxedWorkflowRunner:
@@ -173,6 +197,7 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
     settings = settings or ConnectionSettings.load()
     agents = load_agents(agent_modules)
     setup = WorkerSetup.from_env(agents)  # a configuration that cannot work stops the worker here
+    no_model = model_check(agents)
     client, server = await open_client(settings)
     try:
         stop = asyncio.Event()
@@ -183,7 +208,7 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
             client, agents, settings.task_queue, graceful_shutdown_timeout=timedelta(seconds=10),
             notify=notify, **setup.worker_options(),
         )  # fmt: skip
-        for line in setup.describe() + ([notify.describe()] if notify else []):
+        for line in setup.describe() + ([notify.describe()] if notify else []) + ([no_model] if no_model else []):
             print(f"signoff: {line}", flush=True)
         print(f"signoff: worker on task queue {settings.task_queue!r} at {settings.describe()}, "
               f"agents: {', '.join(sorted(agents))}", flush=True)

@@ -104,6 +104,8 @@ class DecidedCall(BaseModel):
     arguments_digest: str = ""
     outcome: str
     """`approved`, `denied`, or `vote` (counted towards a quorum not yet reached)."""
+    edited_arguments: dict[str, Any] | None = None
+    """What the call runs with instead of `arguments`, when the approval edited them."""
 
 
 class DecisionAck(BaseModel):

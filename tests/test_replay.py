@@ -10,6 +10,7 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from signoff.runtime.guard import guarded
 from signoff.runtime.worker import sandbox_runner
 from signoff.workflows.agent_run import AgentRun
 from tests.helpers import (
@@ -27,12 +28,15 @@ HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
 
 def replayer() -> Replayer:
-    return Replayer(workflows=[AgentRun], data_converter=pydantic_data_converter, workflow_runner=sandbox_runner())
+    """Replays as a worker runs: with its guarded converter (a forged payload in a history reads as refused)."""
+    return Replayer(workflows=[AgentRun], data_converter=guarded(pydantic_data_converter),
+                    workflow_runner=sandbox_runner())  # fmt: skip
 
 
 def test_every_history_shape_is_committed() -> None:
     assert {p.stem for p in HISTORIES} >= {
-        "approved", "denied", "timed_out", "continued_as_new", "verified", "timeout_grant",
+        "approved", "denied", "timed_out", "continued_as_new", "verified", "timeout_grant", "strangers",
+        "paused_deadline",
     }  # fmt: skip
 
 

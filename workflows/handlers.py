@@ -173,6 +173,7 @@ class DecisionHandlers(AgentRunBase):
                     arguments=source.arguments,
                     arguments_digest=source.arguments_digest,
                     outcome=(record.outcome or "denied") if record else "vote",
+                    edited_arguments=record.edited_arguments if record else None,
                 )
             )
         return DecisionAck(accepted=accepted, pending=list(waiting), decided=decided)

@@ -17,12 +17,16 @@ import uuid
 from collections.abc import Collection
 from pathlib import Path
 
+from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.common import RawValue
 
 from signoff.activities.notify import NotifyConfig
 from signoff.contract import RunOptions
 from signoff.identity import ApproverKeys, issue_token
+from signoff.messages import ToolCall
 from signoff.policy import ApprovalPolicy, OnTimeout
+from signoff.runtime.devserver import find_temporal_binary
 from tests.approver_keys import write_secret
 from tests.conftest import start_dev_server
 from tests.governance import deploy, ops_agent, restart, turns, wait_event
@@ -122,8 +126,56 @@ async def record_all(client: Client, queue: str) -> None:
     print(f"recorded continued_as_new: {len(history.events)} events")
 
 
+def strangers(request: ScriptedRequest) -> Reply:
+    """A model whose first answer has ids twice, `*`, NaN arguments and more calls than the per-turn limit."""
+    if request.round > 1:
+        return Reply.text("done")
+    odd = [ToolCall(id="dup", name="run_command", arguments='{"command": "echo 1"}'),
+           ToolCall(id="dup", name="run_command", arguments='{"command": "echo 2"}'),
+           ToolCall(id="*", name="list_dir", arguments="{}"),
+           ToolCall(id="nan", name="run_command", arguments='{"command": NaN}')]  # fmt: skip
+    return Reply.tool_calls(odd + [ToolCall(id=f"c{i}", name="list_dir", arguments="{}") for i in range(70)], chunks=1)
+
+
+async def record_adversarial(client: Client, names: Collection[str], workspace: Path) -> None:
+    """`strangers`: a hostile model answer and forged decisions (an unresolvable reference, a flood).
+    `paused_deadline`: a deadline that passes while the run is paused, and a decision sent meanwhile."""
+    queue = f"record-{uuid.uuid4()}"
+    with ScriptedModelServer(strangers) as model:
+        async with running_worker(client, queue, model, agents_for(workspace)):
+            if "strangers" in names:
+                run = await start_run(client, queue, "strangers")
+                pending = await wait_pending(run, 2)
+                forged = Payload(metadata={"encoding": b"json/protobuf",
+                                           "messageType": b"temporal.api.sdk.v1.ExternalStorageReference"},
+                                 data=b'{"driverName": "nobody", "claimData": {}}')  # fmt: skip
+                await run.signal("tool_approval", RawValue(forged))
+                await run.signal("tool_approval", [{"call_id": "x", "approved": True}] * 101)
+                await run.signal("tool_approval", {"call_id": pending[0]["call_id"], "approved": True})
+                await run.execute_update("submit_tool_approval", {"call_id": "*", "approved": False})
+                await save(run, "strangers")
+    with ScriptedModelServer(script) as model:
+        async with running_worker(client, queue, model, agents_for(workspace)):
+            if "paused_deadline" in names:
+                run = await start_run(client, queue, "pause", options=RunOptions(approval_timeout_seconds=2))
+                await wait_pending(run)
+                await temporal_cli(client, "workflow", "pause", "--workflow-id", run.id)
+                await asyncio.sleep(3)
+                await run.signal("tool_approval", {"call_id": "call_1", "approved": True})
+                await temporal_cli(client, "workflow", "unpause", "--workflow-id", run.id)
+                await save(run, "paused_deadline")
+
+
+async def temporal_cli(client: Client, *args: str) -> None:
+    process = await asyncio.create_subprocess_exec(
+        str(find_temporal_binary()), *args, "--address", client.service_client.config.target_host
+    )
+    assert await process.wait() == 0
+
+
 ORIGINAL = ("approved", "denied", "timed_out", "continued_as_new")
 GOVERNANCE = ("verified", "timeout_grant")
+ADVERSARIAL = ("strangers", "paused_deadline")
 
 
 async def main(names: Collection[str]) -> None:
@@ -137,13 +189,14 @@ async def main(names: Collection[str]) -> None:
                         await record_all(env.client, queue)
             finally:
                 await env.shutdown()
-        if set(names) & set(GOVERNANCE):
+        if set(names) & set(GOVERNANCE + ADVERSARIAL):
             env = await start_dev_server()  # no early continue-as-new: these runs are longer
             try:
                 await record_governance(env.client, names, Path(workspace))
+                await record_adversarial(env.client, names, Path(workspace))
             finally:
                 await env.shutdown()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1:] or ORIGINAL + GOVERNANCE))
+    asyncio.run(main(sys.argv[1:] or ORIGINAL + GOVERNANCE + ADVERSARIAL))
