@@ -20,7 +20,7 @@ from signoff.cli.calls import PendingRow, render_pending
 from signoff.cli.follow import Prompter, follow_or_leave
 from signoff.cli.render import render_result
 from signoff.cli.talk import CommandError, Handle
-from signoff.cli.workers import RunInfo, describe_run, run_info, waiting_for
+from signoff.cli.workers import RunInfo, describe_run, no_worker, run_info, waiting_for
 from signoff.contract import (
     SA_STATUS,
     STATUS_AWAITING,
@@ -93,10 +93,16 @@ PAUSED_NOTE = ("(paused: it shows its calls again when unpaused; `signoff approv
                "sends the decision by signal, applied then)")
 
 
-async def _rows(client: Client, workflow_id: str, listed: RunInfo | None = None) -> list[PendingRow]:
-    """The run's pending calls; when it cannot answer, what its search attributes say it waits on."""
+async def _rows(
+    client: Client, workflow_id: str, listed: RunInfo | None = None, unserved: str | None = None
+) -> list[PendingRow]:
+    """The run's pending calls; when it cannot answer, what its search attributes say it waits on.
+
+    `unserved`: why no worker will answer (none polls its task queue), so it is not asked."""
     if listed is not None and listed.paused:
         return [PendingRow(workflow_id, note=PAUSED_NOTE, tools=listed.tools, paused=True)]
+    if listed is not None and unserved is not None:
+        return [PendingRow(workflow_id, note=f"({unserved})", tools=listed.tools)]
     handle = client.get_workflow_handle(workflow_id)
     try:
         return [PendingRow(workflow_id, request) for request in await talk.pending(handle)]
@@ -153,7 +159,11 @@ async def cmd_pending(args: argparse.Namespace, ctx: Context) -> int:
     if args.run:
         rows = await _rows(client, args.run)
     else:
-        groups = await asyncio.gather(*(_rows(client, r.workflow_id, r) for r in await waiting_runs(client)))
+        runs = await waiting_runs(client)
+        # A run whose task queue no worker polls would keep its query waiting for seconds: it is not asked.
+        queues = sorted({r.task_queue for r in runs})
+        unserved = dict(zip(queues, await asyncio.gather(*(no_worker(client, q) for q in queues)), strict=True))
+        groups = await asyncio.gather(*(_rows(client, r.workflow_id, r, unserved[r.task_queue]) for r in runs))
         rows = sorted((r for g in groups for r in g), key=_requested)
     ctx.shown.record_all((r.workflow_id, r.request) for r in rows if r.request)
     if args.json:

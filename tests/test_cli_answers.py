@@ -11,6 +11,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
+from signoff.cli.workers import no_worker
 from signoff.contract import AgentRunResult, RunOptions
 from tests.cli_harness import Cli, cli, cli_environ, read_until, served, spawn  # noqa: F401
 from tests.helpers import start_run, wait_pending
@@ -101,3 +102,17 @@ async def test_run_wait_with_no_worker_says_no_worker_polls_the_task_queue(
     await run.wait()
     assert f"no worker polls task queue {task_queue!r}" in seen
     assert "Timeout expired" not in seen
+
+
+async def test_a_task_queue_is_unserved_until_a_worker_polls_it(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    assert await no_worker(client, task_queue) == (
+        f"no worker polls task queue {task_queue!r}: start one (python worker.py, or signoff-worker, "
+        f"with SIGNOFF_TASK_QUEUE={task_queue})"
+    )
+    async with served(client, task_queue, tmp_path):
+        handle = await start_run(client, task_queue)
+        await wait_pending(handle)
+        assert await no_worker(client, task_queue) is None
+        await handle.terminate()
