@@ -124,7 +124,17 @@ async def test_reference_to_another_bucket_is_not_followed(
         await s3.put_object(Bucket=OTHER_BUCKET, Key=key, Body=data)
     digest = hashlib.sha256(data).hexdigest()
     claim = {"bucket": OTHER_BUCKET, "key": key, "hash_algorithm": "sha256", "hash_value": digest}
+    cause = await crafted_start(client, address, task_queue, model, tmp_path, claim)
+    assert "payload-store reference that cannot be resolved" in str(cause)
+    assert model.request_count == 0
 
+
+async def crafted_start(
+    client: Client, address: str, task_queue: str, model: ScriptedModelServer, tmp_path: Path, claim: dict[str, str]
+) -> BaseException | None:
+    """Start a run whose input is an S3 reference with `claim`, to a worker of this store: why it failed.
+
+    Its history must hold no failed workflow task (a reference never wedges a run)."""
     worker_client = await connect(settings_for(address, f"s3://{BUCKET}/runs"))
     try:
         async with running_worker(worker_client, task_queue, model, agents_for(tmp_path)):
@@ -132,10 +142,10 @@ async def test_reference_to_another_bucket_is_not_followed(
             handle = await client.start_workflow("AgentRun", crafted, id=f"crafted-{task_queue}", task_queue=task_queue)
             with pytest.raises(WorkflowFailureError) as failure:
                 await asyncio.wait_for(handle.result(), 20)
+            assert await task_failures(handle) == []
     finally:
         await close_storage(worker_client.data_converter)
-    assert "payload-store reference that cannot be resolved" in str(failure.value.cause)
-    assert model.request_count == 0
+    return failure.value.cause
 
 
 async def test_startup_check_names_an_unreachable_bucket(buckets: None, s3_endpoint: str) -> None:
@@ -167,15 +177,6 @@ async def test_a_reference_to_a_missing_object_of_the_store_fails_the_start_inst
 ) -> None:
     digest = "b" * 64  # well formed, inside the store's bucket and prefix, and nothing there
     claim = {"bucket": BUCKET, "key": f"v0/d/sha256/{digest}", "hash_algorithm": "sha256", "hash_value": digest}
-    worker_client = await connect(settings_for(address, f"s3://{BUCKET}/runs"))
-    try:
-        async with running_worker(worker_client, task_queue, model, agents_for(tmp_path)):
-            crafted = ExternalStorageReference(driver_name="aws.s3driver", claim_data=claim)
-            handle = await client.start_workflow("AgentRun", crafted, id=f"missing-{task_queue}", task_queue=task_queue)
-            with pytest.raises(WorkflowFailureError) as failure:
-                await asyncio.wait_for(handle.result(), 20)
-            assert await task_failures(handle) == []
-    finally:
-        await close_storage(worker_client.data_converter)
-    assert "payload-store reference that cannot be resolved" in str(failure.value.cause)
+    cause = await crafted_start(client, address, task_queue, model, tmp_path, claim)
+    assert "payload-store reference that cannot be resolved" in str(cause)
     assert model.request_count == 0

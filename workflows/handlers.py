@@ -102,8 +102,6 @@ class DecisionHandlers(AgentRunBase):
             # is checked then for every response (decide() refuses the rest); all else now.
             self._loop.check_decisions([Decision.of(r) for r in responses],
                                        authority=not any(r.token for r in responses))  # fmt: skip
-        except DecisionError as exc:  # it names the pending call ids itself
-            raise refused(exc) from None
         except Exception as exc:
             raise self._refusal(exc) from None
 
