@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"smallest failing case ({len(failing)} failing seen):\n{case}\n-> {finding}", file=sys.stderr)
     print(f"ran {harness.cases} cases in {time.monotonic() - started:.0f} s: "
           f"{'no finding' if code == 0 else 'a finding (above)'}")  # fmt: skip
+    for what, count in sorted(harness.tally.items()):
+        print(f"  {what}: {count}")
     return code
 
 

@@ -25,6 +25,7 @@ import json
 import tempfile
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Coroutine
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import WorkflowTaskFailedCause
 from temporalio.client import (
     Client,
     WorkflowFailureError,
@@ -63,6 +65,7 @@ CASE_SECONDS = 60.0
 ALLOWED_FAILURES = frozenset({"InvalidInput", "PayloadTooLarge", "UnknownAgent"})
 UPDATES = {"update": "submit_tool_approval", "extend": "extend_deadline", "revoke": "revoke_grant"}
 CONTINUE_AS_NEW_EVENTS = 40
+UNHANDLED_COMMAND = WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND
 PAYLOAD_THRESHOLD = 4096
 FINISH = {"call_id": "*", "approved": False, "approver": "alice", "reason": "fuzz: the case is over"}
 
@@ -99,6 +102,8 @@ class Harness:
         self._numbers = itertools.count(1)
         self.task_queue = f"fuzz-{uuid.uuid4().hex[:8]}"
         self.cases = 0
+        self.tally: Counter[str] = Counter()
+        """What the cases did: how runs ended, how many waited, decisions sent by each way."""
         self._call(self._start())
 
     def _call(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
@@ -150,6 +155,7 @@ class Harness:
 
     async def _case(self, case: Case) -> None:
         prompt = f"fuzz case {next(self._numbers)}"
+        self.tally[f"start: {type(case.start).__name__}"] += 1
         with self._lock:
             self._answers[prompt] = [_reply(turn) for turn in case.turns]
         seen = self._seen.setdefault(prompt, Seen())
@@ -165,6 +171,7 @@ class Harness:
             for send in case.sends:
                 if not await self._waiting(handle, result, seen):
                     break
+                self.tally[f"sent by {send.via}"] += 1
                 await self._send(handle, send, seen)
             await self._finish(handle, result, seen)
             await self._check(handle, result, seen)
@@ -190,7 +197,7 @@ class Harness:
         if self._loop.time() - seen.checked < 1:
             return
         seen.checked = self._loop.time()
-        if failures := await _task_failures(handle):
+        if failures := await _task_failures(self.client, handle):
             raise Finding(f"workflow task failed {len(failures)} time(s): {failures[0][:500]}")
 
     async def _query(self, handle: WorkflowHandle[Any, Any], name: str, seen: Seen) -> Any:
@@ -217,6 +224,7 @@ class Harness:
             await handle.execute_update(UPDATES[send.via], arg, rpc_timeout=_seconds(15))
         except WorkflowUpdateFailedError as exc:
             _check_refusal(exc)
+            self.tally["updates refused"] += 1
         except WorkflowUpdateRPCTimeoutOrCancelledError:
             seen.problems.append(f"update {send.via} was not answered within 15 s")
         except RPCError as exc:  # e.g. a payload over the server's limit: refused before the run saw it
@@ -227,7 +235,7 @@ class Harness:
         deadline = self._loop.time() + CASE_SECONDS
         while not result.done():
             if self._loop.time() > deadline:
-                failures = await _task_failures(handle)
+                failures = await _task_failures(self.client, handle)
                 raise Finding(f"the run did not close within {CASE_SECONDS:.0f} s; workflow task failures: "
                               f"{failures[:3]}; other problems: {seen.problems[:5]}")  # fmt: skip
             pending = await self._query(handle, "pending_approvals", seen)
@@ -237,15 +245,21 @@ class Harness:
             await asyncio.wait({result}, timeout=0.05 if pending is None else 0.02)
 
     async def _check(self, handle: WorkflowHandle[Any, Any], result: asyncio.Future[Any], seen: Seen) -> None:
-        failures = await _task_failures(handle)
+        runs: list[str] = []
+        failures = await _task_failures(self.client, handle, runs)
+        self.tally[f"runs in the chain: {len(runs)}"] += 1
         if failures:
             raise Finding(f"workflow task failed {len(failures)} time(s): {failures[0][:500]}")
         error = result.exception()
         if error is None:
-            _check_transcript(AgentRunResult.model_validate(result.result()))
+            done = AgentRunResult.model_validate(result.result())
+            _check_transcript(done)
+            self.tally[f"finished {done.finish_reason.value}"] += 1
+            self.tally["decided calls"] += len(done.approvals)
         elif isinstance(error, WorkflowFailureError):
             cause = error.cause
             kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
+            self.tally[f"failed {kind}"] += 1
             if not isinstance(cause, ApplicationError) or not cause.non_retryable or kind not in ALLOWED_FAILURES:
                 raise Finding(f"the run failed unclearly: {kind}: {cause}")
         else:
@@ -327,12 +341,28 @@ def _check_transcript(result: AgentRunResult) -> None:
             raise Finding(f"message {index} has two calls with one id")
 
 
-async def _task_failures(handle: WorkflowHandle[Any, Any]) -> list[str]:
-    return [
-        e.workflow_task_failed_event_attributes.failure.message
-        async for e in handle.fetch_history_events()
-        if e.HasField("workflow_task_failed_event_attributes")
-    ]
+async def _task_failures(
+    client: Client, handle: WorkflowHandle[Any, Any], runs: list[str] | None = None
+) -> list[str]:
+    """The WorkflowTaskFailed messages of every run of the chain, following continue-as-new
+    (`runs`, if given, gets each run's id).
+
+    Not counted: a task the *server* failed because a signal arrived while the workflow was
+    completing or continuing as new (cause UNHANDLED_COMMAND). That is Temporal keeping the
+    signal: the task runs again with it, at once; the workflow's code did not fail."""
+    failures: list[str] = []
+    run_id: str | None = handle.first_execution_run_id or handle.run_id
+    while run_id:
+        if runs is not None:
+            runs.append(run_id)
+        current, run_id = run_id, None
+        async for event in client.get_workflow_handle(handle.id, run_id=current).fetch_history_events():
+            failed = event.workflow_task_failed_event_attributes
+            if event.HasField("workflow_task_failed_event_attributes") and failed.cause != UNHANDLED_COMMAND:
+                failures.append(failed.failure.message)
+            if event.HasField("workflow_execution_continued_as_new_event_attributes"):
+                run_id = event.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+    return failures
 
 
 async def _dev_server() -> WorkflowEnvironment:

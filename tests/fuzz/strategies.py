@@ -21,6 +21,18 @@ from tests.fuzz.agent import TOOL_NAMES
 MAX_CALLS = 70
 """Past the per-turn limit of 64, so cuts are generated too (a few hundred more add nothing)."""
 
+
+
+def weighted(common: st.SearchStrategy[Any], rare: st.SearchStrategy[Any], percent: int) -> st.SearchStrategy[Any]:
+    """`common` `percent` % of the time, else `rare` (Hypothesis's own choice of branch is not uniform)."""
+    return st.integers(0, 99).flatmap(lambda n: common if n < percent else rare)
+
+
+def uniform(*choices: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """One of `choices`, each as often as the others."""
+    return st.sampled_from(choices).flatmap(lambda choice: choice)
+
+
 # --- JSON-ish values: what a stranger's JSON may hold, the odd parts included ---------
 
 odd_floats = st.sampled_from([float("nan"), float("inf"), float("-inf"), 1e308, -0.0, 5e-324])
@@ -42,7 +54,7 @@ def _nested(depth: int) -> str:
 
 # --- model answers ---------------------------------------------------------------------
 
-call_ids = st.one_of(
+call_ids = uniform(
     st.sampled_from(["call_1", "call_2", "dup", "", "*", "call 1", "a`b", "x" * 129, "\x1b[2J", "\ud800", "call_0_0"]),
     st.from_regex(r"[A-Za-z0-9_.:-]{1,20}", fullmatch=True),
     odd_text,
@@ -88,7 +100,16 @@ class Turn:
     chunks: int = 1
 
 
-calls = st.builds(Call, id=call_ids, name=tool_names, arguments=argument_texts())
+hostile_calls = st.builds(Call, id=call_ids, name=tool_names, arguments=argument_texts())
+gated_calls = st.builds(  # calls that wait for a person: the decisions then have something to decide
+    Call, id=st.one_of(st.sampled_from(["call_1", "call_2", "dup"]), call_ids), name=st.sampled_from(
+        ["note", "release", "rotate"]),
+    arguments=st.builds(lambda text: json.dumps({"text": text, "version": text, "key": text}), st.text(max_size=20)),
+)  # fmt: skip
+
+
+
+calls = weighted(gated_calls, hostile_calls, 50)
 
 
 @st.composite
@@ -133,7 +154,7 @@ class Send:
 
 
 REFERENCE = {"encoding": b"json/protobuf", "messageType": b"temporal.api.sdk.v1.ExternalStorageReference"}
-raws = st.one_of(
+raws = uniform(
     st.builds(Raw, metadata=st.just({"encoding": b"json/plain"}), data=st.binary(max_size=40)),
     st.builds(Raw, metadata=st.sampled_from([{"encoding": b"binary/plain"}, {"encoding": b"binary/null"},
                                              {"encoding": b"nope/nope"}, {}]), data=st.binary(max_size=20)),
@@ -157,8 +178,8 @@ decision_fields = st.fixed_dictionaries({}, optional={
 })  # fmt: skip
 decidings = st.builds(Deciding, target=st.one_of(st.none(), st.integers(0, 3)), approved=st.booleans(),
                       fields=decision_fields, digest=st.sampled_from(["right", "right", "wrong", "none"]))  # fmt: skip
-payloads = st.one_of(decidings, decidings, st.lists(decidings, max_size=3), json_values, raws)
-sends = st.one_of(
+payloads = uniform(decidings, decidings, st.lists(decidings, max_size=3), json_values, raws)
+sends = uniform(
     st.builds(Send, via=st.sampled_from(["signal", "update"]), payload=payloads),
     st.builds(Send, via=st.sampled_from(["signal", "update"]), payload=decidings, copies=st.sampled_from([101, 150])),
     st.builds(Send, via=st.sampled_from(["extend", "revoke"]), payload=json_values | st.fixed_dictionaries({
@@ -193,14 +214,14 @@ class Resumed:
 resumed = st.builds(
     Resumed, calls=st.lists(calls, min_size=1, max_size=4).map(tuple),
     answered=st.lists(call_ids, max_size=2).map(tuple),
-    responses=st.lists(st.one_of(st.fixed_dictionaries({"call_id": call_ids, "approved": st.booleans()}),
-                                 json_values), max_size=2).map(tuple),
+    responses=st.one_of(st.just(()), st.just(()), st.lists(st.one_of(
+        st.fixed_dictionaries({"call_id": call_ids, "approved": st.booleans()}), json_values), max_size=2).map(tuple)),
     options=st.fixed_dictionaries({}, optional={"approval_timeout_seconds": st.sampled_from([0.5, 1.0, 3600.0])}),
 )  # fmt: skip
 options = st.dictionaries(st.sampled_from(["max_rounds", "approval_timeout_seconds", "temperature", "max_total_tokens",
                                           "tool_approval_responses", "bogus"]), json_values, max_size=2)  # fmt: skip
-starts = st.one_of(st.none(), st.none(), st.none(), st.none(), raws, resumed, resumed,
-                   st.dictionaries(odd_text, json_values, max_size=3),
-                   st.fixed_dictionaries({"agent": st.just("fuzz"), "prompt": odd_text}, optional={"options": options}))
+prompted = st.fixed_dictionaries({"agent": st.just("fuzz"), "prompt": odd_text}, optional={"options": options})
+odd_starts = uniform(raws, resumed, resumed, st.dictionaries(odd_text, json_values, max_size=3), prompted)
+starts = weighted(st.none(), odd_starts, 70)
 cases = st.builds(Case, turns=st.lists(turns(), min_size=1, max_size=3).map(tuple),
                   sends=st.lists(sends, max_size=5).map(tuple), start=starts)  # fmt: skip
