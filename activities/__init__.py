@@ -36,6 +36,7 @@ from signoff.activities.models import (
     ToolOutput,
 )
 from signoff.activities.notify import deliver
+from signoff.activities.observe import model_turn_done, tool_call_done
 from signoff.activities.prepare import prepare_run
 from signoff.activities.served import ServedAgents
 from signoff.activities.settings import ActivitySettings
@@ -74,12 +75,16 @@ class AgentActivities:
     @activity.defn(name="signoff.chat")
     async def chat(self, input: ChatInput) -> ChatTurn:
         """One model turn, streamed; which of its calls need approval."""
-        return await model_turn(self.served, self._memory, self._callers, input, self.settings.payload_budget)
+        turn = await model_turn(self.served, self._memory, self._callers, input, self.settings.payload_budget)
+        model_turn_done(input.agent, turn.response)
+        return turn
 
     @activity.defn(name=TOOL_ACTIVITY)
     async def tool(self, input: ToolInput) -> ToolOutput:
         """Run one tool call; its own failure is the message `Error: ...`."""
-        return await run_call(self.served, self._callers, input)
+        output = await run_call(self.served, self._callers, input)
+        tool_call_done(input.agent, input.call.name, output.content)
+        return output
 
     @activity.defn(name="signoff.identify")
     async def identify(self, input: IdentifyInput) -> IdentifyOutput:

@@ -10,6 +10,7 @@ from typing import Any
 
 from signoff.approvals import GrantMatch
 from signoff.cli.binding import MIN_PREFIX, digest_text
+from signoff.cli.codec import add_codec_parser
 from signoff.cli.demo import DEMO_PROMPT
 from signoff.cli.token import ENV_TOKEN, add_token_parser, parse_duration
 
@@ -145,4 +146,5 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt", default=DEMO_PROMPT, help="what to ask the default agent")
     _who(p)
     add_token_parser(sub, common)
+    add_codec_parser(sub)
     return parser

@@ -23,6 +23,7 @@ from signoff.loop import AgentLoop
 from signoff.messages import AgentEvent
 from signoff.snapshot import RunSnapshot
 from signoff.transcript import Sender
+from signoff.workflows.metrics import RunMetrics
 from signoff.workflows.notifications import Notifier, notice_for
 from signoff.workflows.record import RunRecord
 from signoff.workflows.run_input import ContinuedRun, InvalidInput, Requester, decode
@@ -38,6 +39,7 @@ class AgentRunBase:
         self._record = RunRecord()
         self._revision = 0  # bumped by every handler that changes what waits
         self._notifier = Notifier()
+        self._metrics = RunMetrics()
         try:
             given = decode(raw)
         except InvalidInput as exc:
@@ -72,7 +74,8 @@ class AgentRunBase:
             self._on_event(event, self._record.add(event))
 
     def _on_event(self, event: AgentEvent, kept: dict[str, Any]) -> None:
-        """What an event sets off: notices, when the run's snapshot names channels."""
+        """What an event sets off: its metrics; notices, when the run's snapshot names channels."""
+        self._metrics.observe(event)
         plan = self._snapshot.notify if self._snapshot else None
         if plan is None or not plan.channels:
             return
