@@ -82,9 +82,9 @@ class CodecKeys:
         if not self.keys:
             raise ConfigError(f"{self.source} holds no key; each line is {_LINE}")
         ids = [kid for kid, _ in self.keys]
-        duplicates = sorted({kid for kid in ids if ids.count(kid) > 1})
-        if duplicates:
-            raise ConfigError(f"{self.source} lists the key id {duplicates[0]!r} twice: each key needs its own id")
+        repeated = sorted({kid for kid in ids if ids.count(kid) > 1})
+        if repeated:
+            raise ConfigError(f"{self.source} lists the key id {repeated[0]!r} twice: each key needs its own id")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> CodecKeys | None:
