@@ -33,6 +33,7 @@ from signoff.cli.codec import cmd_codec_server
 from signoff.cli.decide import cmd_decide
 from signoff.cli.demo_run import cmd_demo
 from signoff.cli.govern import cmd_extend, cmd_grants, cmd_revoke
+from signoff.cli.inbox import cmd_inbox
 from signoff.cli.runs import cmd_pending, cmd_result, cmd_run, cmd_watch
 from signoff.cli.shown import ShownCalls
 from signoff.cli.style import Console
@@ -91,6 +92,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Context], Coroutine[Any, Any, 
     "grants": cmd_grants,
     "revoke": cmd_revoke,
     "demo": cmd_demo,
+    "inbox": cmd_inbox,
 }
 
 
