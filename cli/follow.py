@@ -29,6 +29,7 @@ from signoff.cli.render import (
 from signoff.cli.style import Console
 from signoff.cli.talk import CommandError, Handle
 from signoff.contract import AgentRunResult
+from signoff.links import inbox_root
 from signoff.messages import ApprovalDecisionEvent, ApprovalRequestEvent
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ class Follower:
             return
         self.waiting.add(request.call_id)
         console.print(*approval_block(request, self.handle.id, ctx.link(self.handle.id), console.style,
-                                      ctx.options, console.width))
+                                      ctx.options, console.width, inbox_root()))
         ctx.shown.record(self.handle.id, [request])
         if self.decider is not None:
             await self.decider(self.handle, request)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.inbox_harness import Stack, inbox_stack
@@ -198,8 +200,36 @@ async def test_adversarial_arguments_render_inert_and_edit_back_to_exactly_thems
     await handle.terminate()
 
 
-async def _pending(handle: Any) -> None:
-    assert await handle.query("pending_approvals")
+async def test_actions_need_the_pages_csrf_token_and_other_sites_cannot_act_or_read(stack: Stack) -> None:
+    handle = await stack.start([("run_command", {"command": "echo csrf"})])
+    (call,) = await assert_eventually(lambda: _pending(handle))
+    form = {"run": handle.id, "id": call["call_id"], "digest": call["arguments_digest"], "action": "approve"}
+    async with httpx.AsyncClient(base_url=stack.url, headers={"X-Forwarded-User": "alice"}) as alice:
+        page = await alice.get(f"/call?run={handle.id}&id={call['call_id']}")
+        token = re.search(r'name="csrf" value="([0-9a-f]{64})"', page.text)
+        assert page.status_code == 200 and token is not None and alice.cookies.get("signoff_inbox")
+        refused = [
+            await alice.post("/call/decide", data=form),  # no token
+            await alice.post("/call/decide", data={**form, "csrf": token[1]}, headers={"X-Forwarded-User": "bob"}),
+            await alice.post("/call/decide", data={**form, "csrf": token[1]}, headers={"Origin": "https://evil.example"}),
+            await alice.post("/call/decide", data={**form, "csrf": token[1]}, headers={"Sec-Fetch-Site": "cross-site"}),
+        ]  # fmt: skip
+        assert [r.status_code for r in refused] == [403] * 4
+        assert len(await handle.query("pending_approvals")) == 1
+        reads = [await alice.get("/events", headers={"Origin": "https://evil.example"}),
+                 await alice.get("/rows?key=x", headers={"Sec-Fetch-Site": "cross-site"})]  # fmt: skip
+        assert [r.status_code for r in reads] == [403, 403]
+        assert not any("access-control-allow-origin" in r.headers for r in [page, *reads])
+        assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+        accepted = await alice.post("/call/decide", data={**form, "csrf": token[1]})
+        assert accepted.status_code == 200 and 'data-outcome="approved"' in accepted.text
+    assert (await handle.result()).approvals[0].approver == "alice"
+
+
+async def _pending(handle: Any) -> Any:
+    pending = await handle.query("pending_approvals")
+    assert pending
+    return pending
 
 
 if not Path(CHROMIUM).exists() and not os.environ.get("CI"):  # .ci/run installs it: there, a missing one fails
