@@ -150,6 +150,7 @@ def build_worker(
     settings = ActivitySettings(limits or Limits(), policies or PolicyBook(), payload_budget, verifier, notify)
     activities = AgentActivities(agents, default_client, settings)
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))
+    options["plugins"] = [*options.get("plugins", ()), activities.plugin()]  # MCP sessions close with the worker
     return Worker(
         client,
         task_queue=task_queue,

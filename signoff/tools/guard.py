@@ -27,6 +27,7 @@ SECRET_FILE_ENV = (
     "SIGNOFF_S3_SECRET_ACCESS_KEY_FILE",
     "TEMPORAL_TLS_CLIENT_KEY_PATH",
     "TEMPORAL_CONFIG_FILE",
+    "SIGNOFF_MCP_CONFIG",
 )
 """Environment variables whose value is the path of a file the worker keeps to itself."""
 
