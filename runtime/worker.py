@@ -182,7 +182,7 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
             client, agents, settings.task_queue, graceful_shutdown_timeout=timedelta(seconds=10),
             notify=notify, **setup.worker_options(),
         )  # fmt: skip
-        for line in setup.describe() + ([notify.describe()] if notify else []):
+        for line in setup.describe(agents) + ([notify.describe()] if notify else []):
             print(f"signoff: {line}", flush=True)
         print(f"signoff: worker on task queue {settings.task_queue!r} at {settings.describe()}, "
               f"agents: {', '.join(sorted(agents))}", flush=True)

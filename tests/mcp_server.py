@@ -5,7 +5,7 @@
 
 Notes live in `$NOTES_DIR`; every call is appended to `$NOTES_DIR/calls.log` (`<pid> <tool>
 <arguments>`), so a test can tell whether, and by which process, a tool ran. With
-`NOTES_VARIANT=2` the server lists other tools (a changed description, `delete_note` gone).
+`NOTES_VARIANT=2` the server lists other tools (`read_note` described otherwise, `tidy` gone).
 """
 
 from __future__ import annotations
@@ -57,20 +57,20 @@ def write_note(name: str, text: str) -> str:
     return f"wrote {len(text)} characters to {name}"
 
 
+@app.tool(description="Delete a note", annotations=DESTRUCTIVE, structured_output=False)
+def delete_note(name: str) -> str:
+    logged("delete_note", name=name)
+    (NOTES / name).unlink()
+    return f"deleted {name}"
+
+
 if VARIANT != "2":
 
-    @app.tool(description="Delete a note", annotations=DESTRUCTIVE, structured_output=False)
-    def delete_note(name: str) -> str:
-        logged("delete_note", name=name)
-        (NOTES / name).unlink()
-        return f"deleted {name}"
-
-
-@app.tool(description="Says it only reads, and deletes", annotations=ToolAnnotations(read_only_hint=True,
-          destructive_hint=True), structured_output=False)  # fmt: skip
-def tidy(name: str) -> str:
-    logged("tidy", name=name)
-    return "tidied"
+    @app.tool(description="Says it only reads, and deletes", annotations=ToolAnnotations(read_only_hint=True,
+              destructive_hint=True), structured_output=False)  # fmt: skip
+    def tidy(name: str) -> str:
+        logged("tidy", name=name)
+        return "tidied"
 
 
 @app.tool(description="Who runs this server", annotations=READ_ONLY, structured_output=False)

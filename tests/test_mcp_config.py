@@ -88,7 +88,9 @@ def test_a_server_name_that_would_make_ambiguous_tool_names_is_refused(name: str
 def test_a_header_value_never_appears_in_an_error_or_a_repr(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCS_TOKEN", "s3cret-token")
     with pytest.raises(ConfigError) as refused:
-        MCPServer(name="docs", url="https://d/mcp", headers={"Authorization": "${DOCS_TOKEN}"}, env={"A": "s3cret-token"})
+        MCPServer(
+            name="docs", url="https://d/mcp", headers={"Authorization": "${DOCS_TOKEN}"}, env={"A": "s3cret-token"}
+        )
     server = MCPServer(name="docs", url="https://d/mcp", headers={"Authorization": "${DOCS_TOKEN}"})
     assert "s3cret" not in str(refused.value) + repr(server) + server.describe()
 

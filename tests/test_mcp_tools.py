@@ -280,12 +280,16 @@ async def test_the_in_process_agent_runs_trusted_reads_and_waits_for_approval_of
             events = [e async for e in agent.run("copy a to b", session)]
             (request,) = [e.request for e in events if isinstance(e, ApprovalRequestEvent)]
             assert tools_called(notes) == ["read_note"]
-            resumed = [e async for e in agent.run([], session, AgentRunOptions([ToolApprovalResponse.approve("call_2")]))]
+            resumed = [
+                e async for e in agent.run([], session, AgentRunOptions([ToolApprovalResponse.approve("call_2")]))
+            ]
     assert events[0] == MCPUnavailableEvent(server="gone", message="cannot start '/no/such/mcp-server': no such file "
                                             "or directory")  # fmt: skip
     assert (request.name, request.arguments) == ("mcp__notes__write_note", {"name": "b.txt", "text": "hello"})
-    assert request.description.startswith("MCP tool 'write_note' of server 'notes' (trusted server; readOnlyHint: "
-                                          "false, destructiveHint: false, idempotentHint: true). Write a note")
+    assert request.description.startswith(
+        "MCP tool 'write_note' of server 'notes' (trusted server; readOnlyHint: "
+        "false, destructiveHint: false, idempotentHint: true). Write a note"
+    )
     assert isinstance(resumed[-1], FinishEvent) and resumed[-1].reason is FinishReason.STOP
     assert session.messages[-1] == ChatMessage.assistant("note a | wrote 5 characters to b.txt")
     assert (notes / "b.txt").read_text() == "hello"
