@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
-from signoff import MCPServer
+from signoff import MCPServer, PolicyBook
 from signoff.defaults import default_agent
 from signoff.errors import ConfigError
 from signoff.tools.mcp.config import MCP_CONFIG_ENV
@@ -155,3 +157,15 @@ def test_only_a_trusted_servers_annotations_relax_the_gate_or_allow_retries(
     info = MCPToolInfo(server="s", tool="t", trusted=trusted, annotations=hints)
     assert (info.gate, info.idempotent) == (gate, idempotent)
     assert ("untrusted server: annotations shown, not relied on" in info.describe("")) is not trusted
+
+
+def test_the_readme_s_configuration_example_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    (example,) = [b for b in re.findall(r"```json\n(.*?)```", readme, re.S) if '"mcpServers"' in b]
+    monkeypatch.setenv("TICKETS_TOKEN", "t")
+    servers = MCPServer.parse_all(json.loads(example), "README")
+    assert [(s.name, s.transport, s.trusted) for s in servers] == [
+        ("git", "stdio", True), ("files", "stdio", False), ("tickets", "http", False),
+    ]  # fmt: skip
+    (policy,) = [b for b in re.findall(r"```toml\n(.*?)```", readme, re.S) if "[mcp__git__git_commit]" in b]
+    assert PolicyBook.parse(tomllib.loads(policy)).for_tool("mcp__git__git_commit").verified

@@ -9,13 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.testing import ActivityEnvironment
 
 from signoff import AgentBuilder, ApprovalPolicy, MCPServer, MCPTool, PolicyBook
 from signoff.activities.served import ServedAgents
 from signoff.agent import ChatClientAgent
-from signoff.approvals import ToolApprovalResponse
+from signoff.approvals import ToolApprovalRequest, ToolApprovalResponse
+from signoff.cli.calls import shown_call
+from signoff.cli.style import Style
 from signoff.contract import AgentRunResult
 from signoff.errors import ConfigError
 from signoff.messages import ChatMessage
@@ -77,14 +80,20 @@ async def test_an_untrusted_read_waits_and_the_request_shows_server_tool_annotat
         async with running_worker(client, task_queue, model, ops(stdio(notes))):
             handle = await start_run(client, task_queue, "read a", agent="ops")
             (request,) = await wait_pending(handle)
+            metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
             assert tools_called(notes) == []
             await handle.execute_update("submit_tool_approval", ToolApprovalResponse.approve("call_1"))
             result = await finished(handle)
-    assert (request["name"], request["arguments"]) == ("mcp__notes__read_note", {"name": "a.txt"})
-    assert request["description"] == (
+    about = (
         "MCP tool 'read_note' of server 'notes' (untrusted server: annotations shown, not relied on; "
         "readOnlyHint: true, openWorldHint: false). Read a note"
     )
+    assert (request["name"], request["arguments"], request["description"]) == (
+        "mcp__notes__read_note", {"name": "a.txt"}, about,
+    )  # fmt: skip
+    assert f"  `{about}`" in metadata.current_details.splitlines()  # the Web UI's current details
+    shown = shown_call(handle.id, ToolApprovalRequest.model_validate(request), Style(), None)
+    assert shown[1] == f"    about      {about}"  # `signoff pending`
     assert result.text == "note a"
 
 
