@@ -32,7 +32,7 @@ from signoff.contract import QUERY_SNAPSHOT
 from signoff.errors import ConfigError
 from signoff.messages import ChatMessage, MCPUnavailableEvent
 from signoff.snapshot import RunSnapshot
-from signoff.tools.mcp.tool import rebuilt_tools
+from signoff.tools.mcp.tool import OwnSessions, rebuilt_tools
 from signoff.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -93,22 +93,16 @@ class ServedAgents:
         self._taken: OrderedDict[str, Taken] = OrderedDict()
         self._foreign: OrderedDict[str, Resolved] = OrderedDict()
         self._made: OrderedDict[tuple[object, ...], Taken] = OrderedDict()
-        self._sessions: MCPSessions | None = None
+        self._sessions = OwnSessions()
 
     @property
     def mcp_sessions(self) -> MCPSessions:
         """The worker's sessions to its agents' MCP servers (opened on first use)."""
-        if self._sessions is None:
-            from signoff.tools.mcp.sessions import MCPSessions
-
-            self._sessions = MCPSessions()
-        return self._sessions
+        return self._sessions.get()
 
     async def aclose(self) -> None:
         """Close the MCP sessions (stdio servers are stopped)."""
-        sessions, self._sessions = self._sessions, None
-        if sessions is not None:
-            await sessions.aclose()
+        await self._sessions.aclose()
 
     def agent(self, name: str) -> ChatClientAgent:
         agent = self._agents.get(name)

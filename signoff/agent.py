@@ -42,7 +42,7 @@ from signoff.snapshot import RunSnapshot
 from signoff.tools.base import Tool, tool_spec
 from signoff.tools.context import ContextProvider
 from signoff.tools.mcp.config import MCPServer
-from signoff.tools.mcp.tool import MCPTool, open_tools
+from signoff.tools.mcp.tool import MCPTool, OwnSessions, open_tools
 from signoff.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ class ChatClientAgent:
         self.limits = limits or Limits()
         self.policies = policies or PolicyBook()
         self.mcp_servers = list(mcp_servers)
-        self._sessions: MCPSessions | None = None
+        self._sessions = OwnSessions()
         names = [s.name for s in self.mcp_servers]
         if len(set(names)) != len(names):
             raise UsageError(f"agent {name!r} has two MCP servers of the same name: {names}")
@@ -131,17 +131,11 @@ class ChatClientAgent:
 
     def mcp_sessions(self) -> MCPSessions:
         """This agent's own sessions to its MCP servers, for in-process runs (opened lazily)."""
-        if self._sessions is None:
-            from signoff.tools.mcp.sessions import MCPSessions
-
-            self._sessions = MCPSessions()
-        return self._sessions
+        return self._sessions.get()
 
     async def aclose(self) -> None:
         """Close the in-process runs' MCP sessions (stdio servers are stopped)."""
-        sessions, self._sessions = self._sessions, None
-        if sessions is not None:
-            await sessions.aclose()
+        await self._sessions.aclose()
 
     async def __aenter__(self) -> ChatClientAgent:
         return self

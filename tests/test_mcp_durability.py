@@ -6,37 +6,45 @@ file, whose servers the default agent offers.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
 from pathlib import Path
 
-import pytest
 from temporalio.client import Client
 
 from signoff.approvals import ToolApprovalResponse
 from tests.governance import turns
-from tests.helpers import ScriptedModelServer, assert_eventually, start_run, wait_pending
+from tests.helpers import ScriptedModelServer, assert_eventually, result_unless, start_run, wait_pending
 from tests.mcp_helpers import SERVER, calls, mcp_call, tools_called
 from tests.processes import READY, Processes, clean_env, kill_group
 
 
-async def test_an_mcp_call_interrupted_by_a_worker_crash_is_reported_unknown_and_not_run_again(
-    client: Client, task_queue: str, procs: Processes, tmp_path: Path
-) -> None:
+def configured(tmp_path: Path, procs: Processes) -> Path:
+    """`mcp.json` with the test server as `notes`; returns its notes directory."""
     notes = tmp_path / "notes"
     notes.mkdir()
     config = {"mcpServers": {"notes": {"command": sys.executable, "args": [str(SERVER)],
                                        "env": {"NOTES_DIR": str(notes)}}}}  # fmt: skip
     (tmp_path / "mcp.json").write_text(json.dumps(config))
     procs.cleanups.append(lambda: [kill_group(pid) for pid, _, _ in calls(notes)])  # a killed worker's server lives on
+    return notes
+
+
+def worker_env(client: Client, task_queue: str, model: ScriptedModelServer, tmp_path: Path) -> dict[str, str]:
+    return clean_env(
+        TEMPORAL_ADDRESS=client.service_client.config.target_host, SIGNOFF_TASK_QUEUE=task_queue,
+        SIGNOFF_LLM_BASE_URL=model.base_url, SIGNOFF_LLM_MODEL="scripted", SIGNOFF_WORKSPACE=tmp_path,
+        SIGNOFF_MCP_CONFIG=tmp_path / "mcp.json",
+    )  # fmt: skip
+
+
+async def test_an_mcp_call_interrupted_by_a_worker_crash_is_reported_unknown_and_not_run_again(
+    client: Client, task_queue: str, procs: Processes, tmp_path: Path
+) -> None:
+    notes = configured(tmp_path, procs)
     with ScriptedModelServer(turns([mcp_call("slow", "call_1", seconds=30)])) as model:
-        env = clean_env(
-            TEMPORAL_ADDRESS=client.service_client.config.target_host, SIGNOFF_TASK_QUEUE=task_queue,
-            SIGNOFF_LLM_BASE_URL=model.base_url, SIGNOFF_LLM_MODEL="scripted", SIGNOFF_WORKSPACE=tmp_path,
-            SIGNOFF_MCP_CONFIG=tmp_path / "mcp.json",
-        )  # fmt: skip
+        env = worker_env(client, task_queue, model, tmp_path)
         first = procs.worker("worker-1", env)
         await first.wait_for_output(READY)
         assert "MCP servers: notes (stdio: " in first.stdout()
@@ -52,15 +60,16 @@ async def test_an_mcp_call_interrupted_by_a_worker_crash_is_reported_unknown_and
         first.kill()
         killed_at = time.monotonic()
         procs.worker("worker-2", env)
-        result_task = asyncio.ensure_future(handle.result())
-        while not result_task.done():  # fail at once, not at the timeout, if the call runs again
+
+        def ran_again() -> str | None:
             if tools_called(notes).count("slow") > 1:
-                result_task.cancel()
-                pytest.fail(f"the MCP call ran again after the crash: {calls(notes)}")
-            await asyncio.wait({result_task}, timeout=0.1)
-        result = result_task.result()
+                return f"the MCP call ran again after the crash: {calls(notes)}"
+            return None
+
+        result = await result_unless(handle, ran_again)
     print(f"[timing] worker SIGKILL -> run finished with outcome unknown: {time.monotonic() - killed_at:.2f}s")
     tool_message = result.messages[2]
     assert (tool_message.role, tool_message.tool_call_id) == ("tool", "call_1")
     assert (tool_message.content or "").startswith("Error: outcome unknown"), tool_message.content
     assert tools_called(notes).count("slow") == 1
+

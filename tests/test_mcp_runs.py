@@ -260,3 +260,21 @@ async def test_a_worker_that_did_not_list_the_tools_rebuilds_the_runs_snapshot_a
     assert resolved.own and resolved.model == snapshot and again is not None and again.own
     delete = resolved.registry.get("mcp__notes__delete_note")
     assert isinstance(delete, MCPTool) and delete.mcp == snapshot.tool("mcp__notes__delete_note").mcp  # type: ignore[union-attr]
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+async def test_the_worker_stops_its_stdio_servers_when_it_shuts_down(
+    client: Client, task_queue: str, notes: Path
+) -> None:
+    with ScriptedModelServer(turns([mcp_call("whoami", "call_1")])) as model:
+        async with running_worker(client, task_queue, model, ops(stdio(notes, trusted=True))):
+            await finished(await start_run(client, task_queue, "who runs the server", agent="ops"))
+            ((pid, _, _),) = calls(notes)
+            assert alive(pid)
+    assert not alive(pid)

@@ -142,6 +142,27 @@ async def open_tools(
     return tools, missing
 
 
+class OwnSessions:
+    """A process's MCP sessions, made on first use (the SDK is imported then: it takes half a
+    second) and closed by `aclose`: the worker's, or an in-process agent's."""
+
+    def __init__(self) -> None:
+        self._sessions: MCPSessions | None = None
+
+    def get(self) -> MCPSessions:
+        if self._sessions is None:
+            from signoff.tools.mcp.sessions import MCPSessions
+
+            self._sessions = MCPSessions()
+        return self._sessions
+
+    async def aclose(self) -> None:
+        """Close the sessions, if any were made (stdio servers are stopped)."""
+        sessions, self._sessions = self._sessions, None
+        if sessions is not None:
+            await sessions.aclose()
+
+
 def rebuilt_tools(
     recorded: Iterable[tuple[ToolSpec, MCPToolInfo]], servers: Mapping[str, MCPServer], sessions: MCPSessions
 ) -> list[MCPTool]:
@@ -160,4 +181,4 @@ async def _listing(server: MCPServer, sessions: MCPSessions) -> list[Any] | str:
         return describe_error(exc, server)
 
 
-__all__ = ["MCPTool", "open_tools", "rebuilt_tools"]
+__all__ = ["MCPTool", "OwnSessions", "open_tools", "rebuilt_tools"]
