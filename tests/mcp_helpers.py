@@ -42,9 +42,9 @@ def tools_called(notes: Path) -> list[str]:
 
 
 @asynccontextmanager
-async def http_server(notes: Path, variant: str = "1") -> AsyncIterator[str]:
-    """The test server over streamable HTTP on a free port; yields its URL."""
-    port = free_port()
+async def http_server(notes: Path, variant: str = "1", port: int | None = None) -> AsyncIterator[str]:
+    """The test server over streamable HTTP on `port` (default: a free one); yields its URL."""
+    port = port or free_port()
     env = clean_env(NOTES_DIR=notes, NOTES_VARIANT=variant)
     log = open(notes.parent / f"mcp-http-{port}.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port)], env=env, stdout=log, stderr=log,

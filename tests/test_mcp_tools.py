@@ -26,6 +26,7 @@ from signoff.tools.mcp import MCPTool, MCPToolInfo
 from signoff.tools.mcp.sessions import MCPSessions
 from signoff.tools.mcp.tool import open_tools, rebuilt_tools
 from tests.mcp_helpers import calls, http_server, mcp_call, stdio, tools_called
+from tests.processes import free_port
 from tests.waiting import wait_until
 
 
@@ -124,6 +125,19 @@ async def test_the_same_tools_over_streamable_http_with_headers_from_the_environ
         seen = whoami((await tools["mcp__notes__whoami"].execute({})).content)
     assert read.content == "note a" and seen["authorization"] == "Bearer t0ken"
     assert not tools["mcp__notes__read_note"].requires_approval({})
+
+
+async def test_an_http_server_restarted_between_calls_is_reached_again(notes: Path, sessions: MCPSessions) -> None:
+    port = free_port()
+    async with http_server(notes, port=port) as url:
+        (tool,) = [
+            t for t in (await listed(MCPServer(name="notes", url=url), sessions)).values() if t.name.endswith("whoami")
+        ]
+        before = whoami((await tool.execute({}, approved=True)).content)
+    async with http_server(notes, port=port):
+        after = await tool.execute({}, approved=True)
+    assert not after.is_error, after
+    assert whoami(after.content)["pid"] != before["pid"]
 
 
 async def test_an_unreachable_http_server_is_named_without_its_credentials(sessions: MCPSessions) -> None:

@@ -46,6 +46,10 @@ CONNECT_TIMEOUT = 30.0
 LIST_TIMEOUT = 30.0
 """Seconds to list a server's tools, every page."""
 MAX_LIST_PAGES = 50
+SESSION_GONE = "Session terminated"
+"""The SDK's error for an HTTP 404 on a session it had (a stateful server dropped it, e.g. after
+its idle timeout, or restarted): the request was refused unread, so it is sent again once on a
+new session. Servers on the 2026-07-28 protocol are stateless and never answer so."""
 STOP_TIMEOUT = 10.0
 """Seconds a session is given to close (the SDK stops a stdio server within about 5)."""
 _AS_USER = (
@@ -111,29 +115,38 @@ class MCPSessions:
         """Call the server's tool `tool`; every failure is a `ToolResult.error` saying what
         happened, and whether the call may have taken effect."""
         link = self._link(server)
-        try:
-            client = await link.client()
-        except MCPServerError as exc:
-            return ToolResult.error(f"MCP server {server.name!r} is not available ({exc}); the call was not made")
-        try:
-            result = await client.call_tool(tool, arguments, read_timeout_seconds=server.timeout_seconds)
-        except MCPError as exc:
-            if exc.code == types.CONNECTION_CLOSED:
+        for attempt in (1, 2):
+            try:
+                client = await link.client()
+            except MCPServerError as exc:
+                return ToolResult.error(f"MCP server {server.name!r} is not available ({exc}); the call was not made")
+            try:
+                result = await client.call_tool(tool, arguments, read_timeout_seconds=server.timeout_seconds)
+            except MCPError as exc:
+                if exc.code == types.INVALID_REQUEST and exc.message == SESSION_GONE and attempt == 1:
+                    link.drop()
+                    continue
+                return self._failed(server, link, exc)
+            except Exception as exc:  # the transport, or a result that does not validate: the model is told
                 link.drop()
-                return ToolResult.error(
-                    f"MCP server {server.name!r} closed the connection before answering (a stdio server's "
-                    "process ended); whether the call took effect is unknown"
-                )
-            if exc.code == types.REQUEST_TIMEOUT:
-                return ToolResult.error(
-                    f"MCP server {server.name!r} did not answer within {server.timeout_seconds:g} s; "
-                    "whether the call took effect is unknown"
-                )
-            return ToolResult.error(exc.message or f"MCP error {exc.code}")
-        except Exception as exc:  # the transport, or a result that does not validate: the model is told
+                return ToolResult.error(f"MCP server {server.name!r}: {describe_error(exc)}")
+            return tool_result(result)
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _failed(server: MCPServer, link: _Link, exc: MCPError) -> ToolResult:
+        if exc.code == types.CONNECTION_CLOSED:
             link.drop()
-            return ToolResult.error(f"MCP server {server.name!r}: {describe_error(exc)}")
-        return tool_result(result)
+            return ToolResult.error(
+                f"MCP server {server.name!r} closed the connection before answering (a stdio server's "
+                "process ended); whether the call took effect is unknown"
+            )
+        if exc.code == types.REQUEST_TIMEOUT:
+            return ToolResult.error(
+                f"MCP server {server.name!r} did not answer within {server.timeout_seconds:g} s; "
+                "whether the call took effect is unknown"
+            )
+        return ToolResult.error(exc.message or f"MCP error {exc.code}")
 
     async def aclose(self) -> None:
         """Close every session (stdio servers are stopped)."""
