@@ -14,6 +14,7 @@ import pytest
 from signoff import MCPServer, PolicyBook
 from signoff.defaults import default_agent
 from signoff.errors import ConfigError
+from signoff.runtime.setup import WorkerSetup
 from signoff.tools.mcp.config import MCP_CONFIG_ENV
 from signoff.tools.mcp.listing import MCPToolInfo, model_name
 from signoff.tools.scope import WorkspaceScope
@@ -169,3 +170,18 @@ def test_the_readme_s_configuration_example_is_valid(monkeypatch: pytest.MonkeyP
     ]  # fmt: skip
     (policy,) = [b for b in re.findall(r"```toml\n(.*?)```", readme, re.S) if "[mcp__git__git_commit]" in b]
     assert PolicyBook.parse(tomllib.loads(policy)).for_tool("mcp__git__git_commit").verified
+
+
+def test_the_worker_refuses_at_start_a_server_it_cannot_start_or_an_mcp_policy_it_cannot_verify(
+    tmp_path: Path,
+) -> None:
+    scope = WorkspaceScope(tmp_path)
+    missing = {"default": default_agent(scope, mcp_servers=[MCPServer(name="git", command="no-such-mcp-server")])}
+    with pytest.raises(ConfigError, match="MCP server 'git': command 'no-such-mcp-server' is not found"):
+        WorkerSetup.from_env(missing, env={})
+    (tmp_path / "policies.json").write_text(json.dumps({"mcp__git__git_commit": {"verified": True}}))
+    agents = {"default": default_agent(scope, mcp_servers=[MCPServer(name="git", command=sys.executable)])}
+    with pytest.raises(ConfigError, match=r"need verified approvers \(default/mcp__git__git_commit\)"):
+        WorkerSetup.from_env(agents, env={"SIGNOFF_POLICY_FILE": str(tmp_path / "policies.json")})
+    (line,) = [x for x in WorkerSetup.from_env(agents, env={}).describe(agents) if x.startswith("MCP servers: ")]
+    assert line.startswith("MCP servers: git (stdio: ") and line.endswith("; untrusted)"), line
