@@ -14,10 +14,12 @@ is recorded in history:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from temporalio import activity
+from temporalio.plugin import SimplePlugin
 
 from signoff.activities.chat import model_turn
 from signoff.activities.identify import identify
@@ -99,3 +101,14 @@ class AgentActivities:
     @property
     def all(self) -> list[Callable[..., Any]]:
         return [self.prepare, self.chat, self.tool, self.identify, self.notify]
+
+    def plugin(self) -> SimplePlugin:
+        """A worker plugin that closes the MCP sessions (stopping stdio servers) when the worker stops."""
+        return SimplePlugin("signoff.mcp_sessions", run_context=self._sessions_open)
+
+    @contextlib.asynccontextmanager
+    async def _sessions_open(self) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await self.served.aclose()

@@ -20,6 +20,7 @@ FULL = [
     ("large_payloads", ["--runs", "6", "--rounds", "10"]),
     ("governance", ["--runs", "30"]),
     ("observability", ["--runs", "30"]),
+    ("mcp_calls", ["--runs", "20", "--rounds", "10"]),
 ]
 QUICK = [
     ("round_overhead", ["--runs", "5", "--warmup", "1"]),
@@ -30,6 +31,7 @@ QUICK = [
     ("large_payloads", ["--runs", "2", "--rounds", "3"]),
     ("governance", ["--runs", "3", "--warmup", "1"]),
     ("observability", ["--runs", "3", "--warmup", "1"]),
+    ("mcp_calls", ["--runs", "2", "--rounds", "2", "--calls", "20"]),
 ]
 
 

@@ -2,8 +2,9 @@
 
 Each is checked when the worker starts, so a configuration that cannot work stops it
 with a message instead of failing runs later: a policy file that does not parse, a
-limit out of range, or policies that need verified approvers while the worker has no
-keys to verify them with (the message names each agent and tool).
+limit out of range, policies that need verified approvers while the worker has no
+keys to verify them with (the message names each agent and tool), or an MCP server
+whose command is not found (`SIGNOFF_MCP_CONFIG` itself is read with the agents).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from signoff.errors import ConfigError
 from signoff.identity import ENV_KEYS, ApproverKeys
 from signoff.limits import Limits
 from signoff.policy import POLICY_FILE_ENV, PolicyBook
+from signoff.tools.mcp import MCPServer
+from signoff.tools.mcp.listing import PREFIX
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,11 @@ class WorkerSetup:
         return setup
 
     def check(self, agents: Mapping[str, ChatClientAgent]) -> None:
-        """Refuse policies that need verified approvers when no keys are configured."""
+        """Refuse MCP servers that cannot start, and policies that need verified approvers
+        when no keys are configured (MCP tools are listed only when runs start: their
+        policies are found by the `mcp__<server>__` of the agent's servers)."""
+        for server in _servers(agents):
+            server.check()
         if self.keys is not None:
             return
         needing = [
@@ -48,6 +55,12 @@ class WorkerSetup:
             for name, agent in sorted(agents.items())
             for tool in agent.snapshot([]).model(name, self.limits, self.policies.merged_over(agent.policies)).tools
             if tool.policy is not None and tool.policy.verified
+        ]
+        needing += [
+            f"{name}/{tool}"
+            for name, agent in sorted(agents.items())
+            for tool, policy in sorted(self.policies.merged_over(agent.policies).policies.items())
+            if policy.verified and any(tool.startswith(f"{PREFIX}{s.name}__") for s in agent.mcp_servers)
         ]
         if needing:
             raise ConfigError(
@@ -60,9 +73,17 @@ class WorkerSetup:
         """Keyword arguments for `build_worker`."""
         return {"limits": self.limits, "policies": self.policies, "verifier": self.keys}
 
-    def describe(self) -> list[str]:
+    def describe(self, agents: Mapping[str, ChatClientAgent] | None = None) -> list[str]:
         """Lines for the worker's start-up log (never a secret)."""
         lines = [self.keys.describe() if self.keys else "approver tokens: not configured"]
         if self.policies.policies:
             lines.append(f"approval policies for: {', '.join(sorted(self.policies.policies))}")
+        servers = _servers(agents or {})
+        if servers:
+            lines.append(f"MCP servers: {', '.join(server.describe() for server in servers)}")
         return lines
+
+
+def _servers(agents: Mapping[str, ChatClientAgent]) -> list[MCPServer]:
+    """Every agent's MCP servers, each configuration once."""
+    return list({server.key: server for agent in agents.values() for server in agent.mcp_servers}.values())

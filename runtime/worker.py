@@ -151,6 +151,7 @@ def build_worker(
     settings = ActivitySettings(limits or Limits(), policies or PolicyBook(), payload_budget, verifier, notify)
     activities = AgentActivities(agents, default_client, settings)
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))
+    options["plugins"] = [*options.get("plugins", ()), activities.plugin()]  # MCP sessions close with the worker
     return Worker(
         client,
         task_queue=task_queue,
@@ -186,7 +187,7 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
         )  # fmt: skip
         if runtime is not None:
             pending = asyncio.create_task(PendingGauge(client, runtime.metric_meter, settings.task_queue).run())
-        for line in setup.describe() + ([notify.describe()] if notify else []) + _observability(settings):
+        for line in setup.describe(agents) + ([notify.describe()] if notify else []) + _observability(settings):
             print(f"signoff: {line}", flush=True)
         print(f"signoff: worker on task queue {settings.task_queue!r} at {settings.describe()}, "
               f"agents: {', '.join(sorted(agents))}", flush=True)

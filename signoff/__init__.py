@@ -25,6 +25,7 @@ from signoff.messages import (
     ErrorEvent,
     FinishEvent,
     FinishReason,
+    MCPUnavailableEvent,
     TextEvent,
     ToolCall,
     ToolCallEvent,
@@ -53,6 +54,7 @@ from signoff.tools import (
     default_tools,
     tool,
 )
+from signoff.tools.mcp import MCPServer, MCPTool
 
 __all__ = [
     "PRESETS",
@@ -95,6 +97,9 @@ __all__ = [
     "LLMConfig",
     "Limits",
     "ListDir",
+    "MCPServer",
+    "MCPTool",
+    "MCPUnavailableEvent",
     "OnTimeout",
     "OpenAIChatClient",
     "PolicyBook",

@@ -16,6 +16,7 @@ from signoff.errors import ConfigError
 from signoff.keyfile import read_key_file as read_approver_keys
 from signoff.runtime import s3store
 from signoff.runtime.codec import CodecKeys
+from signoff.tools.mcp import MCPServer
 
 HANG_GUARD = 10  # seconds: only to turn a hang into a failure
 
@@ -31,6 +32,7 @@ READERS: dict[str, Callable[[Path], Any]] = {
     "SIGNOFF_NOTIFY_SECRET_FILE": read_notify_secret,
     "SIGNOFF_S3_SECRET_ACCESS_KEY_FILE": s3_secret,
     "SIGNOFF_CODEC_KEYS": CodecKeys.read,
+    "SIGNOFF_MCP_CONFIG": MCPServer.load_all,  # its headers and env may hold tokens
 }
 
 

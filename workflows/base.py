@@ -7,6 +7,7 @@ small place. All three read and change the state declared here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -87,9 +88,12 @@ class AgentRunBase:
         r = self._requester
         return Decider(r.name, r.groups, r.verified) if r.name else None
 
-    def _adopt(self, snapshot: RunSnapshot, digest: str) -> None:
+    def _adopt(self, snapshot: RunSnapshot, digest: str, unavailable: Sequence[AgentEvent] = ()) -> None:
+        """Take the run's snapshot; record what it could not include (MCP servers not reached)."""
         self._snapshot, self._digest = snapshot, digest
         self._loop.adopt_agent(snapshot.descriptions, snapshot.policies, snapshot.limits)
+        for event in unavailable:
+            self._on_event(event, self._record.add(event))
 
     async def _identify(self, token: str, claimed: str | None, purpose: str) -> Decider:
         """Verify a token worker-side; the answer is recorded in history, so a replay after

@@ -28,6 +28,7 @@ SECRET_FILE_ENV = (
     "SIGNOFF_CODEC_KEYS",
     "TEMPORAL_TLS_CLIENT_KEY_PATH",
     "TEMPORAL_CONFIG_FILE",
+    "SIGNOFF_MCP_CONFIG",
 )
 """Environment variables whose value is the path of a file the worker keeps to itself."""
 
