@@ -144,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_governance(sub, common)
     p = sub.add_parser("demo", parents=[common], help="try it: server, worker, model and a run to approve")
     p.add_argument("--yes", action="store_true", help="approve without asking")
+    p.add_argument("--inbox", action="store_true", help="also serve the inbox on 127.0.0.1 to decide in a browser")
     p.add_argument("--prompt", default=DEMO_PROMPT, help="what to ask the default agent")
     _who(p)
     add_token_parser(sub, common)

@@ -178,8 +178,8 @@ def elsewhere(console: Console) -> Decider:
     """Leaves the decision to the Web UI or another terminal, and says so."""
 
     async def wait(handle: Handle, request: ToolApprovalRequest) -> None:
-        console.print(console.style.paint("waiting for a decision made elsewhere (Web UI or another terminal); "
-                                          "Ctrl-C to stop", "dim"))
+        console.print(console.style.paint("waiting for a decision made elsewhere (the inbox, the Web UI or another "
+                                          "terminal); Ctrl-C to stop", "dim"))
 
     return wait
 
