@@ -40,6 +40,7 @@ from signoff.inbox.live import Watcher, event_stream
 from signoff.inbox.signer import InboxSigner
 from signoff.inbox.view import HERE, environment
 from signoff.inbox.who import Viewer, WhoIsAsking
+from signoff.runtime.codec_server import read_body
 
 MAX_FORM_BYTES = 4 * 1024 * 1024
 """Edited arguments may be large; a form past this is refused unread."""
@@ -183,7 +184,7 @@ class Pages:
         if viewer is None:
             return PlainTextResponse("the inbox does not know who you are: " + self.inbox.who.describe(),
                                      status_code=401)  # fmt: skip
-        body = await _body(request)
+        body = await read_body(request, MAX_FORM_BYTES)
         if body is None:
             return PlainTextResponse(f"at most {MAX_FORM_BYTES} bytes in one form", status_code=413)
         form = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=MAX_SELECTION + 20)
@@ -234,16 +235,6 @@ class Pages:
             return PlainTextResponse("not for you" if viewer is None else problem, status_code=403)
         return StreamingResponse(event_stream(self.inbox.watcher), media_type="text/event-stream",
                                  headers={"x-accel-buffering": "no"})  # fmt: skip
-
-
-async def _body(request: Request) -> bytes | None:
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_FORM_BYTES:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _one(form: dict[str, list[str]], name: str) -> str:

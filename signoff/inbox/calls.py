@@ -9,13 +9,12 @@ is no longer waiting, how it was decided (the `audit` query).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal, TypeVar
+from typing import Literal
 
 from pydantic import TypeAdapter
 from temporalio.client import Client, WorkflowExecution
@@ -23,6 +22,7 @@ from temporalio.service import RPCError
 
 from signoff.approvals import ApprovalRecord, ToolApprovalRequest
 from signoff.cli import talk
+from signoff.cli.bulk import bounded
 from signoff.cli.runs import WAITING_QUERY
 from signoff.cli.talk import CommandError
 from signoff.contract import QUERY_MESSAGES, QUERY_SNAPSHOT, SA_AGENT, SA_PENDING_TOOLS
@@ -31,12 +31,9 @@ from signoff.render import decided_by
 from signoff.snapshot import RunSnapshot
 from signoff.workflows.record import SIGNOFF_PENDING_TOOLS
 
-AT_ONCE = 16
-"""Runs asked at the same time."""
 PAGE_RUNS = 50
 TRANSCRIPT_KEPT = 12
 Sort = Literal["newest", "deadline"]
-T = TypeVar("T")
 _PLAIN = re.compile(r"[^\"'\\\x00-\x1f\x7f]{1,256}")
 _MESSAGES = TypeAdapter(list[ChatMessage])
 
@@ -112,17 +109,6 @@ class Page:
     calls: list[WaitingCall]
     next_token: bytes | None = None
     silent: list[tuple[str, list[str]]] = field(default_factory=list)
-
-
-async def bounded(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T | BaseException]:
-    """Run `jobs` at most `AT_ONCE` at a time; each result or its exception."""
-    gate = asyncio.Semaphore(AT_ONCE)
-
-    async def one(job: Callable[[], Awaitable[T]]) -> T:
-        async with gate:
-            return await job()
-
-    return await asyncio.gather(*(one(job) for job in jobs), return_exceptions=True)
 
 
 async def run_calls(client: Client, workflow_id: str, execution: WorkflowExecution | None = None) -> list[WaitingCall]:

@@ -21,9 +21,10 @@ from temporalio.client import Client
 from signoff.approvals import GrantSpec, ToolApprovalRequest, ToolApprovalResponse
 from signoff.authority import Decider, refusal, vote_problem
 from signoff.cli import talk
+from signoff.cli.bulk import bounded
 from signoff.cli.talk import CommandError
 from signoff.digest import arguments_digest
-from signoff.inbox.calls import WaitingCall, bounded, chain_id, how_decided, run_calls, tool_schema
+from signoff.inbox.calls import WaitingCall, chain_id, how_decided, run_calls, tool_schema
 from signoff.inbox.signer import InboxSigner
 from signoff.inbox.who import Viewer
 

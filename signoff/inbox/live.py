@@ -22,8 +22,9 @@ from typing import Any
 
 from temporalio.client import Client
 
+from signoff.cli.bulk import bounded
 from signoff.cli.talk import CommandError
-from signoff.inbox.calls import Decided, WaitingCall, bounded, every_waiting_call, how_decided
+from signoff.inbox.calls import Decided, WaitingCall, every_waiting_call, how_decided
 from signoff.neutral import neutralise
 
 DECIDED_KEPT = 1000
