@@ -6,15 +6,20 @@ import base64
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from signoff.approvals import ToolApprovalRequest, Vote
 from signoff.errors import ConfigError
 from signoff.identity import ApproverKeys
+from signoff.inbox.calls import WaitingCall
+from signoff.inbox.decide import Decisions
 from signoff.inbox.signer import InboxSigner
 from signoff.inbox.view import diff_lines, editable, pretty, summary
 from signoff.inbox.who import Viewer, WhoIsAsking, parse_networks
+from signoff.policy import ApprovalPolicy
 from tests.approver_keys import ed25519_key, jwk, write_jwks, write_secret
 
 HEADERS = "x-forwarded-user", "x-forwarded-groups"
@@ -102,3 +107,32 @@ def test_a_diff_preview_is_classed_by_line_and_other_previews_are_plain() -> Non
     diff = "--- a/config.toml\n+++ b/config.toml\n@@ -1,2 +1,2 @@\n-debug = true\n+debug = false\n keep\n"
     assert [kind for kind, _ in diff_lines(diff)] == ["file", "file", "hunk", "del", "add", ""]
     assert diff_lines("would remove 3 files\n- a\n- b") == [("", "would remove 3 files"), ("", "- a"), ("", "- b")]
+
+
+def waiting(policy: ApprovalPolicy, requested_by: str | None = None, **request: Any) -> WaitingCall:
+    call = ToolApprovalRequest(call_id="call_1", name="deploy", arguments={"target": "web"}, policy=policy, **request)
+    return WaitingCall("run-1", "ops", call, requested_by)
+
+
+def test_the_page_offers_only_what_the_policy_would_let_the_viewer_do(tmp_path: Path) -> None:
+    write_secret(tmp_path / "inbox.key")
+    signing, plain = Decisions(None, InboxSigner.load(tmp_path / "inbox.key")), Decisions(None)  # type: ignore[arg-type]
+    alice, bob = Viewer("alice", ("sre",), "proxy"), Viewer("bob", ("dev",), "proxy")
+    sre = ApprovalPolicy(approvers=("group:sre",))
+    assert signing.refusal(waiting(sre), alice) is None
+    assert "not among its approvers" in (signing.refusal(waiting(sre), bob) or "")
+    assert plain.refusal(waiting(sre), alice) is not None  # without a signature the run trusts no claimed group
+    verified = ApprovalPolicy(verified=True)
+    assert signing.refusal(waiting(verified), bob) is None
+    assert "no signing key" in (plain.refusal(waiting(verified), bob) or "")
+    separate = ApprovalPolicy(separate_requester=True)
+    assert "separate_requester" in (plain.refusal(waiting(separate, requested_by="bob"), bob) or "")
+    assert plain.refusal(waiting(separate, requested_by="alice"), bob) is None
+    escalating = ApprovalPolicy(approvers=("alice",), escalate_after_seconds=60, escalate_to=("bob",))
+    assert plain.refusal(waiting(escalating), bob) is not None
+    assert plain.refusal(waiting(escalating, escalated=True), bob) is None
+    quorum = ApprovalPolicy(quorum=2)
+    voted = waiting(quorum, votes=[Vote(approver="bob")])
+    assert "already approved" in (plain.refusal(voted, bob) or "")
+    assert plain.refusal(voted, bob, approving=False) is None  # may still deny
+    assert not plain.may_edit(voted.request) and plain.may_edit(waiting(sre).request)

@@ -222,11 +222,12 @@ class Pages:
         return self._results(request, viewer, await self.inbox.decisions.decide_all(viewer, targets, action))
 
     def _results(self, request: Request, viewer: Viewer, results: list[Result], status: int = 200) -> Response:
-        for result in results:
+        verified = " (verified)" if self.inbox.decisions.signer is not None else ""
+        for result in results:  # known here before the next scan: other pages show it at once
             if result.outcome in ("approved", "denied"):
                 t = result.target
-                self.inbox.watcher.note(call_key(t.workflow_id, t.call_id, t.digest),
-                                        Decided(f"{result.outcome} by {viewer.name}", result.outcome == "approved"))
+                decided = Decided(f"{result.outcome} by {viewer.name}{verified}", result.outcome == "approved")
+                self.inbox.watcher.note(call_key(t.workflow_id, t.call_id, t.digest), decided)
         return self.page(request, "results.html", viewer, status, results=results)
 
     async def events(self, request: Request) -> Response:

@@ -5,7 +5,8 @@ a company SSO gateway) it reads the user and their groups from headers the proxy
 (`SIGNOFF_INBOX_USER_HEADER`, `SIGNOFF_INBOX_GROUPS_HEADER`), and only on connections *from*
 the proxy (`SIGNOFF_INBOX_TRUSTED_PROXIES`, addresses or CIDRs): the same header from anyone
 else is ignored, as anyone can send it. For one person on one machine, `--local-user NAME`
-names everyone who reaches the port (so it listens on loopback only).
+names everyone who reaches the port (so it listens on loopback only); it is one or the
+other, never both, so a connection that bypasses the proxy is never someone by default.
 """
 
 from __future__ import annotations
