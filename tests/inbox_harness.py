@@ -9,8 +9,9 @@
 - The "proxy": a TCP forwarder whose connections to the inbox come from 127.0.0.2. The
   browser sends the identity headers (as an authenticating proxy would add them); only what
   comes through the forwarder is believed.
-- A model whose prompt says which calls to ask for: `calls: [["tool", {...}], ...]`; then
-  it answers with the tool messages it got, joined by ` | `.
+- A model whose prompt says which calls to ask for: `calls: [["tool", {...}], ...]` on its
+  first turn (or `rounds: [[...], [...]]`, one list of calls per turn); then it answers with
+  the tool messages it got, joined by ` | `.
 """
 
 from __future__ import annotations
@@ -42,10 +43,10 @@ VERIFIED_DEPLOY = ApprovalPolicy(verified=True, approvers=("group:sre",))
 
 
 def script(request: ScriptedRequest) -> Reply:
-    prompt = request.messages[0].content if request.messages[0].role == "user" else request.messages[1].content
-    calls = json.loads((prompt or "").partition("calls: ")[2] or "[]")
-    if request.round == 1 and calls:
-        return Reply.tool_calls([(name, arguments) for name, arguments in calls])
+    prompt = next(m.content for m in request.messages if m.role == "user") or ""
+    rounds = json.loads(prompt.partition("rounds: ")[2] or "[]") or [json.loads(prompt.partition("calls: ")[2] or "[]")]
+    if request.round <= len(rounds) and rounds[request.round - 1]:
+        return Reply.tool_calls([(name, arguments) for name, arguments in rounds[request.round - 1]])
     return Reply.text(" | ".join(m.content or "" for m in request.messages if m.role == "tool"))
 
 
@@ -110,9 +111,11 @@ class Stack:
     procs: Processes
     proxy: Proxy
 
-    async def start(self, calls: list[tuple[str, dict[str, Any]]], agent: str = "default",
-                    requested_by: str | None = None) -> WorkflowHandle[Any, AgentRunResult]:  # fmt: skip
-        prompt = f"please, calls: {json.dumps(calls)}"
+    async def start(
+        self, calls: list[tuple[str, dict[str, Any]]], agent: str = "default", requested_by: str | None = None,
+        then: list[tuple[str, dict[str, Any]]] | None = None,
+    ) -> WorkflowHandle[Any, AgentRunResult]:  # fmt: skip
+        prompt = f"please, rounds: {json.dumps([calls, then])}" if then else f"please, calls: {json.dumps(calls)}"
         run_input = AgentRunInput(agent=agent, prompt=prompt, options=RunOptions(requested_by=requested_by))
         return await self.client.start_workflow("AgentRun", run_input, id=f"inbox-{uuid.uuid4().hex[:10]}",
                                                 task_queue=self.task_queue, result_type=AgentRunResult)  # fmt: skip

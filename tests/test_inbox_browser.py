@@ -88,6 +88,40 @@ async def test_edited_arguments_that_do_not_fit_the_tools_schema_are_not_sent(st
     await handle.terminate()
 
 
+async def test_an_approval_that_grants_the_tool_approves_the_runs_next_call_of_it_without_a_pause(
+    stack: Stack,
+) -> None:
+    alice = await stack.user("alice")
+    handle = await stack.start([("run_command", {"command": "echo granted-1"})],
+                               then=[("run_command", {"command": "echo granted-2"})])  # fmt: skip
+    await alice.goto("/")
+    await row(alice, "granted-1").locator("td.tool a").click()
+    await alice.locator("select[name=grant]").select_option("tool")
+    await alice.locator("input[name=grant_ttl]").fill("1h")
+    await alice.get_by_role("button", name="Approve", exact=True).click()
+    await alice.locator("tr.result.approved").wait_for(timeout=WAIT)
+    result = await handle.result()
+    assert result.text == "exit code: 0\ngranted-1\n | exit code: 0\ngranted-2\n"
+    first, second = result.approvals
+    assert first.approver == "alice" and second.grant_id is not None and second.approver == "alice"
+
+
+async def test_the_list_filters_by_tool_and_a_call_that_does_not_match_does_not_arrive(stack: Stack) -> None:
+    alice = await stack.user("alice")
+    listed = await stack.start([("deploy", {"target": "filtered-in"})], agent="ops")
+    other = await stack.start([("run_command", {"command": "echo filtered-out-1"})])
+    await alice.goto("/?tool=deploy&sort=deadline")
+    await row(alice, "filtered-in").wait_for(timeout=WAIT)
+    later = await stack.start([("run_command", {"command": "echo filtered-out-2"})])
+    await assert_eventually(lambda: _pending(later))
+    matching = await stack.start([("deploy", {"target": "filtered-in-later"})], agent="ops")
+    await row(alice, "filtered-in-later").wait_for(timeout=WAIT)  # a state that also held the call that does not match
+    assert await row(alice, "filtered-out").count() == 0
+    assert await alice.locator("tr[data-key]").count() == await alice.locator("tr[data-key]", has_text="deploy").count()
+    for handle in (listed, other, later, matching):
+        await handle.terminate()
+
+
 async def test_a_bulk_decision_decides_exactly_the_calls_selected(stack: Stack) -> None:
     alice, bob = await stack.user("alice"), await stack.user("bob")
     one = await stack.start([("run_command", {"command": "echo bulk-one"})])
