@@ -2,8 +2,10 @@
 
 - **Actions** (every POST) carry a token tied to this browser and this person: the HMAC,
   under a key the inbox makes at start, of a random per-browser cookie (`HttpOnly`,
-  `SameSite=Strict`) and the viewer's name. Another site can neither read the token nor
-  send the cookie; a token taken from one person's page is worthless for another person.
+  `SameSite=Lax`: sent when a link from chat opens a call's page, so that page keeps the
+  browser's id, but never with another site's POST) and the viewer's name. Another site can
+  neither read the token nor send the cookie with a form; a token taken from one person's
+  page is worthless for another person.
   A POST whose `Origin` names another host, or that the browser marks as cross-site
   (`Sec-Fetch-Site`), is refused as well.
 - **Reads** that are not pages (the event stream, row fragments) are refused when the
@@ -60,7 +62,7 @@ class Guard:
         return secrets.token_urlsafe(24), True
 
     def remember(self, response: Response, browser: str) -> None:
-        response.set_cookie(COOKIE, browser, httponly=True, samesite="strict", secure=self.secure, path="/")
+        response.set_cookie(COOKIE, browser, httponly=True, samesite="lax", secure=self.secure, path="/")
 
     def token(self, browser: str, viewer: str) -> str:
         return hmac.new(self._key, f"{browser}\0{viewer}".encode(), hashlib.sha256).hexdigest()
