@@ -242,6 +242,10 @@ async def test_actions_need_the_pages_csrf_token_and_other_sites_cannot_act_or_r
         page = await alice.get(f"/call?run={handle.id}&id={call['call_id']}")
         token = re.search(r'name="csrf" value="([0-9a-f]{64})"', page.text)
         assert page.status_code == 200 and token is not None and alice.cookies.get("signoff_inbox")
+        assert "httponly" in page.headers["set-cookie"].lower() and "samesite=lax" in page.headers["set-cookie"].lower()
+        link = f"/call?run={handle.id}&id={call['call_id']}"
+        from_chat = await alice.get(link, headers={"Sec-Fetch-Site": "cross-site"})
+        assert from_chat.status_code == 200 and "set-cookie" not in from_chat.headers  # a link opens it, same browser
         refused = [
             await alice.post("/call/decide", data=form),  # no token
             await alice.post("/call/decide", data={**form, "csrf": token[1]}, headers={"X-Forwarded-User": "bob"}),
