@@ -1,4 +1,5 @@
-"""`signoff demo --inbox`: the demo serves the inbox beside its run, and a decision made there ends it."""
+"""`signoff inbox` from the command line: it refuses to serve without knowing who decides, and
+`signoff demo --inbox` serves it beside the demo's run, where a decision ends the demo."""
 
 from __future__ import annotations
 
@@ -8,10 +9,30 @@ import re
 from pathlib import Path
 
 import httpx
+import pytest
 from temporalio.client import Client
 
 from tests.cli_harness import cli_env, spawn
 from tests.waiting import assert_eventually
+
+
+@pytest.mark.parametrize(("args", "settings", "said"), [
+    ([], {}, "must know who is deciding"),
+    (["--local-user", "alice", "--host", "0.0.0.0"], {}, "listen on 127.0.0.1"),
+    (["--local-user", "alice"], {"SIGNOFF_INBOX_TRUSTED_PROXIES": "10.0.0.5"}, "not both"),
+    ([], {"SIGNOFF_INBOX_TRUSTED_PROXIES": "proxy.internal"}, "not an IP address"),
+    (["--local-user", "alice"], {"SIGNOFF_INBOX_SIGNING_KEY_FILE": "/nonexistent/inbox.key"},
+     "SIGNOFF_INBOX_SIGNING_KEY_FILE"),
+])  # fmt: skip
+async def test_the_inbox_will_not_serve_settings_that_cannot_work(
+    client: Client, args: list[str], settings: dict[str, str], said: str
+) -> None:
+    environment = {**cli_env(client.service_client.config.target_host, "unused"), **settings}
+    process = await spawn(environment, "inbox", *args)
+    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode == 2, out.decode() + err.decode()
+    assert said in err.decode()
+
 
 INBOX_ROW = re.compile(r"inbox\s+(http://127\.0\.0\.1:\d+) \(decide there")
 
