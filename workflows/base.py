@@ -21,11 +21,14 @@ from signoff.contract import AgentRunInput
 from signoff.limits import Limits
 from signoff.loop import AgentLoop
 from signoff.messages import AgentEvent
+from signoff.names import same_name
 from signoff.snapshot import RunSnapshot
 from signoff.transcript import Sender
 from signoff.workflows.notifications import Notifier, notice_for
 from signoff.workflows.record import RunRecord
 from signoff.workflows.run_input import ContinuedRun, InvalidInput, Requester, decode
+
+SIGNS_DECISIONS = "signoff-signed-decisions"
 
 
 class AgentRunBase:
@@ -52,6 +55,7 @@ class AgentRunBase:
             self._requester, self._snapshot, self._digest = given.requester, given.snapshot, given.snapshot_digest
             # A new run id: the model's worker holds nothing of it, so the transcript goes whole once.
             self._record, self._sender = RunRecord(given.events, given.event_seq), Sender()
+            self._bind()
             return
         options = given.options
         self._input = given
@@ -61,6 +65,14 @@ class AgentRunBase:
         )  # fmt: skip
         self._requester = Requester(name=options.requested_by)
         self._snapshot, self._digest, self._sender = None, None, Sender()
+        self._bind()
+
+    def _bind(self) -> None:
+        """Bind requests to this workflow and its chain, as the server names them (never as
+        carried state says): what a signed decision must name. A run begun before v3 (its
+        history has no marker of this) keeps deciding as it did, so it replays."""
+        info = workflow.info()
+        self._loop.bind_to(info.workflow_id, info.first_execution_run_id, signed=workflow.patched(SIGNS_DECISIONS))
 
     @property
     def _limits(self) -> Limits:
@@ -89,8 +101,9 @@ class AgentRunBase:
         self._loop.adopt_agent(snapshot.descriptions, snapshot.policies, snapshot.limits)
 
     async def _identify(self, token: str, claimed: str | None, purpose: str) -> Decider:
-        """Verify a token worker-side; the answer is recorded in history, so a replay after
-        the keys rotated reaches the same outcome. ApplicationError says why it failed."""
+        """Verify a token worker-side; the answer (who, and what the token signs) is recorded
+        in history, so a replay after the keys rotated reaches the same outcome. Whether the
+        token signs *this* decision is the loop's to check. ApplicationError says why it failed."""
         out: IdentifyOutput = await workflow.execute_local_activity_method(
             AgentActivities.identify,
             IdentifyInput(token=token),
@@ -99,10 +112,10 @@ class AgentRunBase:
         )
         if out.subject is None:
             raise ApplicationError(f"{purpose} token rejected: {out.error}", type="Unverified", non_retryable=True)
-        if claimed not in (None, out.subject):
+        if claimed and not same_name(claimed, out.subject):
             raise ApplicationError(
                 f"{purpose} {claimed!r} does not match the token's subject {out.subject!r}",
                 type="Unverified",
                 non_retryable=True,
             )
-        return Decider(out.subject, tuple(out.groups), verified=True)
+        return Decider(out.subject, tuple(out.groups), verified=True, claim=out.claim, token=token)
