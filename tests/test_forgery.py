@@ -268,3 +268,32 @@ def _decision_in_history(history: Any) -> dict[str, Any]:
     decision: dict[str, Any] = json.loads(payload.data)
     assert decision["token"]
     return decision
+
+
+@workflow.defn(name="SealThief")
+class SealThief:
+    """Asks the victim's worker to seal a state of its choosing, as an ordinary activity."""
+
+    @workflow.run
+    async def run(self, victim_queue: str) -> str:
+        sealed = await workflow.execute_activity(
+            "signoff.seal", {"chain_id": "mine", "digest": "0" * 64}, task_queue=victim_queue,
+            start_to_close_timeout=timedelta(seconds=30),
+        )  # fmt: skip
+        return str(sealed)
+
+
+async def test_the_seal_is_never_given_to_a_workflow_that_asks_for_it_as_an_activity(
+    client: Client, task_queue: str, tmp_path: Path, keys: Path
+) -> None:
+    attacker_queue = f"attacker-{uuid.uuid4()}"
+    with ScriptedModelServer(one_command) as model:
+        async with (
+            running_worker(client, task_queue, model, agents_for(tmp_path), **victim(keys, state_key=STATE_KEY)),
+            Worker(client, task_queue=attacker_queue, workflows=[SealThief], workflow_runner=UNSANDBOXED),
+        ):
+            handle = await client.start_workflow(SealThief.run, task_queue, id=f"thief-{uuid.uuid4()}",
+                                                 task_queue=attacker_queue)  # fmt: skip
+            with pytest.raises(WorkflowFailureError) as failure:
+                await handle.result()
+    assert "signoff.seal runs only as a local activity of an AgentRun" in str(failure.value.cause.cause)  # type: ignore[union-attr]
