@@ -19,6 +19,7 @@ FULL = [
     ("history_growth", ["--rounds", "1,10,50,200"]),
     ("large_payloads", ["--runs", "6", "--rounds", "10"]),
     ("governance", ["--runs", "30"]),
+    ("verification", ["--calls", "2000"]),
 ]
 QUICK = [
     ("round_overhead", ["--runs", "5", "--warmup", "1"]),
@@ -28,6 +29,7 @@ QUICK = [
     ("history_growth", ["--rounds", "1,10"]),
     ("large_payloads", ["--runs", "2", "--rounds", "3"]),
     ("governance", ["--runs", "3", "--warmup", "1"]),
+    ("verification", ["--calls", "100"]),
 ]
 
 

@@ -170,11 +170,9 @@ class AgentLoop(Decisions, Timers, Resume):
         entry = self._entry(call_id)
         return list(entry.tokens) if entry else []
 
-    def bind_to(self, workflow_id: str, chain_id: str, *, signed: bool = True) -> None:
-        """Name the durable run requests are bound to (`ToolApprovalRequest.binding`), and
-        whether verified decisions must be signed for them (`LoopState.signed_decisions`)."""
-        s = self.state
-        s.workflow_id, s.chain_id, s.signed_decisions = workflow_id, chain_id, signed
+    def bind_to(self, workflow_id: str, chain_id: str) -> None:
+        """Name the durable run requests are bound to (`ToolApprovalRequest.binding`)."""
+        self.state.workflow_id, self.state.chain_id = workflow_id, chain_id
 
     # --- model turns and tool results ------------------------------------------
 

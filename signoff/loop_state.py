@@ -79,8 +79,9 @@ class LoopState(BaseModel):
     the workflow: what each request's `binding` names. None in process."""
     signed_decisions: bool = False
     """Under a verified policy, a decision counts only if its token signs it (its `signoff`
-    claim); set by the workflow for runs begun on v3 (a run begun before keeps v2's rule in
-    the workflow, and the tool activity still runs nothing unsigned)."""
+    claim). Set by the workflow before it looks at a run's first token; False only for a run
+    replaying a history from before signed decisions, which keeps v2's rule in the workflow
+    (and whose tool calls still run only with signatures)."""
     round: int = 0
     usage: Usage = Field(default_factory=Usage)
     pending: list[PendingCall] = Field(default_factory=list)

@@ -147,3 +147,13 @@ def test_requested_by_with_hidden_characters_is_invalid_input() -> None:
     with pytest.raises(ValueError, match="U\\+200B"):
         RunOptions(requested_by="bob\u200b")
     assert json.loads(RunOptions(requested_by="bob").model_dump_json())["requested_by"] == "bob"
+
+
+def test_the_web_ui_details_say_how_to_sign_a_verified_call() -> None:
+    from signoff.approvals import ToolApprovalRequest
+    from signoff.workflows.details import describe_pending
+
+    plain = ToolApprovalRequest(call_id="call_1", name="deploy")
+    verified = ToolApprovalRequest(call_id="call_2", name="deploy", policy=ApprovalPolicy(verified=True))
+    assert "signed decision" not in describe_pending("run-1", [plain])
+    assert "`signoff sign run-1 call_2` prints one to paste here" in describe_pending("run-1", [plain, verified])

@@ -69,10 +69,9 @@ class AgentRunBase:
 
     def _bind(self) -> None:
         """Bind requests to this workflow and its chain, as the server names them (never as
-        carried state says): what a signed decision must name. A run begun before v3 (its
-        history has no marker of this) keeps deciding as it did, so it replays."""
+        carried state says): what a signed decision must name."""
         info = workflow.info()
-        self._loop.bind_to(info.workflow_id, info.first_execution_run_id, signed=workflow.patched(SIGNS_DECISIONS))
+        self._loop.bind_to(info.workflow_id, info.first_execution_run_id)
 
     @property
     def _limits(self) -> Limits:
@@ -103,7 +102,13 @@ class AgentRunBase:
     async def _identify(self, token: str, claimed: str | None, purpose: str) -> Decider:
         """Verify a token worker-side; the answer (who, and what the token signs) is recorded
         in history, so a replay after the keys rotated reaches the same outcome. Whether the
-        token signs *this* decision is the loop's to check. ApplicationError says why it failed."""
+        token signs *this* decision is the loop's to check. ApplicationError says why it failed.
+
+        The first token a run sees decides whether its verified decisions must be signed: yes,
+        unless the run is replaying a history from before signed decisions (no marker of them),
+        which then replays as it ran; its tool calls still run only with signatures."""
+        if not self._loop.state.signed_decisions:
+            self._loop.state.signed_decisions = workflow.patched(SIGNS_DECISIONS)
         out: IdentifyOutput = await workflow.execute_local_activity_method(
             AgentActivities.identify,
             IdentifyInput(token=token),
