@@ -24,9 +24,10 @@ class Verifier(Protocol):
 
 def identify(verifier: Verifier | None, input: IdentifyInput) -> IdentifyOutput:
     if verifier is None:
-        return IdentifyOutput(error=NO_KEYS)
+        return IdentifyOutput(error=NO_KEYS, signed_decisions=True)
     try:
         identity = verifier.verify(input.token)
     except SignoffError as exc:
-        return IdentifyOutput(error=str(exc))
-    return IdentifyOutput(subject=identity.subject, groups=list(identity.groups), claim=identity.claim)
+        return IdentifyOutput(error=str(exc), signed_decisions=True)
+    return IdentifyOutput(subject=identity.subject, groups=list(identity.groups), claim=identity.claim,
+                          signed_decisions=True)  # fmt: skip

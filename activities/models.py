@@ -103,6 +103,9 @@ class IdentifyOutput(BaseModel):
     groups: list[str] = Field(default_factory=list)
     error: str | None = None
     claim: SignoffClaim | None = None
+    signed_decisions: bool = False
+    """True from a worker that requires verified decisions to be signed (v3). Absent from the
+    answers v2 recorded, so a run replaying such a history keeps v2's rule in the workflow."""
 
 
 class SealInput(BaseModel):

@@ -28,8 +28,6 @@ from signoff.workflows.notifications import Notifier, notice_for
 from signoff.workflows.record import RunRecord
 from signoff.workflows.run_input import ContinuedRun, InvalidInput, Requester, decode
 
-SIGNS_DECISIONS = "signoff-signed-decisions"
-
 
 class AgentRunBase:
     """The run's state. Built in `@workflow.init`, so a decision arriving with the first
@@ -104,17 +102,16 @@ class AgentRunBase:
         in history, so a replay after the keys rotated reaches the same outcome. Whether the
         token signs *this* decision is the loop's to check. ApplicationError says why it failed.
 
-        The first token a run sees decides whether its verified decisions must be signed: yes,
-        unless the run is replaying a history from before signed decisions (no marker of them),
-        which then replays as it ran; its tool calls still run only with signatures."""
-        if not self._loop.state.signed_decisions:
-            self._loop.state.signed_decisions = workflow.patched(SIGNS_DECISIONS)
+        The answer also says whether verified decisions must be signed: always, from a v3
+        worker; a history v2 recorded says nothing of it, so its run replays as it ran (and
+        its tool calls still run only with signatures)."""
         out: IdentifyOutput = await workflow.execute_local_activity_method(
             AgentActivities.identify,
             IdentifyInput(token=token),
             start_to_close_timeout=timedelta(seconds=10),
             summary=f"verify {purpose} token",
         )
+        self._loop.state.signed_decisions |= out.signed_decisions
         if out.subject is None:
             raise ApplicationError(f"{purpose} token rejected: {out.error}", type="Unverified", non_retryable=True)
         if claimed and not same_name(claimed, out.subject):
