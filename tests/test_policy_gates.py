@@ -23,8 +23,8 @@ from signoff.messages import ToolCall
 from signoff.policy import ApprovalPolicy, OnTimeout, PolicyBook, tightened
 from signoff.runtime.setup import WorkerSetup
 from signoff.tools.function import tool
-from tests.governance import events_of, ops_agent, turns
-from tests.helpers import ScriptedModelServer, assert_eventually, running_worker, start_run, wait_pending
+from tests.governance import ops_agent, turns
+from tests.helpers import ScriptedModelServer, running_worker, start_run, wait_pending
 
 STATUS = "get_status"
 
@@ -43,7 +43,12 @@ def custom_agent(marker: Path) -> ChatClientAgent:
         """Ping a host."""
         return f"{host} answers"
 
-    return AgentBuilder("custom").with_tools([get_status, ping]).build()
+    @tool(name="pause", approval=ApprovalPolicy())
+    def pause(why: str) -> str:
+        """Wait for a person."""
+        return "went on"
+
+    return AgentBuilder("custom").with_tools([get_status, ping, pause]).build()
 
 
 def status(call_id: str, service: str = "db") -> ToolCall:
@@ -72,23 +77,18 @@ async def test_the_tool_activity_applies_a_gate_added_after_the_run_started(
     """The run's snapshot says `get_status` needs nobody; the worker now serving it gates it."""
     marker = tmp_path / "ran"
     agents = {"custom": custom_agent(marker)}
-    script = turns([status("call_1", "db")], [status("call_2", "web")])
+    paused = ToolCall(id="call_p", name="pause", arguments=json.dumps({"why": "switch workers"}))
+    script = turns([status("call_1", "db")], [paused], [status("call_2", "web")])
     with ScriptedModelServer(script) as model:
         async with running_worker(client, task_queue, model, agents, max_cached_workflows=0):
             handle = await start_run(client, task_queue, agent="custom")
-            await _first_tool_result(handle)
+            await wait_pending(handle)  # call_1 ran ungated; the run waits on `pause`
         gated = PolicyBook.parse({STATUS: {"always": True}})
         async with running_worker(client, task_queue, model, agents, policies=gated, max_cached_workflows=0):
+            await handle.execute_update("submit_tool_approval", {"call_id": "call_p", "approved": True})
             result = await handle.result()
     assert marker.read_text() == "db"  # the second call did not run
     assert result.messages[-2].content is not None and "was not approved" in result.messages[-2].content
-
-
-async def _first_tool_result(handle: Any) -> None:
-    async def ran() -> None:
-        assert await events_of(handle, "tool_result")
-
-    await assert_eventually(ran, 20)
 
 
 def test_a_file_entry_cannot_relax_a_policy_the_tools_code_declares() -> None:
