@@ -66,9 +66,12 @@ class Who:
 
     @property
     def subject(self) -> str | None:
-        """Whom the key signs for: the name given, else (a shared secret) `$USER`."""
-        if self.key is None or self.key.personal:
+        """Whom the key signs for: the name given, else the key's own (a person's key), else
+        (a shared secret) `$USER`."""
+        if self.key is None:
             return self.named
+        if self.key.personal:
+            return self.named or self.key.subject
         return self.named or default_approver()
 
     def decision(self, request: ToolApprovalRequest | None, response: ToolApprovalResponse) -> ToolApprovalResponse:
@@ -98,6 +101,8 @@ class Who:
     def _sign(self, claim: SignoffClaim, ttl: timedelta) -> str:
         assert self.key is not None
         try:
-            return self.key.sign(claim, self.subject, ttl=ttl, issuer=self.issuer, audience=self.audience)
+            groups = self.key.groups if self.subject == self.key.subject else ()
+            return self.key.sign(claim, self.subject, groups=groups, ttl=ttl, issuer=self.issuer,
+                                 audience=self.audience)  # fmt: skip
         except UsageError as exc:
             raise CommandError(str(exc), 2) from None

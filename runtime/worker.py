@@ -47,6 +47,7 @@ from signoff.runtime.connection import connect as connect_with
 from signoff.runtime.hardening import harden_process
 from signoff.runtime.setup import WorkerSetup
 from signoff.runtime.storage import close_storage
+from signoff.runtime.tokens import SignedDecisionCheck
 from signoff.workflows.agent_run import AgentRun
 
 AGENTS_ENV = "SIGNOFF_AGENTS"
@@ -156,6 +157,7 @@ def build_worker(
                                 state_key)  # fmt: skip
     activities = AgentActivities(agents, default_client, settings)
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))
+    options["interceptors"] = [SignedDecisionCheck(verifier), *options.get("interceptors", ())]
     return Worker(
         client,
         task_queue=task_queue,

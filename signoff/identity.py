@@ -49,7 +49,7 @@ TOKEN_REASONS = (
     "missing_subject", "bad_claim",
 )  # fmt: skip
 
-__all__ = ["ApproverKeys", "Identity", "TokenError", "issue_token", "token_claims"]
+__all__ = ["ApproverKeys", "Identity", "TokenError", "is_bound", "issue_token", "read_verified", "token_claims"]
 
 
 class Identity(BaseModel):
@@ -256,7 +256,7 @@ def token_claims(
 
 
 def _identity(
-    claims: dict[str, Any], now: datetime, issuer: str | None, audience: str | None, key: VerificationKey,
+    claims: dict[str, Any], now: datetime, issuer: str | None, audience: str | None, key: VerificationKey | None,
     expired_ok: bool = False,
 ) -> Identity:
     expires_at = check_times(claims, now, expired_ok=expired_ok)
@@ -264,30 +264,61 @@ def _identity(
     subject, groups = _signer(claims, key)
     iss = claims.get("iss")
     return Identity(subject=subject, groups=groups, expires_at=expires_at, issued_at=claim_time(claims, "iat"),
-                    issuer=iss if isinstance(iss, str) else None, claim=_claim(claims), key_id=key.kid)  # fmt: skip
+                    issuer=iss if isinstance(iss, str) else None, claim=_claim(claims),
+                    key_id=key.kid if key else None)  # fmt: skip
 
 
-def _signer(claims: dict[str, Any], key: VerificationKey) -> tuple[str, tuple[str, ...]]:
-    """Who the token speaks for: its `sub` and `groups`, within what a person's key may sign."""
+def _signer(claims: dict[str, Any], key: VerificationKey | None) -> tuple[str, tuple[str, ...]]:
+    """Who the token speaks for: its `sub` and `groups`, within what a person's key may sign.
+
+    Both come from the token itself (a person's key only bounds them), so a token says whom
+    it speaks for without the keys: see `read_verified`."""
     subject = claims.get("sub")
-    if key.personal:
-        assert key.subject is not None
-        if subject not in (None, "") and not same_name(subject, key.subject):
-            raise TokenError("bad_claim", f"key {short(key.kid)} signs only as {key.subject!r}, not {short(subject)}")
-        subject = key.subject
     if subject is None or subject == "":
         raise TokenError("missing_subject", "the token has no 'sub' claim naming the approver")
     if (problem := name_problem("subject", subject)) is not None:
         raise TokenError("bad_claim", f"in the 'sub' claim: {problem}")
     groups = read_groups(claims.get("groups"))
-    if not key.personal:
+    if key is None or not key.personal:
         return subject, groups
-    if "groups" not in claims:
-        return subject, key.groups
+    assert key.subject is not None
+    if not same_name(subject, key.subject):
+        raise TokenError("bad_claim", f"key {short(key.kid)} signs only as {key.subject!r}, not {short(subject)}")
     allowed = {name_key(g) for g in key.groups}
     if beyond := [g for g in groups if name_key(g) not in allowed]:
         raise TokenError("bad_claim", f"key {short(key.kid)} may not sign for the group(s) {short(beyond)}")
     return subject, groups
+
+
+def is_bound(token: str) -> bool:
+    """Whether a token carries the `signoff` claim (read without verifying it)."""
+    try:
+        return read_verified(token).claim is not None
+    except TokenError:
+        return False  # unreadable: whoever verifies it says why
+
+
+def read_verified(token: str) -> Identity:
+    """Whom a token already verified speaks for, read from the token alone (no keys, no clock).
+
+    For a decision the update's validator verified (`signoff.runtime.tokens`): the update's
+    handler, also when it replays, reads the same identity from the same token, so nothing
+    needs recording. Never call it on a token nothing verified.
+
+    Raises:
+        TokenError: the token cannot be read (it could not have verified either).
+    """
+    token = checked_shape(token)
+    try:
+        payload: bytes = JWS.decode_complete(token, options={"verify_signature": False})["payload"]
+    except jwt.PyJWTError as exc:
+        raise TokenError("malformed", f"the token cannot be read: {exc}") from None
+    claims = read_claims(payload)
+    subject, groups = _signer(claims, None)
+    iss = claims.get("iss")
+    return Identity(subject=subject, groups=groups, expires_at=claim_time(claims, "exp"),
+                    issued_at=claim_time(claims, "iat"), issuer=iss if isinstance(iss, str) else None,
+                    claim=_claim(claims))  # fmt: skip
 
 
 def _claim(claims: dict[str, Any]) -> SignoffClaim | None:

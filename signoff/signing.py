@@ -4,8 +4,10 @@
 
 - a PEM private key (Ed25519, EC P-256 or RSA of 2048 bits or more), made with
   `signoff keys new`, whose public half is in the workers' `SIGNOFF_APPROVER_KEYS` JWKS
-  with `kid` and `sub`: tokens carry the key id (`SIGNOFF_APPROVER_KID`) and need no
-  `sub`, since the worker takes the subject (and groups) from the key;
+  with `kid` and `sub`: tokens carry the key id and the key's subject and groups, which
+  `keys new` writes on the file's first line (`signoff-key: {"kid", "sub", "groups"}`,
+  text before the PEM block that PEM readers skip); `SIGNOFF_APPROVER_KID` names the key id
+  of a key made elsewhere;
 - or an HS256 secret file (the workers' `SIGNOFF_APPROVER_KEYS` itself): whoever holds it
   signs for any subject, so the token names one.
 
@@ -38,6 +40,8 @@ from signoff.smallfile import read_small_file
 
 ENV_KEY_FILE = "SIGNOFF_APPROVER_KEY_FILE"
 ENV_KID = "SIGNOFF_APPROVER_KID"
+HEADER = "signoff-key: "
+"""The first line of a key file `signoff keys new` writes: whom the key signs as."""
 KeyType = Literal["ed25519", "ec", "rsa"]
 PrivateKey = ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
 
@@ -55,6 +59,8 @@ class SigningKey:
     algorithm: str
     material: Any = field(repr=False)
     kid: str | None = None
+    subject: str | None = None
+    groups: tuple[str, ...] = ()
 
     @property
     def personal(self) -> bool:
@@ -78,6 +84,7 @@ class SigningKey:
                 raise ConfigError(f"{ENV_KEY_FILE}: {file} holds public keys; sign with a private key "
                                   "(`signoff keys new`) or an HS256 secret file")  # fmt: skip
             return cls(file, "HS256", keys.keys[0].material)
+        header = _header(file, data)
         try:
             key = serialization.load_pem_private_key(data, password=None)
         except TypeError:
@@ -86,7 +93,8 @@ class SigningKey:
             ) from None
         except ValueError as exc:
             raise ConfigError(f"{ENV_KEY_FILE}: {file} cannot be read as a private key: {exc}") from None
-        return cls(file, _algorithm(key, file), key, kid)
+        groups = tuple(str(g) for g in header.get("groups") or ())
+        return cls(file, _algorithm(key, file), key, kid or header.get("kid"), header.get("sub"), groups)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SigningKey | None:
@@ -106,13 +114,17 @@ class SigningKey:
         audience: str | None = None,
         now: datetime | None = None,
     ) -> str:
-        """A token signing `signs` as `subject` (a person's key may leave it to its JWKS entry).
+        """A token signing `signs` as `subject` (default: the key's own, with its groups).
 
         Raises:
-            UsageError: an HS256 secret without a subject, or a name that cannot be one.
+            UsageError: no subject to sign as (an HS256 secret, or a key whose file does not
+                name one), or a name that cannot be one.
         """
-        if subject is None and not self.personal:
-            raise UsageError("an HS256 secret signs for any subject: name yours (--approver)")
+        if subject is None and self.subject is not None:
+            subject, groups = self.subject, groups or self.groups
+        if subject is None:
+            raise UsageError("name the subject this key signs as (--approver)" if self.personal else
+                             "an HS256 secret signs for any subject: name yours (--approver)")  # fmt: skip
         claims = token_claims(subject, groups, ttl, issuer, audience, now=now, signs=signs)
         headers = {"kid": self.kid} if self.kid else None
         payload = json.dumps(claims, separators=(",", ":")).encode()
@@ -149,6 +161,20 @@ def signed_decision(
     return {**response.model_dump(mode="json", exclude_none=True), "token": token}
 
 
+def _header(path: Path, data: bytes) -> dict[str, Any]:
+    """What the file's `signoff-key:` line says (empty without one)."""
+    first = data.split(b"\n", 1)[0].decode("utf-8", "replace")
+    if not first.startswith(HEADER):
+        return {}
+    try:
+        header = json.loads(first[len(HEADER):])
+    except ValueError:
+        raise ConfigError(f"{ENV_KEY_FILE}: the first line of {path} is not JSON after {HEADER.strip()!r}") from None
+    if not isinstance(header, dict):
+        raise ConfigError(f"{ENV_KEY_FILE}: the first line of {path} does not name the key's subject")
+    return header
+
+
 def _algorithm(key: Any, path: Path) -> str:
     if isinstance(key, ed25519.Ed25519PrivateKey):
         return "EdDSA"
@@ -162,7 +188,8 @@ def _algorithm(key: Any, path: Path) -> str:
 def new_key_pair(
     subject: str, groups: Sequence[str] = (), kid: str | None = None, kind: KeyType = "ed25519", service: bool = False
 ) -> tuple[bytes, dict[str, Any]]:
-    """A new private key (PEM, PKCS#8) and its public JWKS entry with `kid`, `sub`, `groups`.
+    """A new private key (PEM, PKCS#8, after a `signoff-key:` line naming its kid, subject and
+    groups) and its public JWKS entry with `kid`, `sub`, `groups`.
 
     Args:
         service: mark the key `"signoff_service": true`: it may then sign for any subject
@@ -190,7 +217,8 @@ def new_key_pair(
         entry["groups"] = list(dict.fromkeys(groups))
     if service:
         entry["signoff_service"] = True
-    return pem, entry
+    header = {"kid": entry["kid"], "sub": subject, "groups": list(dict.fromkeys(groups))}
+    return (HEADER + json.dumps(header) + "\n").encode() + pem, entry
 
 
 def _public_jwk(key: PrivateKey) -> str:

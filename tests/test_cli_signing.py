@@ -80,7 +80,7 @@ async def test_sign_prints_a_decision_the_web_ui_or_any_client_can_send(
                                       "--name", "submit_tool_approval", "--input", signed.out.strip())  # fmt: skip
         result = await asyncio.wait_for(handle.result(), 60)
     assert signed.code == 0 and "Send an Update" in signed.err, signed
-    assert set(decision) == {"call_id", "approved", "arguments_digest", "reason", "token"}
+    assert set(decision) == {"call_id", "approved", "arguments_digest", "reason", "approver", "token"}
     assert decision["arguments_digest"] == pending["arguments_digest"]
     assert code == 0, output
     assert (result.approvals[0].approver, result.approvals[0].verified) == ("carol", True)

@@ -14,7 +14,7 @@ from signoff.approvals import Binding, GrantSpec, ToolApprovalResponse
 from signoff.digest import arguments_digest
 from signoff.errors import ConfigError, TokenError
 from signoff.evidence import CallToRun, sign_off_problem, why_not
-from signoff.identity import ApproverKeys, Identity, issue_token
+from signoff.identity import ApproverKeys, Identity, issue_token, read_verified
 from signoff.policy import ApprovalPolicy
 from signoff.signatures import DecisionClaim, decision_claim, mismatch, read_claim, requester_claim
 from signoff.signing import SigningKey, new_key_pair
@@ -58,9 +58,12 @@ def person(tmp_path: Path) -> tuple[SigningKey, ApproverKeys]:
 
 def test_a_persons_key_signs_as_its_subject_with_its_groups(person: tuple[SigningKey, ApproverKeys]) -> None:
     key, keys = person
-    identity = keys.verify(key.sign(approval()))
+    token = key.sign(approval())
+    identity = keys.verify(token)
     assert (identity.subject, identity.groups, identity.key_id, identity.claim) == ("alice", ("sre",), "alice-1",
                                                                                    approval())  # fmt: skip
+    read = read_verified(token)  # what an update's handler reads, with no keys: the same person
+    assert (read.subject, read.groups, read.claim) == (identity.subject, identity.groups, identity.claim)
 
 
 @pytest.mark.parametrize(("subject", "groups", "why"), [

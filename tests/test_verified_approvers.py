@@ -256,3 +256,24 @@ async def test_a_run_approved_under_old_keys_goes_on_under_new_ones(
     assert [(a.approver, a.verified) for a in result.approvals] == [("alice", True), ("alice", True)]
     await replayer().replay_workflow(await handle.fetch_history())  # and replay needs no keys at all
 
+
+
+async def test_a_signed_decision_is_verified_by_the_validator_so_a_forged_one_leaves_no_trace(
+    client: Client, keys: Path, tmp_path: Path
+) -> None:
+    """A bound token is checked in the update's validator (no local activity, nothing recorded
+    when it fails); a good one is read from the token by the handler, also when replayed."""
+    write_secret(tmp_path / "other.key")
+    async with ops_run(client, turns([deploy("call_d")]), worker=worker(keys)) as handle:
+        (pending,) = await wait_pending(handle)
+        refused = await refusal(handle.execute_update("submit_tool_approval", signed(tmp_path / "other.key", pending,
+                                                                                     "alice")))  # fmt: skip
+        await handle.execute_update("submit_tool_approval", signed(keys, pending, "alice"))
+        result = await handle.result()
+        history = await handle.fetch_history()
+    kinds = [e.WhichOneof("attributes") for e in history.events]
+    assert "approver token rejected" in refused and "signature does not match" in refused
+    assert kinds.count("workflow_execution_update_accepted_event_attributes") == 1
+    assert "marker_recorded_event_attributes" not in kinds  # no identify local activity
+    assert (result.approvals[0].approver, result.approvals[0].verified) == ("alice", True)
+    await replayer().replay_workflow(history)

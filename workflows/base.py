@@ -18,6 +18,7 @@ from signoff.activities import AgentActivities
 from signoff.activities.models import IdentifyInput, IdentifyOutput
 from signoff.authority import Decider
 from signoff.contract import AgentRunInput
+from signoff.identity import read_verified
 from signoff.limits import Limits
 from signoff.loop import AgentLoop
 from signoff.messages import AgentEvent
@@ -96,6 +97,16 @@ class AgentRunBase:
     def _adopt(self, snapshot: RunSnapshot, digest: str) -> None:
         self._snapshot, self._digest = snapshot, digest
         self._loop.adopt_agent(snapshot.descriptions, snapshot.policies, snapshot.limits)
+
+    def _signed_by(self, token: str, claimed: str | None) -> Decider:
+        """Who signed a decision the update's validator verified, read from the token itself
+        (deterministic: a replay reads the same), `runtime/tokens.py`."""
+        identity = read_verified(token)
+        if claimed and not same_name(claimed, identity.subject):
+            raise ApplicationError(f"approver {claimed!r} does not match the token's subject {identity.subject!r}",
+                                   type="Unverified", non_retryable=True)  # fmt: skip
+        self._loop.state.signed_decisions = True
+        return Decider(identity.subject, identity.groups, verified=True, claim=identity.claim, token=token)
 
     async def _identify(self, token: str, claimed: str | None, purpose: str) -> Decider:
         """Verify a token worker-side; the answer (who, and what the token signs) is recorded
