@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Collection
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowHandle, WorkflowHistory, WorkflowUpdateFailedError
 
 from signoff.activities.notify import NotifyConfig
 from signoff.contract import RunOptions
@@ -111,9 +111,8 @@ def approval(call_id: str, token: str) -> dict[str, object]:
     return {"call_id": call_id, "approved": True, "token": token}
 
 
-async def record_sealed(client: Client, queue: str) -> None:
-    """`sealed_continued_as_new`: a run sealing the state it continues as new with;
-    `continued_run`: the run it starts, checking that seal before it adopts the state."""
+async def cycle(client: Client, queue: str) -> WorkflowHistory:
+    """A run of list_dir rounds, approved once it waits; the history of its first run."""
     cycled = await start_run(client, queue, "cycle", options=RunOptions(max_rounds=8))
     first = client.get_workflow_handle(cycled.id, run_id=cycled.result_run_id)
     latest = client.get_workflow_handle(cycled.id)
@@ -124,11 +123,17 @@ async def record_sealed(client: Client, queue: str) -> None:
     await assert_eventually(paused, 30)
     await latest.execute_update("submit_tool_approval", {"call_id": "*", "approved": True})
     await cycled.result()
-    history = await first.fetch_history()
+    return await first.fetch_history()
+
+
+async def record_sealed(client: Client, queue: str) -> None:
+    """`sealed_continued_as_new`: a run sealing the state it continues as new with;
+    `continued_run`: the run it starts, checking that seal before it adopts the state."""
+    history = await cycle(client, queue)
     (HERE / "sealed_continued_as_new.json").write_text(history.to_json())
     (ended,) = [e for e in history.events if e.HasField("workflow_execution_continued_as_new_event_attributes")]
     second = ended.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
-    continued = await client.get_workflow_handle(cycled.id, run_id=second).fetch_history()
+    continued = await client.get_workflow_handle(history.workflow_id, run_id=second).fetch_history()
     (HERE / "continued_run.json").write_text(continued.to_json())
     print(f"recorded sealed_continued_as_new ({len(history.events)} events), continued_run "
           f"({len(continued.events)} events)")
@@ -149,17 +154,7 @@ async def record_all(client: Client, queue: str) -> None:
     timed_out = await start_run(client, queue, "wait", options=RunOptions(approval_timeout_seconds=1))
     await save(timed_out, "timed_out")
 
-    cycled = await start_run(client, queue, "cycle", options=RunOptions(max_rounds=8))
-    first = client.get_workflow_handle(cycled.id, run_id=cycled.result_run_id)
-    latest = client.get_workflow_handle(cycled.id)
-
-    async def paused() -> None:
-        assert await latest.query("pending_approvals")
-
-    await assert_eventually(paused, 30)
-    await latest.execute_update("submit_tool_approval", {"call_id": "*", "approved": True})
-    await cycled.result()
-    history = await first.fetch_history()
+    history = await cycle(client, queue)
     (HERE / "continued_as_new.json").write_text(history.to_json())
     print(f"recorded continued_as_new: {len(history.events)} events")
 
