@@ -16,10 +16,12 @@ is recorded in history:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from temporalio import activity
+from temporalio.plugin import SimplePlugin
 
 from signoff.activities.chat import model_turn
 from signoff.activities.identify import identify
@@ -42,6 +44,7 @@ from signoff.activities.models import (
     UnsealOutput,
 )
 from signoff.activities.notify import deliver
+from signoff.activities.observe import model_turn_done, tool_call_done
 from signoff.activities.prepare import prepare_run
 from signoff.activities.served import ServedAgents
 from signoff.activities.settings import ActivitySettings
@@ -82,12 +85,16 @@ class AgentActivities:
     @activity.defn(name="signoff.chat")
     async def chat(self, input: ChatInput) -> ChatTurn:
         """One model turn, streamed; which of its calls need approval."""
-        return await model_turn(self.served, self._memory, self._callers, input, self.settings.payload_budget)
+        turn = await model_turn(self.served, self._memory, self._callers, input, self.settings.payload_budget)
+        model_turn_done(input.agent, turn.response)
+        return turn
 
     @activity.defn(name=TOOL_ACTIVITY)
     async def tool(self, input: ToolInput) -> ToolOutput:
         """Run one tool call; its own failure is the message `Error: ...`."""
-        return await run_call(self.served, self._callers, self._signoffs, input)
+        output = await run_call(self.served, self._callers, self._signoffs, input)
+        tool_call_done(input.agent, input.call.name, output.content)
+        return output
 
     @activity.defn(name="signoff.identify")
     async def identify(self, input: IdentifyInput) -> IdentifyOutput:
@@ -112,3 +119,14 @@ class AgentActivities:
     @property
     def all(self) -> list[Callable[..., Any]]:
         return [self.prepare, self.chat, self.tool, self.identify, self.seal, self.unseal, self.notify]
+
+    def plugin(self) -> SimplePlugin:
+        """A worker plugin that closes the MCP sessions (stopping stdio servers) when the worker stops."""
+        return SimplePlugin("signoff.mcp_sessions", run_context=self._sessions_open)
+
+    @contextlib.asynccontextmanager
+    async def _sessions_open(self) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await self.served.aclose()

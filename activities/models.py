@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from signoff.messages import ChatMessage, ChatResponse, ToolCall
+from signoff.messages import ChatMessage, ChatResponse, MCPUnavailableEvent, ToolCall
 from signoff.notices import NoticeKind
 from signoff.signatures import SignoffClaim
 from signoff.snapshot import RunSnapshot
@@ -40,6 +40,8 @@ class PrepareOutput(BaseModel):
     snapshot_digest: str
     gated: list[str] = Field(default_factory=list)
     previews: dict[str, str] = Field(default_factory=dict)
+    unavailable: list[MCPUnavailableEvent] = Field(default_factory=list)
+    """MCP servers or tools the snapshot could not include, for the run's events."""
 
 
 class ChatInput(BaseModel):
@@ -63,6 +65,8 @@ class ChatTurn(BaseModel):
     """What the gated calls would do, by call id, for tools that can say."""
     snapshot: RunSnapshot | None = None
     snapshot_digest: str | None = None
+    unavailable: list[MCPUnavailableEvent] = Field(default_factory=list)
+    """With the snapshot: MCP servers or tools it could not include, for the run's events."""
 
 
 class ApprovalProof(BaseModel):

@@ -10,6 +10,7 @@ from typing import Any
 
 from signoff.approvals import GrantMatch
 from signoff.cli.binding import MIN_PREFIX, digest_text
+from signoff.cli.codec import add_codec_parser
 from signoff.cli.demo import DEMO_PROMPT
 from signoff.cli.token import ENV_TOKEN, add_token_parser, parse_duration
 from signoff.signing import ENV_KEY_FILE, ENV_KID
@@ -179,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt", default=DEMO_PROMPT, help="what to ask the default agent")
     _who(p)
     add_token_parser(sub, common)
+    add_codec_parser(sub)
     _add_keys(sub)
     _add_sign(sub, common)
     return parser

@@ -84,6 +84,15 @@ def call_rows(request: ToolApprovalRequest, width: int | None, now: datetime | N
     return lines
 
 
+def _about(request: ToolApprovalRequest, width: int | None) -> list[str]:
+    """The tool's description (for an MCP tool: its server, annotations and whether they are trusted)."""
+    if not request.description:
+        return []
+    lead = " " * (len(PAD) + LABEL + 1)
+    shown = text_lines(request.description, width, lead)
+    return row("about", [shown[0][len(lead) :], *shown[1:]])
+
+
 def approval_block(request: ToolApprovalRequest, workflow_id: str, link: str | None, style: Style,
                    options: str = "", width: int | None = None) -> list[str]:
     """What a person needs to decide one call: the call whole, where it is, how to decide."""
@@ -115,7 +124,7 @@ def call_header(workflow_id: str, request: ToolApprovalRequest, style: Style, no
 def shown_call(workflow_id: str, request: ToolApprovalRequest, style: Style, width: int | None,
                now: datetime | None = None) -> list[str]:
     """One call whole under its header (what `pending`, bulk decisions and refusals print)."""
-    return [call_header(workflow_id, request, style, now), *call_rows(request, width, now)]
+    return [call_header(workflow_id, request, style, now), *_about(request, width), *call_rows(request, width, now)]
 
 
 def render_pending(rows: Iterable[PendingRow], style: Style, width: int | None = None,

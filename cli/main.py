@@ -30,6 +30,7 @@ from temporalio.service import RPCError
 
 from signoff.cli.args import build_parser
 from signoff.cli.audit import cmd_audit
+from signoff.cli.codec import cmd_codec_server
 from signoff.cli.decide import cmd_decide
 from signoff.cli.demo_run import cmd_demo
 from signoff.cli.govern import cmd_extend, cmd_grants, cmd_revoke
@@ -131,12 +132,14 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "keys":
         return cmd_keys(args)
     try:
+        if args.command == "codec-server":  # its keys, no Temporal connection
+            return cmd_codec_server(args)
         ctx = Context(settings_from(args), Console())
         return asyncio.run(COMMANDS[args.command](args, ctx))
     except CommandError as exc:  # its text may quote the run (call ids, reasons): inert
         print(f"signoff: {neutralise(str(exc))}", file=sys.stderr)
         return exc.code
-    except (ConfigError, RuntimeError, ValueError) as exc:  # a stored payload this client cannot read
+    except (ConfigError, RuntimeError, ValueError, KeyError) as exc:  # a stored or encrypted payload it cannot read
         if (problem := storage_problem(exc)) is None:
             raise
         print(f"signoff: {problem}", file=sys.stderr)

@@ -5,7 +5,8 @@ with a message instead of failing runs later: a policy file that does not parse,
 limit out of range, a policy file entry that would relax a policy a tool's code declares,
 policies that need verified approvers or requesters while the worker has no keys to
 verify them with (the message names each agent and tool), a state key that cannot be
-read. A policy file entry that changes nothing (a tool that never asks for approval,
+read, or an MCP server whose command is not found (`SIGNOFF_MCP_CONFIG` itself is read with
+the agents). A policy file entry that changes nothing (a tool that never asks for approval,
 without `always`) is named in the start-up log.
 """
 
@@ -28,6 +29,8 @@ from signoff.runtime.devserver import DATA_DIR
 from signoff.runtime.filestore import make_private_dir
 from signoff.snapshot import SnapshotTool
 from signoff.tools.base import Tool
+from signoff.tools.mcp import MCPServer
+from signoff.tools.mcp.listing import PREFIX
 
 LOCAL_STATE_KEY = DATA_DIR / "state.key"
 
@@ -80,9 +83,13 @@ class WorkerSetup:
                 yield name, tool, entry
 
     def check(self, agents: Mapping[str, ChatClientAgent]) -> WorkerSetup:
-        """Refuse policy file entries that relax a tool's own policy, and policies that need
-        verified approvers or requesters when no keys are configured; note entries that
-        change nothing. Returns the setup with its notes."""
+        """Refuse MCP servers that cannot start, policy file entries that relax a tool's own
+        policy, and policies that need verified approvers or requesters when no keys are
+        configured (MCP tools are listed only when runs start: their policies are found by
+        the `mcp__<server>__` of the agent's servers); note entries that change nothing.
+        Returns the setup with its notes."""
+        for server in _servers(agents):
+            server.check()
         relaxing, needing, idle = [], [], []
         for name, tool, entry in self._tools(agents):
             where = f"{name}/{tool.name}"
@@ -91,6 +98,13 @@ class WorkerSetup:
                 needing.append(where)
             if tool.name in self.policies.policies and entry.gate == "never" and tool_gate(tool) == "never":
                 idle.append(where)
+        needing += [
+            f"{name}/{tool}"
+            for name, agent in sorted(agents.items())
+            for tool, policy in sorted(self.policies.merged_over(agent.policies).policies.items())
+            if (policy.verified or policy.separate_requester)
+            and any(tool.startswith(f"{PREFIX}{s.name}__") for s in agent.mcp_servers)
+        ]
         if relaxing:
             raise ConfigError(
                 f"{POLICY_FILE_ENV} may add to a tool's own approval policy, never relax it: "
@@ -111,7 +125,7 @@ class WorkerSetup:
         """Keyword arguments for `build_worker`."""
         return {"limits": self.limits, "policies": self.policies, "verifier": self.keys, "state_key": self.state_key}
 
-    def describe(self) -> list[str]:
+    def describe(self, agents: Mapping[str, ChatClientAgent] | None = None) -> list[str]:
         """Lines for the worker's start-up log (never a secret)."""
         lines = [self.keys.describe() if self.keys else "approver tokens: not configured"]
         if self.policies.policies or self.policies.always:
@@ -121,4 +135,12 @@ class WorkerSetup:
                          + ", ".join("every tool without an entry" if g == DEFAULT_KEY else g for g in gated))
         lines.append(f"continue-as-new state: sealed with the key in {self.state_key_from}" if self.state_key else
                      f"continue-as-new state: checked with the server only (set {STATE_KEY_ENV} to seal it)")
+        servers = _servers(agents or {})
+        if servers:
+            lines.append(f"MCP servers: {', '.join(server.describe() for server in servers)}")
         return lines + list(self.notes)
+
+
+def _servers(agents: Mapping[str, ChatClientAgent]) -> list[MCPServer]:
+    """Every agent's MCP servers, each configuration once."""
+    return list({server.key: server for agent in agents.values() for server in agent.mcp_servers}.values())

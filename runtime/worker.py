@@ -47,6 +47,7 @@ from signoff.runtime.connection import connect as connect_with
 from signoff.runtime.hardening import harden_process
 from signoff.runtime.setup import WorkerSetup
 from signoff.runtime.storage import close_storage
+from signoff.runtime.telemetry import PendingGauge, flush_traces
 from signoff.runtime.tokens import SignedDecisionCheck
 from signoff.workflows.agent_run import AgentRun
 
@@ -158,6 +159,7 @@ def build_worker(
     activities = AgentActivities(agents, default_client, settings)
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))
     options["interceptors"] = [SignedDecisionCheck(verifier), *options.get("interceptors", ())]
+    options["plugins"] = [*options.get("plugins", ()), activities.plugin()]  # MCP sessions close with the worker
     return Worker(
         client,
         task_queue=task_queue,
@@ -179,7 +181,9 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
     settings = settings or ConnectionSettings.load()
     agents = load_agents(agent_modules)
     setup = WorkerSetup.from_env(agents, local=not settings.configured)  # what cannot work stops the worker here
-    client, server = await open_client(settings)
+    runtime = settings.telemetry.runtime()  # binds SIGNOFF_METRICS_ADDRESS now, or says why it cannot
+    client, server = await open_client(settings, runtime=runtime, worker=True)
+    pending: asyncio.Task[None] | None = None
     try:
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -189,7 +193,9 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
             client, agents, settings.task_queue, graceful_shutdown_timeout=timedelta(seconds=10),
             notify=notify, **setup.worker_options(),
         )  # fmt: skip
-        for line in setup.describe() + ([notify.describe()] if notify else []):
+        if runtime is not None:
+            pending = asyncio.create_task(PendingGauge(client, runtime.metric_meter, settings.task_queue).run())
+        for line in setup.describe(agents) + ([notify.describe()] if notify else []) + _observability(settings):
             print(f"signoff: {line}", flush=True)
         print(f"signoff: worker on task queue {settings.task_queue!r} at {settings.describe()}, "
               f"agents: {', '.join(sorted(agents))}", flush=True)
@@ -197,9 +203,18 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
             await stop.wait()
             print("signoff: shutting down", flush=True)
     finally:
+        if pending is not None:
+            pending.cancel()
+        flush_traces()
         await close_storage(client.data_converter)
         if server:
             server.stop()
+
+
+def _observability(settings: WorkerSettings) -> list[str]:
+    """Start-up log lines for metrics, traces and payload encryption (never a key)."""
+    codec = [settings.codec_keys.describe()] if settings.codec_keys else ["payload encryption: off"]
+    return settings.telemetry.describe() + codec
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -33,6 +33,7 @@ from signoff.messages import (
     ErrorEvent,
     FinishEvent,
     FinishReason,
+    MCPUnavailableEvent,
     TextEvent,
     ToolCall,
     ToolCallEvent,
@@ -62,6 +63,7 @@ from signoff.tools import (
     default_tools,
     tool,
 )
+from signoff.tools.mcp import MCPServer, MCPTool
 
 __all__ = [
     "PRESETS",
@@ -105,6 +107,9 @@ __all__ = [
     "LLMConfig",
     "Limits",
     "ListDir",
+    "MCPServer",
+    "MCPTool",
+    "MCPUnavailableEvent",
     "OnTimeout",
     "OpenAIChatClient",
     "PolicyBook",

@@ -43,6 +43,12 @@ STATUS_FINISHED = "Finished"
 SEARCH_ATTRIBUTES = {"SignoffStatus": "Keyword", "SignoffAgent": "Keyword", "SignoffPendingTools": "KeywordList"}
 """Search attributes and their Temporal types."""
 SA_STATUS, SA_AGENT, SA_PENDING_TOOLS = SEARCH_ATTRIBUTES
+METRIC_PENDING = "signoff_pending_approvals"
+METRIC_WAIT = "signoff_approval_wait_seconds"
+METRIC_DECISIONS = "signoff_decisions_total"
+METRIC_TOOL_CALLS = "signoff_tool_calls_total"
+METRIC_TOKENS = "signoff_model_tokens_total"
+"""Metrics a worker exposes on `SIGNOFF_METRICS_ADDRESS`, beside the SDK's own (`temporal_*`)."""
 
 
 class RunOptions(BaseModel):

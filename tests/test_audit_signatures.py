@@ -69,7 +69,7 @@ async def test_audit_does_not_vouch_for_a_forged_continue_as_new(
         Worker(client, task_queue=attacker_queue, workflows=[Attacker], workflow_runner=UNSANDBOXED),
     ):
         handle = await client.start_workflow(
-            Attacker.run, args=[forged_state(tmp_path, marker), task_queue], id=f"forged-{uuid.uuid4()}",
+            Attacker.run, args=[await forged_state(tmp_path, marker), task_queue], id=f"forged-{uuid.uuid4()}",
             task_queue=attacker_queue,
         )  # fmt: skip
         with pytest.raises(WorkflowFailureError):

@@ -194,6 +194,7 @@ def test_pending_shows_each_call_whole_under_its_run() -> None:
     rows = [PendingRow("run-1", request), PendingRow("run-22", note="(no worker answered)", tools=["write_file"])]
     assert render_pending(rows, PLAIN, None, NOW) == [
         "run-1  call_1  run_command  waiting 42s",
+        "    about      Run a shell command",
         '    arguments  {"command": "ls"}',
         f"    digest     {CALL.arguments_digest}",
         "    policy     anyone may decide",

@@ -32,7 +32,7 @@ def replayer() -> Replayer:
 
 def test_every_history_shape_is_committed() -> None:
     assert {p.stem for p in HISTORIES} >= {
-        "approved", "denied", "timed_out", "continued_as_new", "verified", "timeout_grant",
+        "approved", "denied", "timed_out", "continued_as_new", "verified", "timeout_grant", "mcp",
         "signed", "sealed_continued_as_new", "continued_run",
     }  # fmt: skip
 

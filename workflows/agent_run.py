@@ -128,7 +128,7 @@ class AgentRun(DecisionHandlers, RunQueries):
                          requester=self._requester),
             summary="snapshot the agent; gate the open calls", **steps.prepare_options(),
         )  # fmt: skip
-        self._adopt(prepared.snapshot, prepared.snapshot_digest)
+        self._adopt(prepared.snapshot, prepared.snapshot_digest, prepared.unavailable)
         try:
             self._loop.resume(
                 options.tool_approval_responses, prepared.gated, workflow.now(), self._requester_decider(),
@@ -169,7 +169,7 @@ class AgentRun(DecisionHandlers, RunQueries):
             summary=f"model turn {loop.state.round + 1}", **steps.chat_options(),
         )  # fmt: skip
         if turn.snapshot is not None and turn.snapshot_digest:
-            self._adopt(turn.snapshot, turn.snapshot_digest)
+            self._adopt(turn.snapshot, turn.snapshot_digest, turn.unavailable)
         self._sender.sent_with_answer(delta, turn.response.message.model_copy(update={"role": "assistant"}))
         loop.apply_model_turn(turn.response, turn.gated, workflow.now(), previews=turn.previews)
 

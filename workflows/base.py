@@ -7,6 +7,7 @@ small place. All three read and change the state declared here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -25,6 +26,7 @@ from signoff.messages import AgentEvent
 from signoff.names import same_name
 from signoff.snapshot import RunSnapshot
 from signoff.transcript import Sender
+from signoff.workflows.metrics import RunMetrics
 from signoff.workflows.notifications import Notifier, notice_for
 from signoff.workflows.record import RunRecord
 from signoff.workflows.run_input import ContinuedRun, InvalidInput, Requester, decode
@@ -40,6 +42,7 @@ class AgentRunBase:
         self._record = RunRecord()
         self._revision = 0  # bumped by every handler that changes what waits
         self._notifier = Notifier()
+        self._metrics = RunMetrics()
         try:
             given = decode(raw)
         except InvalidInput as exc:
@@ -82,7 +85,8 @@ class AgentRunBase:
             self._on_event(event, self._record.add(event))
 
     def _on_event(self, event: AgentEvent, kept: dict[str, Any]) -> None:
-        """What an event sets off: notices, when the run's snapshot names channels."""
+        """What an event sets off: its metrics; notices, when the run's snapshot names channels."""
+        self._metrics.observe(event)
         plan = self._snapshot.notify if self._snapshot else None
         if plan is None or not plan.channels:
             return
@@ -94,9 +98,12 @@ class AgentRunBase:
         r = self._requester
         return Decider(r.name, r.groups, r.verified) if r.name else None
 
-    def _adopt(self, snapshot: RunSnapshot, digest: str) -> None:
+    def _adopt(self, snapshot: RunSnapshot, digest: str, unavailable: Sequence[AgentEvent] = ()) -> None:
+        """Take the run's snapshot; record what it could not include (MCP servers not reached)."""
         self._snapshot, self._digest = snapshot, digest
         self._loop.adopt_agent(snapshot.descriptions, snapshot.policies, snapshot.limits)
+        for event in unavailable:
+            self._on_event(event, self._record.add(event))
 
     def _signed_by(self, token: str, claimed: str | None) -> Decider:
         """Who signed a decision the update's validator verified, read from the token itself

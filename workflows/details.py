@@ -15,7 +15,7 @@ SHOWN_CHARS = 2_000
 
 
 def describe_pending(workflow_id: str, pending: list[ToolApprovalRequest]) -> str:
-    """Markdown: each pending call (tool, arguments, digest, policy, preview) and commands."""
+    """Markdown: each pending call (tool, description, arguments, digest, policy, preview) and commands."""
     if not pending:
         return ""
     lines = [f"**Awaiting approval** for {len(pending)} tool call(s):", ""]
@@ -53,6 +53,7 @@ def _call(request: ToolApprovalRequest) -> list[str]:
     votes = f"; votes so far: {', '.join(v.approver or '?' for v in request.votes)}" if request.votes else ""
     lines = [
         f"- `{request.call_id}`: **{request.name}**{expires} ({rules}{votes})",
+        *([f"  {_inline(request.description)}"] if request.description else []),
         f"  digest `{request.arguments_digest}`",
         "  ```json",
         *("  " + line for line in arguments.splitlines()),
@@ -61,6 +62,12 @@ def _call(request: ToolApprovalRequest) -> list[str]:
     if request.preview:
         lines += ["  preview:", "  ```", *("  " + line for line in _cut(request.preview).splitlines()), "  ```"]
     return lines
+
+
+def _inline(text: str) -> str:
+    """Text as one inert code span (a tool's description may come from an MCP server)."""
+    flat = " ".join(text.split()).replace("`", "'")
+    return f"`{flat if len(flat) <= SHOWN_CHARS // 4 else flat[: SHOWN_CHARS // 4] + '…'}`"
 
 
 def _cut(text: str) -> str:

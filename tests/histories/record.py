@@ -23,9 +23,11 @@ from pathlib import Path
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory, WorkflowUpdateFailedError
 
 from signoff.activities.notify import NotifyConfig
+from signoff.agent import AgentBuilder
 from signoff.contract import RunOptions
 from signoff.identity import ApproverKeys, issue_token
 from signoff.policy import ApprovalPolicy, OnTimeout
+from signoff.tools.mcp import MCPServer
 from tests.approver_keys import signed, write_secret
 from tests.conftest import start_dev_server
 from tests.governance import deploy, ops_agent, restart, turns, wait_event
@@ -40,6 +42,7 @@ from tests.helpers import (
     start_run,
     wait_pending,
 )
+from tests.mcp_helpers import mcp_call, stdio
 from tests.receiver import Receiver
 
 HERE = Path(__file__).parent
@@ -107,6 +110,24 @@ async def record_signed(client: Client, queue: str, key: Path) -> None:
     await save(run, "signed")  # call_2 runs on the grant; the restart call's deadline approves it
 
 
+async def record_mcp(client: Client, workspace: Path) -> None:
+    """`mcp`: a server that cannot start (an event), a trusted read run at once, a write approved."""
+    notes = workspace / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text("note a")
+    broken = MCPServer(name="broken", command="/no/such/mcp-server")
+    agent = AgentBuilder("notes").with_mcp_servers([broken, stdio(notes, trusted=True)]).build()
+    rounds = turns([mcp_call("read_note", "call_1", name="a.txt"), mcp_call("write_note", "call_2", name="b.txt",
+                                                                            text="hi")])  # fmt: skip
+    with ScriptedModelServer(rounds) as model:
+        queue = f"record-{uuid.uuid4()}"
+        async with running_worker(client, queue, model, {"notes": agent}):
+            run = await start_run(client, queue, "copy", agent="notes")
+            await wait_pending(run)
+            await run.execute_update("submit_tool_approval", {"call_id": "call_2", "approved": True})
+            await save(run, "mcp")
+
+
 def approval(call_id: str, token: str) -> dict[str, object]:
     return {"call_id": call_id, "approved": True, "token": token}
 
@@ -162,6 +183,7 @@ async def record_all(client: Client, queue: str) -> None:
 ORIGINAL = ("approved", "denied", "timed_out", "continued_as_new")
 SEALED = ("sealed_continued_as_new", "continued_run")
 GOVERNANCE = ("verified", "timeout_grant", "signed")
+MCP = ("mcp",)
 
 
 async def main(names: Collection[str]) -> None:
@@ -191,7 +213,13 @@ async def main(names: Collection[str]) -> None:
                 await record_governance(env.client, names, Path(workspace))
             finally:
                 await env.shutdown()
+        if "mcp" in names:
+            env = await start_dev_server()
+            try:
+                await record_mcp(env.client, Path(workspace))
+            finally:
+                await env.shutdown()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1:] or ORIGINAL + SEALED + GOVERNANCE))
+    asyncio.run(main(sys.argv[1:] or ORIGINAL + SEALED + GOVERNANCE + MCP))
