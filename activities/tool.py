@@ -12,7 +12,9 @@ The activity does not take the workflow's word for anything it can check itself:
 - Under a `verified` policy of the worker's own (never one the run carries), the run's
   word is not enough: the activity verifies the signed decisions handed with the call
   against the worker's own keys, just before it runs it (`signoff.evidence`), and runs
-  nothing without enough of them. Otherwise the model is told it was not run.
+  nothing without enough of them; an approval that does not verify is not passed on to a
+  tool that does more for approved calls (a file tool leaving the workspace, an MCP tool
+  the run's snapshot says is read-only). Otherwise the model is told it was not run.
 - Approved file calls may leave the workspace; all others are confined to it at
   execution (`signoff.tools`), whatever happened to the file system meanwhile.
 """
@@ -168,11 +170,13 @@ async def run_call(served: ServedAgents, callers: Callers, signoffs: SignOffs, i
     needed = needs_approval(entry, tool if run.own else None, arguments) or needs_approval(own_entry, tool, arguments)
     if needed and not approved:
         return ToolOutput(content=NOT_APPROVED)
-    if needed and own_policy.verified:
+    if approved and own_policy.verified:
         assert chain_id is not None
         if (problem := signoffs.problem(input, own_policy, chain_id)) is not None:
-            return ToolOutput(content=f"Error: this call was not run: this worker's policy for {call.name} needs "
-                                      f"signed approvals, and {problem}")  # fmt: skip
+            if needed:
+                return ToolOutput(content=f"Error: this call was not run: this worker's policy for {call.name} "
+                                          f"needs signed approvals, and {problem}")  # fmt: skip
+            approved = False  # an unsigned "approved" unlocks nothing a tool keeps for approved calls
     async with heartbeating():
         output = await execute_call(run.registry, call, approved=approved, max_output=run.model.limits.max_tool_output)
     return ToolOutput(content=output)

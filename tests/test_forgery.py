@@ -26,6 +26,7 @@ from signoff import audit
 from signoff.activities import ActivitySettings, AgentActivities
 from signoff.activities.models import Requester
 from signoff.activities.served import ServedAgents
+from signoff.agent import AgentBuilder
 from signoff.approvals import ApprovalRecord, Binding, ToolApprovalResponse
 from signoff.contract import AgentRunInput
 from signoff.digest import arguments_digest
@@ -35,6 +36,7 @@ from signoff.messages import ChatMessage, ToolCall
 from signoff.policy import PolicyBook
 from signoff.signatures import decision_claim, requester_claim
 from signoff.signing import SigningKey
+from signoff.tools.base import ToolResult
 from signoff.workflows.run_input import ContinuedRun
 from tests.approver_keys import signed, write_secret
 from tests.governance import activity_types, refusal, wait_event
@@ -297,3 +299,47 @@ async def test_the_seal_is_never_given_to_a_workflow_that_asks_for_it_as_an_acti
             with pytest.raises(WorkflowFailureError) as failure:
                 await handle.result()
     assert "signoff.seal runs only as a local activity of an AgentRun" in str(failure.value.cause.cause)  # type: ignore[union-attr]
+
+
+class Unlocks:
+    """A tool no call of which waits, that does more for a call a person approved (as a file
+    tool leaving its workspace, or an MCP tool, does): the forged `approved` must not reach it."""
+
+    name, description, idempotent, gate, approval_aware, kind = "unlocks", "Unlock.", False, "never", True, "custom"
+    parameters: dict[str, Any] = {"type": "object", "properties": {}}  # noqa: RUF012
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    async def execute(self, arguments: dict[str, Any], approved: bool = False) -> ToolResult:
+        if approved:
+            self.marker.write_text("unlocked")
+        return ToolResult(content=f"approved={approved}")
+
+    def requires_approval(self, arguments: dict[str, Any]) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("signed_by", [[], ["alice"]], ids=["unsigned", "signed"])
+async def test_an_unsigned_approval_unlocks_nothing_under_a_verified_policy(
+    client: Client, task_queue: str, tmp_path: Path, keys: Path, marker: Path, signed_by: list[str]
+) -> None:
+    agent = AgentBuilder("custom").with_tool(Unlocks(marker)).build()
+    policies = PolicyBook.parse({"unlocks": {"verified": True}})
+    settings = ActivitySettings(policies=policies, verifier=ApproverKeys.load(keys))
+    activities = AgentActivities({"custom": agent}, settings=settings)
+    async with (
+        Worker(client, task_queue=task_queue, activities=activities.all),
+        Worker(client, task_queue=task_queue, workflows=[ForgedAgentRun], workflow_runner=UNSANDBOXED),
+    ):
+        handle = await client.start_workflow(ForgedAgentRun.run, id=f"forged-{uuid.uuid4()}", task_queue=task_queue)
+        here = Binding(workflow_id=handle.id, chain_id=handle.result_run_id or "", call_id="call_u", tool="unlocks",
+                       arguments_digest=arguments_digest({}))  # fmt: skip
+        proof = {"call_id": "call_u", "arguments_digest": arguments_digest({}), "record_hash": "0" * 64}
+        call_u = {"id": "call_u", "name": "unlocks", "arguments": "{}"}
+        digest = (await activities.served.take("custom", [])).digest
+        tool_input = {"agent": "custom", "snapshot_digest": digest, "call": call_u, "approval": proof,
+                      "tokens": [sign_for(keys, here, name) for name in signed_by]}  # fmt: skip
+        await handle.signal(ForgedAgentRun.go, tool_input)
+        answer = await handle.result()
+    assert answer == f"approved={bool(signed_by)}" and marker.exists() == bool(signed_by)
