@@ -56,9 +56,9 @@ class Identity(BaseModel):
     """A verified approver, as recorded in history.
 
     Attributes:
-        subject: the token's `sub` (a person's key: the key's own subject).
-        groups: the token's `groups` claim (empty when absent), duplicates removed; a
-            person's key: the key's groups, or those of them the token names.
+        subject: the token's `sub` (a person's key signs only its own).
+        groups: the token's `groups` claim (empty when absent), duplicates removed (a
+            person's key signs only groups among its own).
         expires_at: when the token expires (UTC).
         issued_at: the token's `iat`, when it has one.
         issuer: the token's `iss`, when it has one.
