@@ -9,6 +9,8 @@ is recorded in history:
 | `signoff.tool` | `tool.py` | one tool call, checked against the run before it runs |
 | `signoff.prepare` | `prepare.py` | a resumed transcript's snapshot and gated calls |
 | `signoff.identify` | `identify.py` | who a token vouches for (local activity) |
+| `signoff.seal` | `state.py` | seal the state a run continues as new with (local activity) |
+| `signoff.unseal` | `state.py` | check the seal of the state a continued run starts from (local activity) |
 | `signoff.notify` | `notify.py` | one notice POSTed to one notification channel |
 """
 
@@ -34,15 +36,20 @@ from signoff.activities.models import (
     NotifyOutput,
     PrepareInput,
     PrepareOutput,
+    SealInput,
+    SealOutput,
     ToolInput,
     ToolOutput,
+    UnsealInput,
+    UnsealOutput,
 )
 from signoff.activities.notify import deliver
 from signoff.activities.observe import model_turn_done, tool_call_done
 from signoff.activities.prepare import prepare_run
 from signoff.activities.served import ServedAgents
 from signoff.activities.settings import ActivitySettings
-from signoff.activities.tool import Callers, run_call
+from signoff.activities.state import seal, unseal
+from signoff.activities.tool import Callers, SignOffs, run_call
 from signoff.agent import ChatClientAgent
 from signoff.chat.base import ChatClient
 
@@ -68,6 +75,7 @@ class AgentActivities:
         self.served = ServedAgents(agents, default_client, self.settings)
         self._memory = RunMemory()
         self._callers = Callers()
+        self._signoffs = SignOffs(self.settings.verifier)
 
     @activity.defn(name="signoff.prepare")
     async def prepare(self, input: PrepareInput) -> PrepareOutput:
@@ -84,7 +92,7 @@ class AgentActivities:
     @activity.defn(name=TOOL_ACTIVITY)
     async def tool(self, input: ToolInput) -> ToolOutput:
         """Run one tool call; its own failure is the message `Error: ...`."""
-        output = await run_call(self.served, self._callers, input)
+        output = await run_call(self.served, self._callers, self._signoffs, input)
         tool_call_done(input.agent, input.call.name, output.content)
         return output
 
@@ -93,6 +101,16 @@ class AgentActivities:
         """Who a token vouches for, or why it does not."""
         return identify(self.settings.verifier, input)
 
+    @activity.defn(name="signoff.seal")
+    async def seal(self, input: SealInput) -> SealOutput:
+        """Seal the state this run continues as new with (local activity only)."""
+        return seal(self.settings.state_key, input)
+
+    @activity.defn(name="signoff.unseal")
+    async def unseal(self, input: UnsealInput) -> UnsealOutput:
+        """Check the seal of the state this continued run starts from (local activity only)."""
+        return await unseal(self.settings.state_key, input)
+
     @activity.defn(name="signoff.notify")
     async def notify(self, input: NotifyInput) -> NotifyOutput:
         """POST one notice to one channel (retried by Temporal; see notify.py)."""
@@ -100,7 +118,7 @@ class AgentActivities:
 
     @property
     def all(self) -> list[Callable[..., Any]]:
-        return [self.prepare, self.chat, self.tool, self.identify, self.notify]
+        return [self.prepare, self.chat, self.tool, self.identify, self.seal, self.unseal, self.notify]
 
     def plugin(self) -> SimplePlugin:
         """A worker plugin that closes the MCP sessions (stopping stdio servers) when the worker stops."""

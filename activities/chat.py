@@ -16,9 +16,10 @@ from temporalio.exceptions import ApplicationError
 
 from signoff.activities.heartbeat import heartbeating
 from signoff.activities.memory import RunMemory
-from signoff.activities.models import ChatInput, ChatTurn
+from signoff.activities.models import ChatInput, ChatTurn, Requester
 from signoff.activities.served import ServedAgents, Taken
 from signoff.activities.tool import Callers
+from signoff.authority import requester_problem
 from signoff.chat.base import ChatOptions
 from signoff.errors import ProviderError
 from signoff.gate import gated_call_ids, previews
@@ -68,9 +69,19 @@ async def _snapshot(
     if input.snapshot_digest is None:
         async with heartbeating():  # listing MCP servers may start their processes
             taken = await served.take(input.agent, transcript)
+        check_requester(taken.model, input.requester)
         return taken.model, taken.registry, taken
     run = await served.resolve(input.agent, input.snapshot_digest)
     return run.model, run.registry if run.own else None, None
+
+
+def check_requester(snapshot: RunSnapshot, requester: Requester | None) -> None:
+    """Fail the run at its start, before the model is asked, when its tools' policies need a
+    verified requester it does not have (`authority.requester_problem`)."""
+    requester = requester or Requester()
+    problem = requester_problem(snapshot.policies, requester.verified, requester.bound)
+    if problem is not None:
+        raise ApplicationError(f"invalid input: {problem}", type="InvalidInput", non_retryable=True)
 
 
 def _check_size(turn: ChatTurn, budget: int | None) -> None:

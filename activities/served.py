@@ -30,8 +30,11 @@ from signoff.agent import AgentSnapshot, ChatClientAgent
 from signoff.chat.base import ChatClient
 from signoff.contract import QUERY_SNAPSHOT
 from signoff.errors import ConfigError
+from signoff.gate import configured_gate, configured_policy
 from signoff.messages import ChatMessage, MCPUnavailableEvent
-from signoff.snapshot import RunSnapshot
+from signoff.policy import ApprovalPolicy, PolicyBook
+from signoff.snapshot import Gate, RunSnapshot
+from signoff.tools.base import Tool
 from signoff.tools.mcp.tool import OwnSessions, rebuilt_tools
 from signoff.tools.registry import ToolRegistry
 
@@ -93,6 +96,7 @@ class ServedAgents:
         self._taken: OrderedDict[str, Taken] = OrderedDict()
         self._foreign: OrderedDict[str, Resolved] = OrderedDict()
         self._made: OrderedDict[tuple[object, ...], Taken] = OrderedDict()
+        self._books: dict[str, PolicyBook] = {}
         self._sessions = OwnSessions()
 
     @property
@@ -126,6 +130,19 @@ class ServedAgents:
                 raise ApplicationError(str(exc), type="ConfigError", non_retryable=True) from exc
         return self._default
 
+    def book(self, name: str) -> PolicyBook:
+        """The policies agent `name` runs under: the worker's file over the agent's own."""
+        book = self._books.get(name)
+        if book is None:
+            book = self._books[name] = self.policies.merged_over(self.agent(name).policies)
+        return book
+
+    def own_gate(self, name: str, tool: Tool) -> tuple[Gate, ApprovalPolicy]:
+        """How this worker's own configuration gates and governs `tool` now (its code and the
+        policy file), whatever a run's snapshot says: what the tool activity enforces."""
+        book = self.book(name)
+        return configured_gate(tool, book), configured_policy(tool, book)
+
     async def take(self, name: str, transcript: list[ChatMessage]) -> Taken:
         """Snapshot an agent for a run starting with `transcript` (providers see it), its MCP
         servers' tools listed now."""
@@ -144,7 +161,7 @@ class ServedAgents:
         key = (name, snapshot.instructions, *map(id, snapshot.registry))
         made = self._made.get(key)
         if made is None or [*made.registry] != [*snapshot.registry]:  # ids of live tools: the same objects
-            model = snapshot.model(name, self.limits, self.policies.merged_over(agent.policies))
+            model = snapshot.model(name, self.limits, self.book(name))
             model.payload_budget = self.payload_budget
             model.notify = self.notify
             made = self._made[key] = Taken(model, model.digest(), snapshot.registry)

@@ -25,6 +25,7 @@ from signoff.cli.runs import WAITING_QUERY, waiting_runs
 from signoff.cli.shown import show
 from signoff.cli.talk import CommandError
 from signoff.cli.text import safe
+from signoff.cli.who import Who
 
 if TYPE_CHECKING:
     from signoff.cli.main import Context
@@ -69,7 +70,7 @@ async def matching_calls(client: Client, args: argparse.Namespace) -> Listed:
     return listed
 
 
-async def decide_by_query(args: argparse.Namespace, ctx: Context, fields: dict[str, Any]) -> int:
+async def decide_by_query(args: argparse.Namespace, ctx: Context, fields: dict[str, Any], who: Who) -> int:
     """List what the query selects, ask, then decide exactly that, one update per run."""
     verb, console = args.command, ctx.console
     client = await ctx.connect()
@@ -87,13 +88,14 @@ async def decide_by_query(args: argparse.Namespace, ctx: Context, fields: dict[s
             raise CommandError(f"nothing decided: no terminal to confirm; to {verb} these, add --yes", 2)
         if not ask(f"{verb.capitalize()} these {count} call(s)?"):
             raise CommandError("nothing decided", 1)
-    return await _decide_each(ctx, client, listed, fields)
+    return await _decide_each(ctx, client, listed, fields, who)
 
 
-async def _decide_each(ctx: Context, client: Client, listed: Listed, fields: dict[str, Any]) -> int:
+async def _decide_each(ctx: Context, client: Client, listed: Listed, fields: dict[str, Any], who: Who) -> int:
     jobs = [
         lambda w=w, calls=calls: talk.submit(client.get_workflow_handle(w), [
-            ToolApprovalResponse(call_id=r.call_id, arguments_digest=r.arguments_digest, **fields) for r in calls
+            who.decision(r, ToolApprovalResponse(call_id=r.call_id, arguments_digest=r.arguments_digest, **fields))
+            for r in calls
         ])
         for w, calls in listed
     ]  # fmt: skip

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from signoff.approvals import GrantSpec, ToolApprovalResponse
 from signoff.cli import talk
-from signoff.cli.args import identity
 from signoff.cli.binding import Plan, Refusal, Target, plan
 from signoff.cli.bulk import decide_by_query
 from signoff.cli.calls import render_ack
@@ -25,6 +24,7 @@ from signoff.cli.input import terminal_asker
 from signoff.cli.shown import show
 from signoff.cli.talk import CommandError, Handle
 from signoff.cli.text import safe
+from signoff.cli.who import Who
 
 if TYPE_CHECKING:
     from signoff.cli.main import Context
@@ -33,6 +33,11 @@ if TYPE_CHECKING:
 def decision_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The response fields the flags give; usage errors are found before connecting."""
     _check_usage(args)
+    return answer_fields(args, args.command == "approve")
+
+
+def answer_fields(args: argparse.Namespace, approved: bool) -> dict[str, Any]:
+    """`approved`, `reason`, edited `arguments` and `grant` from the flags (`--edit`, `--grant`...)."""
     edit = getattr(args, "edit", None)
     try:
         arguments = json.loads(edit) if edit is not None else None
@@ -40,9 +45,7 @@ def decision_fields(args: argparse.Namespace) -> dict[str, Any]:
         raise CommandError(f"--edit is not valid JSON: {exc}", 2) from None
     if edit is not None and not isinstance(arguments, dict):
         raise CommandError('--edit must be a JSON object, e.g. \'{"command": "ls"}\'', 2)
-    approver, token = identity(args)
-    fields: dict[str, Any] = {"approved": args.command == "approve", "reason": args.reason, "approver": approver,
-                              "token": token, "arguments": arguments}  # fmt: skip
+    fields: dict[str, Any] = {"approved": approved, "reason": args.reason, "arguments": arguments}
     if getattr(args, "grant", None):
         ttl: timedelta | None = args.grant_ttl
         fields["grant"] = GrantSpec(match=args.grant, ttl_seconds=ttl.total_seconds() if ttl else None,
@@ -71,8 +74,9 @@ def _check_usage(args: argparse.Namespace) -> None:
 async def cmd_decide(args: argparse.Namespace, ctx: Context) -> int:
     """`approve` / `deny` in one run (or, with --query, in many: `cli.bulk`)."""
     fields = decision_fields(args)
+    who = Who.from_args(args)
     if args.query is not None:
-        return await decide_by_query(args, ctx, fields)
+        return await decide_by_query(args, ctx, fields, who)
     handle = (await ctx.connect()).get_workflow_handle(args.run)
     pending = await talk.pending(handle)
     try:
@@ -83,7 +87,8 @@ async def cmd_decide(args: argparse.Namespace, ctx: Context) -> int:
     targets = chosen.targets + _unseen(ctx, args, chosen)
     if not targets:
         raise CommandError(f"nothing decided in run {args.run}: no pending call was shown to you before", 2)
-    responses = [ToolApprovalResponse(call_id=t.call_id, arguments_digest=t.digest, **fields) for t in targets]
+    responses = [who.decision(t.request, ToolApprovalResponse(call_id=t.call_id, arguments_digest=t.digest, **fields))
+                 for t in targets]  # fmt: skip
     try:
         ack = await talk.submit(handle, responses)
     except CommandError:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from temporalio.client import Client
 
 from signoff.chat.base import ChatClient
-from signoff.cli.args import identity
 from signoff.cli.demo import configured_model, demo_banner, demo_model, demo_workspace
 from signoff.cli.follow import (
     Decider,
@@ -27,6 +26,7 @@ from signoff.cli.inbox import inbox_beside
 from signoff.cli.runs import announce, start
 from signoff.cli.style import Console
 from signoff.cli.talk import CommandError
+from signoff.cli.who import Who
 from signoff.contract import AgentRunInput
 from signoff.defaults import default_agent
 from signoff.errors import ConfigError
@@ -42,9 +42,9 @@ if TYPE_CHECKING:
 def demo_decider(args: argparse.Namespace, console: Console) -> Decider:
     """--yes approves; a terminal asks; otherwise a decision made elsewhere is awaited."""
     if args.yes:
-        return auto_approver(console, identity(args))
+        return auto_approver(console, Who.from_args(args))
     if sys.stdin.isatty():
-        return Prompter(console, identity(args))
+        return Prompter(console, Who.from_args(args))
     return elsewhere(console)
 
 

@@ -28,6 +28,7 @@ from signoff.cli.render import (
 )
 from signoff.cli.style import Console
 from signoff.cli.talk import CommandError, Handle
+from signoff.cli.who import Who
 from signoff.contract import AgentRunResult
 from signoff.links import inbox_root
 from signoff.messages import ApprovalDecisionEvent, ApprovalRequestEvent
@@ -39,12 +40,13 @@ POLL_SECONDS = 0.5
 Decider = Callable[[Handle, ToolApprovalRequest], Awaitable[None]]
 
 
-async def decide(handle: Handle, console: Console, request: ToolApprovalRequest, answer: Answer,
-                 who: tuple[str | None, str | None]) -> None:
-    """Submit one answer, bound to the call as shown; its decision event will show, a refusal shows now."""
-    approver, token = who
-    response = ToolApprovalResponse(call_id=request.call_id, approved=answer.approved, reason=answer.reason,
-                                    approver=approver, token=token, arguments_digest=request.arguments_digest or None)
+async def decide(handle: Handle, console: Console, request: ToolApprovalRequest, answer: Answer, who: Who) -> None:
+    """Submit one answer, bound to the call as shown (signed, for a verified call, when a key
+    is set); its decision event will show, a refusal shows now."""
+    response = who.decision(request, ToolApprovalResponse(
+        call_id=request.call_id, approved=answer.approved, reason=answer.reason,
+        arguments_digest=request.arguments_digest or None,
+    ))  # fmt: skip
     try:
         await talk.submit(handle, [response])
     except CommandError as exc:
@@ -134,7 +136,7 @@ class Prompter:
     ends the question; once input ends it leaves the decision to others.
     """
 
-    def __init__(self, console: Console, who: tuple[str | None, str | None], reader: LineReader | None = None) -> None:
+    def __init__(self, console: Console, who: Who, reader: LineReader | None = None) -> None:
         self.console, self.who = console, who
         self.reader = reader or LineReader()
         self.echo = not sys.stdin.isatty()
@@ -164,7 +166,7 @@ class Prompter:
         return None
 
 
-def auto_approver(console: Console, who: tuple[str | None, str | None]) -> Decider:
+def auto_approver(console: Console, who: Who) -> Decider:
     """Approves every request as shown (`demo --yes`)."""
 
     async def approve(handle: Handle, request: ToolApprovalRequest) -> None:

@@ -7,7 +7,8 @@ TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and SIGNOFF_TASK_QUEUE; `--address` and
 `--namespace` override. Exit codes: 0 ok, 1 the operation failed, 2 usage or refused.
 
 One module per concept: `runs` (run, pending, watch, result), `decide` and `bulk`
-(approve, deny), `audit`, `govern` (extend, grants, revoke), `demo_run`, `token`;
+(approve, deny), `audit`, `govern` (extend, grants, revoke), `demo_run`, `token`, `keys`
+(keys new, sign) and `who` (the name, token or key a decision is made with);
 `follow` follows a run; `render` and `calls` say how things look; `style` is the inert
 console; `shown` remembers what this operator saw; `talk` speaks to a run.
 """
@@ -34,6 +35,7 @@ from signoff.cli.decide import cmd_decide
 from signoff.cli.demo_run import cmd_demo
 from signoff.cli.govern import cmd_extend, cmd_grants, cmd_revoke
 from signoff.cli.inbox import cmd_inbox
+from signoff.cli.keys import cmd_keys, cmd_sign
 from signoff.cli.runs import cmd_pending, cmd_result, cmd_run, cmd_watch
 from signoff.cli.shown import ShownCalls
 from signoff.cli.style import Console
@@ -93,6 +95,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Context], Coroutine[Any, Any, 
     "revoke": cmd_revoke,
     "demo": cmd_demo,
     "inbox": cmd_inbox,
+    "sign": cmd_sign,
 }
 
 
@@ -128,6 +131,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     if args.command == "token":  # tokens need no server, nor its settings
         return asyncio.run(cmd_token(args))
+    if args.command == "keys":
+        return cmd_keys(args)
     try:
         if args.command == "codec-server":  # its keys, no Temporal connection
             return cmd_codec_server(args)

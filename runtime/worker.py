@@ -48,6 +48,7 @@ from signoff.runtime.hardening import harden_process
 from signoff.runtime.setup import WorkerSetup
 from signoff.runtime.storage import close_storage
 from signoff.runtime.telemetry import PendingGauge, flush_traces
+from signoff.runtime.tokens import SignedDecisionCheck
 from signoff.workflows.agent_run import AgentRun
 
 AGENTS_ENV = "SIGNOFF_AGENTS"
@@ -132,6 +133,7 @@ def build_worker(
     payload_budget: int | _FromClient | None = FROM_CLIENT,
     verifier: Verifier | None = None,
     notify: NotifyConfig | None = None,
+    state_key: bytes | None = None,
     **options: Any,
 ) -> Worker:
     """A worker for `AgentRun` and its activities, serving `agents` (by name).
@@ -144,13 +146,19 @@ def build_worker(
             payloads, else Temporal's limit less a margin.
         verifier: checks approvers' tokens (`SIGNOFF_APPROVER_KEYS`).
         notify: where runs send notices (`SIGNOFF_NOTIFY_URLS`); None sends none.
+        state_key: seals the state runs carry across continue-as-new (`SIGNOFF_STATE_KEY_FILE`;
+            every worker of the task queue needs the same one). None: nothing is sealed, and a
+            continued run is adopted only if the server says it continues an `AgentRun` of
+            this task queue.
         **options: passed to `temporalio.worker.Worker`.
     """
     if payload_budget is FROM_CLIENT:
         payload_budget = None if client.data_converter.external_storage is not None else DEFAULT_PAYLOAD_BUDGET
-    settings = ActivitySettings(limits or Limits(), policies or PolicyBook(), payload_budget, verifier, notify)
+    settings = ActivitySettings(limits or Limits(), policies or PolicyBook(), payload_budget, verifier, notify,
+                                state_key)  # fmt: skip
     activities = AgentActivities(agents, default_client, settings)
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))
+    options["interceptors"] = [SignedDecisionCheck(verifier), *options.get("interceptors", ())]
     options["plugins"] = [*options.get("plugins", ()), activities.plugin()]  # MCP sessions close with the worker
     return Worker(
         client,
@@ -172,7 +180,7 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
     harden_process()  # before anything reads a secret: tools must not read our memory
     settings = settings or ConnectionSettings.load()
     agents = load_agents(agent_modules)
-    setup = WorkerSetup.from_env(agents)  # a configuration that cannot work stops the worker here
+    setup = WorkerSetup.from_env(agents, local=not settings.configured)  # what cannot work stops the worker here
     runtime = settings.telemetry.runtime()  # binds SIGNOFF_METRICS_ADDRESS now, or says why it cannot
     client, server = await open_client(settings, runtime=runtime, worker=True)
     pending: asyncio.Task[None] | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from signoff.approvals import (
     MAX_APPROVER_CHARS,
@@ -18,6 +18,7 @@ from signoff.approvals import (
     Grant,
     ToolApprovalRequest,
     ToolApprovalResponse,
+    checked_name,
 )
 from signoff.limits import MAX_ROUNDS_LIMIT
 from signoff.loop_state import DEFAULT_MAX_ROUNDS
@@ -63,6 +64,11 @@ class RunOptions(BaseModel):
     max_total_tokens: int | None = Field(None, ge=1)
     requested_by: str | None = Field(None, min_length=1, max_length=MAX_APPROVER_CHARS)
     requester_token: str | None = Field(None, max_length=MAX_TOKEN_CHARS)
+
+    @field_validator("requested_by")
+    @classmethod
+    def _a_name(cls, name: str | None) -> str | None:
+        return checked_name("requested_by", name)
 
 
 class AgentRunInput(BaseModel):
@@ -131,6 +137,11 @@ class DeadlineExtension(BaseModel):
     seconds: float = Field(gt=0, le=366 * 86400)
     approver: str | None = Field(None, max_length=MAX_APPROVER_CHARS)
     token: str | None = Field(None, max_length=MAX_TOKEN_CHARS)
+
+    @field_validator("approver")
+    @classmethod
+    def _a_name(cls, approver: str | None) -> str | None:
+        return checked_name("approver", approver)
 
 
 class GrantRevocation(BaseModel):

@@ -52,6 +52,8 @@ class Timers(LoopParts):
         if not 0 < seconds <= 366 * 86400:
             raise DecisionError("seconds must be positive and at most a year", waiting)
         problem = authority.refusal(entry.request, decider, self.state.requested_by)
+        if self.state.signed_decisions:
+            problem = problem or authority.extension_problem(entry.request, seconds, decider)
         if problem:
             raise DecisionError(problem, waiting)
         return entry.request

@@ -48,10 +48,12 @@ async def running_worker(
 
 
 async def start_run(client: Client, task_queue: str, prompt: str | None = "go", **kwargs: Any) -> WorkflowHandle:
+    """Start an AgentRun (`id`: its workflow id, default a fresh one; the rest: its input)."""
     options = kwargs.pop("options", None) or RunOptions()
+    workflow_id = kwargs.pop("id", None) or f"run-{uuid.uuid4()}"
     run_input = AgentRunInput(prompt=prompt, options=options, **kwargs)
     return await client.start_workflow(
-        "AgentRun", run_input, id=f"run-{uuid.uuid4()}", task_queue=task_queue, result_type=AgentRunResult
+        "AgentRun", run_input, id=workflow_id, task_queue=task_queue, result_type=AgentRunResult
     )
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from signoff.activities.state import STATE_KEY_ENV
 from signoff.tools import (
     ListDir,
     ReadFile,
@@ -279,7 +280,7 @@ def test_every_secret_file_the_worker_reads_is_guarded() -> None:
 
     read = {
         ENV_API_KEY_FILE, SECRET_ENV, ENV_KEYS, CONFIG_FILE_ENV, s3store.SECRET_FILE_ENV,
-        CODEC_KEYS_ENV, MCP_CONFIG_ENV,
+        CODEC_KEYS_ENV, MCP_CONFIG_ENV, STATE_KEY_ENV,
     }
     assert read <= set(SECRET_FILE_ENV)
 

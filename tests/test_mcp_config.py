@@ -181,7 +181,7 @@ def test_the_worker_refuses_at_start_a_server_it_cannot_start_or_an_mcp_policy_i
         WorkerSetup.from_env(missing, env={})
     (tmp_path / "policies.json").write_text(json.dumps({"mcp__git__git_commit": {"verified": True}}))
     agents = {"default": default_agent(scope, mcp_servers=[MCPServer(name="git", command=sys.executable)])}
-    with pytest.raises(ConfigError, match=r"need verified approvers \(default/mcp__git__git_commit\)"):
+    with pytest.raises(ConfigError, match=r"need verified approvers or requesters \(default/mcp__git__git_commit\)"):
         WorkerSetup.from_env(agents, env={"SIGNOFF_POLICY_FILE": str(tmp_path / "policies.json")})
     (line,) = [x for x in WorkerSetup.from_env(agents, env={}).describe(agents) if x.startswith("MCP servers: ")]
     assert line.startswith("MCP servers: git (stdio: ") and line.endswith("; untrusted)"), line

@@ -16,7 +16,7 @@ LOOP_MAY_IMPORT = {
     "__future__", "json", "collections.abc", "dataclasses", "datetime", "enum", "pydantic", "signoff",
     "signoff.actions", "signoff.approvals", "signoff.audit", "signoff.authority", "signoff.budget", "signoff.digest",
     "signoff.limits", "signoff.loop_decisions", "signoff.loop_parts", "signoff.loop_resume", "signoff.loop_state",
-    "signoff.loop_timers", "signoff.messages", "signoff.policy",
+    "signoff.loop_timers", "signoff.messages", "signoff.names", "signoff.policy", "signoff.signatures",
 }  # fmt: skip
 LOOP_MODULES = ("loop.py", "loop_decisions.py", "loop_parts.py", "loop_resume.py", "loop_timers.py", "loop_state.py",
                 "actions.py", "authority.py", "audit.py", "budget.py")  # fmt: skip

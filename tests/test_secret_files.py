@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from signoff.activities.notify import read_notify_secret
+from signoff.activities.state import read_state_key
 from signoff.chat.config import read_key_file
 from signoff.errors import ConfigError
 from signoff.keyfile import read_key_file as read_approver_keys
@@ -33,6 +34,7 @@ READERS: dict[str, Callable[[Path], Any]] = {
     "SIGNOFF_S3_SECRET_ACCESS_KEY_FILE": s3_secret,
     "SIGNOFF_CODEC_KEYS": CodecKeys.read,
     "SIGNOFF_MCP_CONFIG": MCPServer.load_all,  # its headers and env may hold tokens
+    "SIGNOFF_STATE_KEY_FILE": read_state_key,
 }
 
 

@@ -26,6 +26,14 @@ def describe_pending(workflow_id: str, pending: list[ToolApprovalRequest]) -> st
         "",
         "Decide in this UI with **Send an Update** `submit_tool_approval` (validated; or **Send a Signal**",
         f"`tool_approval`), input e.g. `{decision_input(first.call_id, first.arguments_digest, True)}`.",
+    ]
+    signed = [r.call_id for r in pending if r.policy.verified]
+    if signed:
+        lines += [
+            f"Calls under a verified policy ({', '.join(f'`{c}`' for c in signed)}) need a signed decision:",
+            f"`signoff sign {workflow_id} {signed[0]}` prints one to paste here (`signoff approve` signs and sends).",
+        ]
+    lines += [
         "",
         "From a terminal:",
         "```",
