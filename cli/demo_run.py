@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from temporalio.client import Client
 
 from signoff.chat.base import ChatClient
+from signoff.cli.args import identity
 from signoff.cli.demo import configured_model, demo_banner, demo_model, demo_workspace
 from signoff.cli.follow import (
     Decider,

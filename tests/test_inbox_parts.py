@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from signoff.approvals import ToolApprovalRequest, Vote
+from signoff.approvals import Binding, ToolApprovalRequest, Vote
 from signoff.errors import ConfigError
 from signoff.identity import ApproverKeys
 from signoff.inbox.calls import WaitingCall
@@ -20,9 +20,12 @@ from signoff.inbox.signer import InboxSigner
 from signoff.inbox.view import diff_lines, editable, pretty, summary
 from signoff.inbox.who import Viewer, WhoIsAsking, parse_networks
 from signoff.policy import ApprovalPolicy
+from signoff.signatures import DecisionClaim
+from signoff.signing import new_key_pair
 from tests.approver_keys import ed25519_key, jwk, write_jwks, write_secret
 
 HEADERS = "x-forwarded-user", "x-forwarded-groups"
+BINDING = Binding(workflow_id="w", chain_id="r", call_id="c", tool="deploy", arguments_digest="0" * 64)
 
 
 def asked(who: WhoIsAsking, peer: str | None, user: list[str], groups: list[str] | None = None) -> Viewer | None:
@@ -60,15 +63,14 @@ def test_the_local_user_is_everyone_and_excludes_a_proxy() -> None:
 def test_the_inbox_token_verifies_with_the_shared_secret_and_names_the_user_and_groups(tmp_path: Path) -> None:
     write_secret(tmp_path / "inbox.key")
     signer = InboxSigner.load(tmp_path / "inbox.key")
-    claim = {"workflow_id": "w", "chain_id": "r", "call_id": "c", "arguments_digest": "0" * 64, "approved": True,
-             "edited_arguments_digest": None, "grant": None}  # fmt: skip
+    claim = DecisionClaim(**BINDING.model_dump(), approved=True)
     token = signer.sign(Viewer("alice", ("sre",), "proxy"), claim)
     identity = ApproverKeys.load(tmp_path / "inbox.key").verify(token)
     assert (identity.subject, identity.groups) == ("alice", ("sre",))
     assert identity.expires_at is not None
     assert (identity.expires_at - datetime.now(UTC)).total_seconds() <= signer.ttl.total_seconds()
     payload = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
-    assert payload["signoff"] == claim
+    assert payload["signoff"] == claim.model_dump(mode="json") and identity.claim == claim
 
 
 def test_a_private_key_signs_with_its_kid_for_the_workers_jwks(tmp_path: Path) -> None:
@@ -79,7 +81,19 @@ def test_a_private_key_signs_with_its_kid_for_the_workers_jwks(tmp_path: Path) -
     signer = InboxSigner.from_env({"SIGNOFF_INBOX_SIGNING_KEY_FILE": str(tmp_path / "inbox.pem"),
                                    "SIGNOFF_INBOX_SIGNING_KID": "inbox-1"})  # fmt: skip
     assert signer is not None and signer.algorithm == "EdDSA"
-    assert ApproverKeys.load(tmp_path / "keys.json").verify(signer.sign(Viewer("bob"), {})).subject == "bob"
+    token = signer.sign(Viewer("bob"), DecisionClaim(**BINDING.model_dump(), approved=False))
+    assert ApproverKeys.load(tmp_path / "keys.json").verify(token).subject == "bob"  # a service key signs for anyone
+
+
+def test_a_service_key_made_by_signoff_keys_new_signs_for_the_inbox_users_with_its_own_kid(tmp_path: Path) -> None:
+    pem, entry = new_key_pair("inbox", service=True)
+    (tmp_path / "inbox.pem").write_bytes(pem)
+    write_jwks(tmp_path / "keys.json", entry)
+    signer = InboxSigner.load(tmp_path / "inbox.pem")
+    assert signer.key.kid == entry["kid"]
+    token = signer.sign(Viewer("carol", ("release",), "proxy"), DecisionClaim(**BINDING.model_dump(), approved=True))
+    identity = ApproverKeys.load(tmp_path / "keys.json").verify(token)
+    assert (identity.subject, identity.groups, identity.key_id) == ("carol", ("release",), entry["kid"])
 
 
 def test_a_signing_key_file_that_is_no_key_is_refused_naming_the_setting(tmp_path: Path) -> None:

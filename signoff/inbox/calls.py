@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import TypeAdapter
-from temporalio.client import Client, WorkflowExecution
+from temporalio.client import Client
 from temporalio.service import RPCError
 
 from signoff.approvals import ApprovalRecord, ToolApprovalRequest
@@ -51,8 +51,6 @@ class WaitingCall:
     agent: str
     request: ToolApprovalRequest
     requested_by: str | None = None
-    chain_id: str | None = None
-    """The first run id of the run's continue-as-new chain (what a signed decision names)."""
 
     @property
     def key(self) -> str:
@@ -111,11 +109,10 @@ class Page:
     silent: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
-async def run_calls(client: Client, workflow_id: str, execution: WorkflowExecution | None = None) -> list[WaitingCall]:
+async def run_calls(client: Client, workflow_id: str) -> list[WaitingCall]:
     """The waiting calls of one run (CommandError when it cannot answer)."""
     status = await talk.status(client.get_workflow_handle(workflow_id))
-    chain = execution.raw_info.first_run_id or None if execution is not None else None
-    return [WaitingCall(workflow_id, status.agent, r, status.requested_by, chain) for r in status.pending]
+    return [WaitingCall(workflow_id, status.agent, r, status.requested_by) for r in status.pending]
 
 
 async def list_page(client: Client, filters: Filters, token: bytes | None = None, size: int = PAGE_RUNS) -> Page:
@@ -132,7 +129,7 @@ async def list_page(client: Client, filters: Filters, token: bytes | None = None
         raise CommandError(f"cannot list runs: {exc.message} (signoff's search attributes are registered "
                            "by the worker when it starts)") from None  # fmt: skip
     executions = list(listing.current_page or [])
-    answers = await bounded([lambda e=e: run_calls(client, e.id, e) for e in executions])  # type: ignore[misc]
+    answers = await bounded([lambda e=e: run_calls(client, e.id) for e in executions])  # type: ignore[misc]
     calls: list[WaitingCall] = []
     silent: list[tuple[str, list[str]]] = []
     for execution, answer in zip(executions, answers, strict=True):
@@ -206,23 +203,13 @@ async def call_view(client: Client, workflow_id: str, call_id: str) -> CallView:
     handle = client.get_workflow_handle(workflow_id)
     try:
         calls = await run_calls(client, workflow_id)
-        chain = await chain_id(client, workflow_id)
     except CommandError as exc:
         return CallView(workflow_id, call_id, None, problem=str(exc))
     call = next((c for c in calls if c.request.call_id == call_id), None)
-    call = WaitingCall(call.workflow_id, call.agent, call.request, call.requested_by, chain) if call else None
     schema = await tool_schema(client, workflow_id, call.request.name) if call else None
     transcript, earlier = await recent_transcript(handle)
     decided = None if call else await how_decided(client, workflow_id, call_id, "")
     return CallView(workflow_id, call_id, call, schema, transcript, earlier, decided)
-
-
-async def chain_id(client: Client, workflow_id: str) -> str | None:
-    try:
-        description = await client.get_workflow_handle(workflow_id).describe()
-    except RPCError:
-        return None
-    return description.raw_description.workflow_execution_info.first_run_id or description.run_id
 
 
 async def tool_schema(client: Client, workflow_id: str, tool: str) -> dict[str, object] | None:

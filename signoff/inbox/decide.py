@@ -19,14 +19,14 @@ import jsonschema
 from temporalio.client import Client
 
 from signoff.approvals import GrantSpec, ToolApprovalRequest, ToolApprovalResponse
-from signoff.authority import Decider, refusal, vote_problem
+from signoff.authority import Decider, grant_problem, refusal, vote_problem
 from signoff.cli import talk
 from signoff.cli.bulk import bounded
 from signoff.cli.talk import CommandError
-from signoff.digest import arguments_digest
-from signoff.inbox.calls import WaitingCall, chain_id, how_decided, run_calls, tool_schema
+from signoff.inbox.calls import WaitingCall, how_decided, run_calls, tool_schema
 from signoff.inbox.signer import InboxSigner
 from signoff.inbox.who import Viewer
+from signoff.signatures import decision_claim
 
 Outcome = Literal["approved", "denied", "vote", "refused"]
 MAX_SCHEMA_ERRORS = 5
@@ -83,19 +83,6 @@ def schema_problem(schema: dict[str, Any] | None, arguments: dict[str, Any]) -> 
     shown = [f"{'/'.join(map(str, e.absolute_path)) or '(the arguments)'}: {e.message}" for e in errors]
     more = f" (and {len(shown) - MAX_SCHEMA_ERRORS} more)" if len(shown) > MAX_SCHEMA_ERRORS else ""
     return "the edited arguments do not fit the tool's schema: " + "; ".join(shown[:MAX_SCHEMA_ERRORS]) + more
-
-
-def binding(call: WaitingCall) -> dict[str, Any]:
-    """What a signed decision on `call` names (CONTRACT v3: the request's `binding`)."""
-    return {"workflow_id": call.workflow_id, "chain_id": call.chain_id or "", "call_id": call.request.call_id,
-            "arguments_digest": call.request.arguments_digest}  # fmt: skip
-
-
-def decision_claim(call: WaitingCall, response: ToolApprovalResponse) -> dict[str, Any]:
-    """The `signoff` claim of a token signing `response` on `call`, and nothing else."""
-    edited = arguments_digest(response.arguments) if response.arguments is not None else None
-    grant = response.grant.model_dump(mode="json") if response.grant is not None else None
-    return {**binding(call), "approved": response.approved, "edited_arguments_digest": edited, "grant": grant}
 
 
 class Decisions:
@@ -188,11 +175,15 @@ class Decisions:
             grant=action.grant if action.approved else None,
             approver=None if self.signer else viewer.name,
         )  # fmt: skip
+        if (problem := grant_problem(request, response)) is not None:
+            raise ValueError(problem)
         if self.signer is None:
             return response
-        chain = call.chain_id or await chain_id(self.client, call.workflow_id)
-        bound = WaitingCall(call.workflow_id, call.agent, request, call.requested_by, chain)
-        return response.model_copy(update={"token": self.signer.sign(viewer, decision_claim(bound, response))})
+        if request.binding is None:
+            raise ValueError(f"call {request.call_id!r} names no binding to sign (a worker older than signed "
+                             "decisions asked for it): decide it with the CLI")  # fmt: skip
+        token = self.signer.sign(viewer, decision_claim(request.binding, response))
+        return response.model_copy(update={"token": token})
 
 
 def _outcome(text: str) -> Outcome:

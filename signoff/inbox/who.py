@@ -17,9 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from signoff.claims import name_problem
 from signoff.errors import ConfigError
-from signoff.policy import GROUP_PREFIX
+from signoff.names import name_problem
 
 USER_HEADER_ENV = "SIGNOFF_INBOX_USER_HEADER"
 GROUPS_HEADER_ENV = "SIGNOFF_INBOX_GROUPS_HEADER"
@@ -72,11 +71,10 @@ def _header_name(value: str, env: str) -> str:
 
 
 def _person(value: str) -> str | None:
-    """`value` when it can name a person (printable, at most 256, not `group:...`), else None."""
+    """`value` when it can name a person (`signoff.names`: printable, at most 256, not
+    `group:...`), else None."""
     value = value.strip()
-    if name_problem("user", value) is not None or value.lower().startswith(GROUP_PREFIX):
-        return None
-    return value
+    return value if name_problem("user", value) is None else None
 
 
 class WhoIsAsking:
@@ -89,8 +87,7 @@ class WhoIsAsking:
         self.groups_header = _header_name(groups_header, GROUPS_HEADER_ENV)
         self.local_user = None if local_user is None else _person(local_user)
         if local_user is not None and self.local_user is None:
-            why = name_problem("user", local_user) or "it starts with group:"
-            raise ConfigError(f"--local-user {local_user!r} cannot name a person: {why}")
+            raise ConfigError(f"--local-user {local_user!r} cannot name a person: {name_problem('user', local_user)}")
         if self.proxies and self.local_user is not None:
             raise ConfigError(f"choose one way to know who is deciding: {TRUSTED_PROXIES_ENV} (a proxy) or "
                               "--local-user (one person on this machine), not both")  # fmt: skip
