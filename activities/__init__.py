@@ -9,15 +9,19 @@ is recorded in history:
 | `signoff.tool` | `tool.py` | one tool call, checked against the run before it runs |
 | `signoff.prepare` | `prepare.py` | a resumed transcript's snapshot and gated calls |
 | `signoff.identify` | `identify.py` | who a token vouches for (local activity) |
+| `signoff.seal` | `state.py` | seal the state a run continues as new with (local activity) |
+| `signoff.unseal` | `state.py` | check the seal of the state a continued run starts from (local activity) |
 | `signoff.notify` | `notify.py` | one notice POSTed to one notification channel |
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from temporalio import activity
+from temporalio.plugin import SimplePlugin
 
 from signoff.activities.chat import model_turn
 from signoff.activities.identify import identify
@@ -32,14 +36,20 @@ from signoff.activities.models import (
     NotifyOutput,
     PrepareInput,
     PrepareOutput,
+    SealInput,
+    SealOutput,
     ToolInput,
     ToolOutput,
+    UnsealInput,
+    UnsealOutput,
 )
 from signoff.activities.notify import deliver
+from signoff.activities.observe import model_turn_done, tool_call_done
 from signoff.activities.prepare import prepare_run
 from signoff.activities.served import ServedAgents
 from signoff.activities.settings import ActivitySettings
-from signoff.activities.tool import Callers, run_call
+from signoff.activities.state import seal, unseal
+from signoff.activities.tool import Callers, SignOffs, run_call
 from signoff.agent import ChatClientAgent
 from signoff.chat.base import ChatClient
 
@@ -65,6 +75,7 @@ class AgentActivities:
         self.served = ServedAgents(agents, default_client, self.settings)
         self._memory = RunMemory()
         self._callers = Callers()
+        self._signoffs = SignOffs(self.settings.verifier)
 
     @activity.defn(name="signoff.prepare")
     async def prepare(self, input: PrepareInput) -> PrepareOutput:
@@ -74,17 +85,31 @@ class AgentActivities:
     @activity.defn(name="signoff.chat")
     async def chat(self, input: ChatInput) -> ChatTurn:
         """One model turn, streamed; which of its calls need approval."""
-        return await model_turn(self.served, self._memory, self._callers, input, self.settings.payload_budget)
+        turn = await model_turn(self.served, self._memory, self._callers, input, self.settings.payload_budget)
+        model_turn_done(input.agent, turn.response)
+        return turn
 
     @activity.defn(name=TOOL_ACTIVITY)
     async def tool(self, input: ToolInput) -> ToolOutput:
         """Run one tool call; its own failure is the message `Error: ...`."""
-        return await run_call(self.served, self._callers, input)
+        output = await run_call(self.served, self._callers, self._signoffs, input)
+        tool_call_done(input.agent, input.call.name, output.content)
+        return output
 
     @activity.defn(name="signoff.identify")
     async def identify(self, input: IdentifyInput) -> IdentifyOutput:
         """Who a token vouches for, or why it does not."""
         return identify(self.settings.verifier, input)
+
+    @activity.defn(name="signoff.seal")
+    async def seal(self, input: SealInput) -> SealOutput:
+        """Seal the state this run continues as new with (local activity only)."""
+        return seal(self.settings.state_key, input)
+
+    @activity.defn(name="signoff.unseal")
+    async def unseal(self, input: UnsealInput) -> UnsealOutput:
+        """Check the seal of the state this continued run starts from (local activity only)."""
+        return await unseal(self.settings.state_key, input)
 
     @activity.defn(name="signoff.notify")
     async def notify(self, input: NotifyInput) -> NotifyOutput:
@@ -93,4 +118,15 @@ class AgentActivities:
 
     @property
     def all(self) -> list[Callable[..., Any]]:
-        return [self.prepare, self.chat, self.tool, self.identify, self.notify]
+        return [self.prepare, self.chat, self.tool, self.identify, self.seal, self.unseal, self.notify]
+
+    def plugin(self) -> SimplePlugin:
+        """A worker plugin that closes the MCP sessions (stopping stdio servers) when the worker stops."""
+        return SimplePlugin("signoff.mcp_sessions", run_context=self._sessions_open)
+
+    @contextlib.asynccontextmanager
+    async def _sessions_open(self) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await self.served.aclose()

@@ -1,7 +1,8 @@
 """Where the model is called: one streamed model turn of a durable run (`signoff.chat`).
 
-The first turn of a run takes the agent's snapshot and returns it, to be recorded in
-history; later turns name it by digest. Which of the answer's calls need approval is
+The first turn of a run takes the agent's snapshot (listing its MCP servers' tools) and
+returns it, to be recorded in history, with the MCP servers it could not reach; later
+turns name it by digest. Which of the answer's calls need approval is
 decided here, worker-side, with the run's snapshot (`signoff.gate`), and so is each
 gated call's preview. What the model said is checked first (`signoff.answer`: unique,
 well-formed call ids; texts that can be recorded), and only the calls within the per-turn
@@ -17,10 +18,11 @@ from temporalio.exceptions import ApplicationError
 
 from signoff.activities.heartbeat import heartbeating
 from signoff.activities.memory import RunMemory
-from signoff.activities.models import ChatInput, ChatTurn
-from signoff.activities.served import ServedAgents
+from signoff.activities.models import ChatInput, ChatTurn, Requester
+from signoff.activities.served import ServedAgents, Taken
 from signoff.activities.tool import Callers
 from signoff.answer import checked_answer, within_limit
+from signoff.authority import requester_problem
 from signoff.chat.base import ChatOptions
 from signoff.errors import ProviderError
 from signoff.gate import gated_call_ids, previews
@@ -40,7 +42,7 @@ async def model_turn(
     known and neither the pause nor the approval waits for it; other turns do not ask."""
     client = served.client(input.agent)
     transcript = await memory.transcript(input.transcript)
-    snapshot, registry, first_digest = await _snapshot(served, input, transcript)
+    snapshot, registry, first = await _snapshot(served, input, transcript)
     system = [ChatMessage.system(snapshot.instructions)] if snapshot.instructions else []
     options = ChatOptions(model=input.model, temperature=input.temperature)
     try:
@@ -58,22 +60,33 @@ async def model_turn(
     async with heartbeating():  # previews read files: bounded, but not instant
         shown = await previews(registry, calls, gated)
     turn = ChatTurn(response=response, gated=gated, previews=shown)
-    if first_digest:
-        turn.snapshot, turn.snapshot_digest = snapshot, first_digest
+    if first is not None:
+        turn.snapshot, turn.snapshot_digest, turn.unavailable = snapshot, first.digest, list(first.unavailable)
     _check_size(turn, budget)
     return turn
 
 
 async def _snapshot(
     served: ServedAgents, input: ChatInput, transcript: list[ChatMessage]
-) -> tuple[RunSnapshot, ToolRegistry | None, str | None]:
+) -> tuple[RunSnapshot, ToolRegistry | None, Taken | None]:
     """The run's snapshot, the tools to gate with, and (on the run's first turn, which takes
-    the snapshot) its digest."""
+    the snapshot) what was taken."""
     if input.snapshot_digest is None:
-        taken = served.take(input.agent, transcript)
-        return taken.model, taken.registry, taken.digest
+        async with heartbeating():  # listing MCP servers may start their processes
+            taken = await served.take(input.agent, transcript)
+        check_requester(taken.model, input.requester)
+        return taken.model, taken.registry, taken
     run = await served.resolve(input.agent, input.snapshot_digest)
     return run.model, run.registry if run.own else None, None
+
+
+def check_requester(snapshot: RunSnapshot, requester: Requester | None) -> None:
+    """Fail the run at its start, before the model is asked, when its tools' policies need a
+    verified requester it does not have (`authority.requester_problem`)."""
+    requester = requester or Requester()
+    problem = requester_problem(snapshot.policies, requester.verified, requester.bound)
+    if problem is not None:
+        raise ApplicationError(f"invalid input: {problem}", type="InvalidInput", non_retryable=True)
 
 
 def _check_size(turn: ChatTurn, budget: int | None) -> None:

@@ -8,27 +8,26 @@ outcome after the keys have rotated.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from datetime import datetime
 from typing import Protocol
 
 from signoff.activities.models import IdentifyInput, IdentifyOutput
 from signoff.errors import SignoffError
+from signoff.identity import Identity
 
-
-class Identified(Protocol):
-    subject: str
-    groups: Sequence[str]
+NO_KEYS = "this worker has no approver keys to verify tokens (set SIGNOFF_APPROVER_KEYS)"
 
 
 class Verifier(Protocol):
-    def verify(self, token: str) -> Identified: ...
+    def verify(self, token: str, now: datetime | None = None, *, expired_ok: bool = False) -> Identity: ...
 
 
 def identify(verifier: Verifier | None, input: IdentifyInput) -> IdentifyOutput:
     if verifier is None:
-        return IdentifyOutput(error="this worker has no approver keys to verify tokens (set SIGNOFF_APPROVER_KEYS)")
+        return IdentifyOutput(error=NO_KEYS, signed_decisions=True)
     try:
         identity = verifier.verify(input.token)
     except SignoffError as exc:
-        return IdentifyOutput(error=str(exc))
-    return IdentifyOutput(subject=identity.subject, groups=list(identity.groups))
+        return IdentifyOutput(error=str(exc), signed_decisions=True)
+    return IdentifyOutput(subject=identity.subject, groups=list(identity.groups), claim=identity.claim,
+                          signed_decisions=True)  # fmt: skip

@@ -7,17 +7,20 @@ snapshot, so it is done here rather than by the first model turn.
 
 from __future__ import annotations
 
+from signoff.activities.chat import check_requester
+from signoff.activities.heartbeat import heartbeating
 from signoff.activities.models import PrepareInput, PrepareOutput
 from signoff.activities.served import ServedAgents
 from signoff.gate import gated_call_ids, previews
 
 
 async def prepare_run(served: ServedAgents, input: PrepareInput) -> PrepareOutput:
-    taken = served.take(input.agent, input.transcript)
-    gated = gated_call_ids(taken.model, taken.registry, input.open_calls)
+    async with heartbeating():  # listing MCP servers may start their processes
+        taken = await served.take(input.agent, input.transcript)
+        check_requester(taken.model, input.requester)
+        gated = gated_call_ids(taken.model, taken.registry, input.open_calls)
+        shown = await previews(taken.registry, input.open_calls, gated)
     return PrepareOutput(
-        snapshot=taken.model,
-        snapshot_digest=taken.digest,
-        gated=gated,
-        previews=await previews(taken.registry, input.open_calls, gated),
-    )
+        snapshot=taken.model, snapshot_digest=taken.digest, gated=gated, previews=shown,
+        unavailable=list(taken.unavailable),
+    )  # fmt: skip

@@ -23,6 +23,8 @@ class ActivitySettings:
             payload store keeps large payloads out of history.
         verifier: checks approvers' and requesters' tokens (`SIGNOFF_APPROVER_KEYS`).
         notify: the notification channels (`SIGNOFF_NOTIFY_URLS`); runs snapshot them.
+        state_key: seals the state runs carry across continue-as-new
+            (`SIGNOFF_STATE_KEY_FILE`); None checks it with the server instead.
     """
 
     limits: Limits = field(default_factory=Limits)
@@ -30,6 +32,7 @@ class ActivitySettings:
     payload_budget: int | None = DEFAULT_PAYLOAD_BUDGET
     verifier: Verifier | None = None
     notify: NotifyConfig | None = None
+    state_key: bytes | None = field(default=None, repr=False)
 
     @property
     def notify_plan(self) -> NotifyPlan | None:

@@ -19,6 +19,9 @@ FULL = [
     ("history_growth", ["--rounds", "1,10,50,200"]),
     ("large_payloads", ["--runs", "6", "--rounds", "10"]),
     ("governance", ["--runs", "30"]),
+    ("observability", ["--runs", "30"]),
+    ("mcp_calls", ["--runs", "20", "--rounds", "10"]),
+    ("verification", ["--calls", "2000"]),
 ]
 QUICK = [
     ("round_overhead", ["--runs", "5", "--warmup", "1"]),
@@ -28,6 +31,9 @@ QUICK = [
     ("history_growth", ["--rounds", "1,10"]),
     ("large_payloads", ["--runs", "2", "--rounds", "3"]),
     ("governance", ["--runs", "3", "--warmup", "1"]),
+    ("observability", ["--runs", "3", "--warmup", "1"]),
+    ("mcp_calls", ["--runs", "2", "--rounds", "2", "--calls", "20"]),
+    ("verification", ["--calls", "100"]),
 ]
 
 

@@ -11,8 +11,11 @@ from typing import Any
 
 from signoff.approvals import MAX_SECONDS, GrantMatch
 from signoff.cli.binding import MIN_PREFIX, digest_text
+from signoff.cli.codec import add_codec_parser
 from signoff.cli.demo import DEMO_PROMPT
+from signoff.cli.inbox import add_inbox_parser
 from signoff.cli.token import ENV_TOKEN, add_token_parser, parse_duration
+from signoff.signing import ENV_KEY_FILE, ENV_KID
 
 
 def _version() -> str:
@@ -75,6 +78,9 @@ def _connection_flags() -> argparse.ArgumentParser:
 def _who(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--approver", help="name for the audit trail (default: $USER; with a token: its subject)")
     parser.add_argument("--token", help=f"approver token (JWT) proving who decides (default: ${ENV_TOKEN})")
+    parser.add_argument("--key-file", metavar="FILE",
+                        help=f"sign decisions on verified calls with this key (default: ${ENV_KEY_FILE})")
+    parser.add_argument("--kid", help=f"the key's id in the workers' JWKS (default: ${ENV_KID})")
 
 
 def _add_run(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -136,6 +142,36 @@ def _add_governance(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("grant_id", help="the grant's id (see `signoff grants RUN`)")
 
 
+def _add_keys(subparsers: Any) -> None:
+    keys = subparsers.add_parser("keys", help="make a signing key for verified decisions")
+    actions = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
+    new = actions.add_parser("new", help="make a key pair; print the public JWKS entry for the workers")
+    new.add_argument("--sub", required=True, help="whom the key signs as (the approver's name)")
+    new.add_argument("--groups", action="append", default=[], metavar="G[,G...]",
+                     help="groups it may sign for (`group:<name>` policies); repeat or separate with commas")
+    new.add_argument("--kid", help="the key's id (default: <sub>-<random>)")
+    new.add_argument("--type", choices=["ed25519", "ec", "rsa"], default="ed25519", help="key type (default ed25519)")
+    new.add_argument("--out", required=True, metavar="FILE", help="where to write the private key (0600)")
+    new.add_argument("--add-to", metavar="JWKS_FILE", help="also add the public entry to this JWKS file")
+    new.add_argument("--service", action="store_true",
+                     help='mark it "signoff_service": it may sign for any subject (a service such as the inbox)')
+
+
+def _add_sign(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("sign", parents=[common], help="print a signed decision on a pending call (for the Web UI)")
+    p.add_argument("run", help="workflow id of the run")
+    p.add_argument("call", help="call id")
+    p.add_argument("--deny", action="store_true", help="sign a denial (default: an approval)")
+    p.add_argument("--reason", help="recorded in the audit trail; for a denial, the model is told it")
+    p.add_argument("--edit", metavar="JSON", help="approve running these arguments (a JSON object) instead")
+    p.add_argument("--grant", choices=[m.value for m in GrantMatch],
+                   help="the approval also grants later matching calls")
+    p.add_argument("--grant-ttl", type=parse_duration, metavar="TTL", help="the grant lasts this long (1h)")
+    p.add_argument("--grant-uses", type=int, metavar="N", help="the grant approves at most N calls")
+    p.add_argument("--ttl", type=parse_duration, metavar="TTL", help="how long it may be sent (default 1h)")
+    _who(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser; `command` names the subcommand chosen."""
     common = _connection_flags()
@@ -155,7 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_governance(sub, common)
     p = sub.add_parser("demo", parents=[common], help="try it: server, worker, model and a run to approve")
     p.add_argument("--yes", action="store_true", help="approve without asking")
+    p.add_argument("--inbox", action="store_true", help="also serve the inbox on 127.0.0.1 to decide in a browser")
     p.add_argument("--prompt", default=DEMO_PROMPT, help="what to ask the default agent")
     _who(p)
     add_token_parser(sub, common)
+    add_codec_parser(sub)
+    _add_keys(sub)
+    _add_sign(sub, common)
+    add_inbox_parser(sub, common)
     return parser

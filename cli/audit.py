@@ -2,8 +2,9 @@
 
 The trail comes from the run's result once it completed, else from its `audit` query
 (or, with `--file`, from an export made with `--json`). `--verify` recomputes the hash
-chain and holds it up to the workflow history (`cli.audit_check`); exit code 1 when
-the trail does not hold.
+chain, holds it up to the workflow history, and checks each verified record against the
+signed decisions in the history with the workers' keys (`SIGNOFF_APPROVER_KEYS`,
+`cli.audit_check`); exit code 1 when the trail does not hold or cannot be vouched for.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from temporalio.service import RPCError
 from signoff.approvals import ApprovalRecord
 from signoff.audit import GENESIS, is_elided
 from signoff.cli import talk
-from signoff.cli.audit_check import check_against_history, check_chain
+from signoff.cli.audit_check import check_against_history, check_chain, check_signatures
 from signoff.cli.calls import row, votes_text
 from signoff.cli.history import run_chain
 from signoff.cli.render import render_record
@@ -29,6 +30,8 @@ from signoff.cli.style import Style
 from signoff.cli.talk import CommandError
 from signoff.cli.text import safe, value_lines
 from signoff.contract import AgentRunResult
+from signoff.errors import ConfigError
+from signoff.identity import ApproverKeys
 from signoff.workflows.queries import AuditTrail
 
 if TYPE_CHECKING:
@@ -102,18 +105,33 @@ async def cmd_audit(args: argparse.Namespace, ctx: Context) -> int:
     if not args.verify:
         return 0
     assert client is not None
+    try:
+        keys = ApproverKeys.from_env()
+    except ConfigError as exc:
+        raise CommandError(str(exc), 2) from None
     chain = await run_chain(client, args.run)
     problems = check_chain(trail.records, trail.head)
     against, checked = check_against_history(trail.records, chain)
-    problems += against
-    out = console if not args.json else None
+    signatures = check_signatures(trail.records, chain, args.run, keys)
+    problems += against + signatures.problems
+    say = console.print if not args.json else _err
     if problems:
         for problem in problems:
-            (out.print if out else _err)(console.style.paint(f"does not hold: {safe(problem)}", "red"))
+            say(console.style.paint(f"does not hold: {safe(problem)}", "red"))
         raise CommandError(f"the audit trail does not hold ({len(problems)} problem(s))")
+    if signatures.unverifiable:
+        for note in signatures.unverifiable:
+            say(console.style.paint(f"not verifiable: {safe(note)}", "yellow"))
+        raise CommandError(f"the audit trail cannot be vouched for: {len(signatures.unverifiable)} verified "
+                           "approval(s) not verifiable")  # fmt: skip
     message = (f"the audit trail holds: {len(trail.records)} record(s); {checked} approved tool call(s) checked "
                f"against the history of {len(chain)} run(s)")  # fmt: skip
-    (out.print if out else _err)(console.style.paint(message, "green"))
+    if signatures.proven:
+        message += f"; {signatures.proven} verified approval(s) signed"
+    if signatures.attributed:
+        message += (f"; {signatures.attributed} record(s) without a verified approver are attribution only "
+                    "(anyone who could signal the run could have sent them)")  # fmt: skip
+    say(console.style.paint(message, "green"))
     return 0
 
 

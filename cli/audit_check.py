@@ -1,23 +1,37 @@
-"""Does an audit trail hold? Its own hash chain, and agreement with the workflow history.
+"""Does an audit trail hold? Its own hash chain, agreement with the workflow history, signatures.
 
-Pure: `check_chain` recomputes the trail's digests and hashes (`signoff.audit`);
+`check_chain` recomputes the trail's digests and hashes (`signoff.audit`);
 `check_against_history` holds the trail up to what the history recorded as it went
 (`cli.history`): every approved call that ran must have a record with the hash its
 approval proof names, of that call, whose `call_digest` is the tool and arguments that
 ran; and the trail's records must equal those the history states (the result's, the
 ones carried across continue-as-new). A trail edited and re-hashed still verifies as
 a chain, but no longer agrees with the history.
+
+None of that is evidence: whoever writes the history (a forged workflow) can write records
+that agree with it, hashes and all. `check_signatures` is what vouches for a person: every
+record (or vote) that says its approver was verified must be backed by a token sent with a
+decision in this chain's history that verifies with the workers' keys and signs exactly that
+decision (or the grant it used); and the chain must have begun as an `AgentRun`, not as a
+workflow that continued into one. What it cannot prove (no keys, v2's plain tokens) it says
+is not verifiable, never that it holds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from signoff.approvals import ApprovalRecord, parse_arguments
+from signoff.approvals import ApprovalRecord, GrantMatch, parse_arguments
 from signoff.audit import GENESIS, chained_content, is_elided, verify_chain
-from signoff.cli.history import RunEvidence
-from signoff.digest import call_digest
+from signoff.cli.history import RunEvidence, SentToken
+from signoff.contract import WORKFLOW_TYPE
+from signoff.digest import arguments_digest, call_digest
+from signoff.errors import TokenError
+from signoff.identity import ApproverKeys, Identity
+from signoff.names import same_name
+from signoff.signatures import DecisionClaim
 
 
 def check_chain(records: Sequence[ApprovalRecord], head: str | None) -> list[str]:
@@ -86,3 +100,95 @@ def differences(mine: ApprovalRecord, theirs: ApprovalRecord) -> list[str]:
             fields.append(key)
     return fields
 
+
+
+@dataclass
+class Signatures:
+    """What the signatures in the history prove about the trail."""
+
+    problems: list[str] = field(default_factory=list)
+    unverifiable: list[str] = field(default_factory=list)
+    proven: int = 0
+    """Verified records and votes a signed decision in the history backs."""
+    attributed: int = 0
+    """Records decided without a verified approver: names as sent, proving nothing."""
+
+
+def check_signatures(
+    records: Sequence[ApprovalRecord], chain: Sequence[RunEvidence], workflow_id: str, keys: ApproverKeys | None
+) -> Signatures:
+    """Which verified records the history's signed decisions prove, which they refute, and
+    what cannot be told (see the module's docstring)."""
+    out = Signatures()
+    if chain and chain[0].workflow_type != WORKFLOW_TYPE:
+        out.problems.append(f"the run's chain began as a {chain[0].workflow_type!r} workflow that continued into "
+                            f"{WORKFLOW_TYPE}, not as an {WORKFLOW_TYPE} a client started: its state came from outside")
+    chain_id = chain[0].run_id if chain else ""
+    sent = [token for run in chain for token in run.tokens]
+    signed = _verified(sent, keys) if keys else []
+    for index, record in enumerate(records):
+        claims = _claims(record)
+        if not claims:
+            out.attributed += 1
+        for approver, grant_id in claims:
+            where = f"record {index} ({record.call_id}): says {approver or 'nobody'} (verified)"
+            if keys is None:
+                out.unverifiable.append(f"{where}: not verifiable without the workers' keys "
+                                        "(set SIGNOFF_APPROVER_KEYS)")  # fmt: skip
+            elif any(_backs(i, record, approver, grant_id, workflow_id, chain_id) for i in signed):
+                out.proven += 1
+            elif any(_plain(i, approver) for i in signed):
+                out.unverifiable.append(f"{where}: only a plain identity token backs it (a run begun before signed "
+                                        "decisions): not verifiable")  # fmt: skip
+            else:
+                out.problems.append(f"{where}, but no token in this run's history signs that decision")
+    return out
+
+
+def _claims(record: ApprovalRecord) -> list[tuple[str | None, str | None]]:
+    """(approver, grant id) of each verified approval the record states: its votes under a
+    quorum, else the record's own."""
+    if record.votes:
+        return [(v.approver, v.grant_id) for v in record.votes if v.verified]
+    return [(record.approver, record.grant_id)] if record.verified else []
+
+
+def _verified(sent: Sequence[SentToken], keys: ApproverKeys) -> list[Identity]:
+    """The tokens that verify with `keys`, each as of when it was sent."""
+    found, seen = [], set()
+    for item in sent:
+        if item.token in seen:
+            continue
+        seen.add(item.token)
+        try:
+            found.append(keys.verify(item.token, item.at))
+        except TokenError:
+            continue
+    return found
+
+
+def _plain(identity: Identity, approver: str | None) -> bool:
+    return identity.claim is None and same_name(identity.subject, approver)
+
+
+def _backs(identity: Identity, record: ApprovalRecord, approver: str | None, grant_id: str | None,
+           workflow_id: str, chain_id: str) -> bool:
+    """Whether `identity`'s token signs this record's decision by `approver` (or the grant it used)."""
+    claim = identity.claim
+    if not isinstance(claim, DecisionClaim) or not same_name(identity.subject, approver):
+        return False
+    if (claim.workflow_id, claim.chain_id, claim.tool) != (workflow_id, chain_id, record.name):
+        return False
+    if grant_id is not None:
+        granted = claim.edited_arguments_digest or claim.arguments_digest
+        if claim.grant is None or not claim.approved:
+            return False
+        return claim.grant.match is GrantMatch.TOOL or granted == record.arguments_digest
+    edited = record.edited_arguments
+    if edited is None and claim.edited_arguments_digest is not None:
+        return False  # signed for other arguments than the record says ran
+    if edited is not None and not is_elided(edited) and claim.edited_arguments_digest != arguments_digest(edited):
+        return False
+    return (claim.call_id, claim.arguments_digest, claim.approved) == (
+        record.call_id, record.arguments_digest, record.approved,
+    )  # fmt: skip

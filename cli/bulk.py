@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,6 +26,7 @@ from signoff.cli.shown import show
 from signoff.cli.style import print_json
 from signoff.cli.talk import CommandError
 from signoff.cli.text import safe
+from signoff.cli.who import Who
 
 if TYPE_CHECKING:
     from signoff.cli.main import Context
@@ -36,7 +37,8 @@ T = TypeVar("T")
 Listed = list[tuple[str, list[ToolApprovalRequest]]]
 
 
-async def _bounded(jobs: list[Callable[[], Awaitable[T]]]) -> list[T | BaseException]:
+async def bounded(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T | BaseException]:
+    """Run `jobs` at most `AT_ONCE` at a time; each one's result or exception, in order."""
     gate = asyncio.Semaphore(AT_ONCE)
 
     async def one(job: Callable[[], Awaitable[T]]) -> T:
@@ -56,7 +58,7 @@ def _wanted(request: ToolApprovalRequest, args: argparse.Namespace, now: datetim
 async def matching_calls(client: Client, args: argparse.Namespace) -> Listed:
     """The waiting runs the query matches, each with its pending calls that pass the filters."""
     ids = sorted({run.workflow_id for run in await waiting_runs(client, args.query) if not run.paused})
-    answers = await _bounded([lambda i=i: talk.pending(client.get_workflow_handle(i)) for i in ids])  # type: ignore[misc]
+    answers = await bounded([lambda i=i: talk.pending(client.get_workflow_handle(i)) for i in ids])  # type: ignore[misc]
     now = datetime.now(UTC)
     listed: Listed = []
     for workflow_id, answer in zip(ids, answers, strict=True):
@@ -68,7 +70,7 @@ async def matching_calls(client: Client, args: argparse.Namespace) -> Listed:
     return listed
 
 
-async def decide_by_query(args: argparse.Namespace, ctx: Context, fields: dict[str, Any]) -> int:
+async def decide_by_query(args: argparse.Namespace, ctx: Context, fields: dict[str, Any], who: Who) -> int:
     """List what the query selects, ask, then decide exactly that, one update per run."""
     verb, console = args.command, ctx.console
     client = await ctx.connect()
@@ -86,18 +88,21 @@ async def decide_by_query(args: argparse.Namespace, ctx: Context, fields: dict[s
             raise CommandError(f"nothing decided: no terminal to confirm; to {verb} these, add --yes", 2)
         if not ask(f"{verb.capitalize()} these {count} call(s)?"):
             raise CommandError("nothing decided", 1)
-    return await _decide_each(ctx, client, listed, fields, args.json)
+    return await _decide_each(ctx, client, listed, fields, who, args.json)
 
 
-async def _decide_each(ctx: Context, client: Client, listed: Listed, fields: dict[str, Any], as_json: bool) -> int:
+async def _decide_each(
+    ctx: Context, client: Client, listed: Listed, fields: dict[str, Any], who: Who, as_json: bool
+) -> int:
     jobs = [
         lambda w=w, calls=calls: talk.submit(client.get_workflow_handle(w), [
-            ToolApprovalResponse(call_id=r.call_id, arguments_digest=r.arguments_digest, **fields) for r in calls
+            who.decision(r, ToolApprovalResponse(call_id=r.call_id, arguments_digest=r.arguments_digest, **fields))
+            for r in calls
         ])
         for w, calls in listed
     ]  # fmt: skip
     refused, answers = 0, []
-    for (workflow_id, _), outcome in zip(listed, await _bounded(jobs), strict=True):  # type: ignore[arg-type]
+    for (workflow_id, _), outcome in zip(listed, await bounded(jobs), strict=True):
         console = ctx.console
         if isinstance(outcome, BaseException):
             refused += 1

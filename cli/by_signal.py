@@ -19,16 +19,18 @@ from signoff.cli import talk
 from signoff.cli.style import print_json
 from signoff.cli.talk import CommandError, Handle
 from signoff.cli.text import safe
+from signoff.cli.who import Who
 
 if TYPE_CHECKING:
     from signoff.cli.main import Context
 
 
 def shown_responses(
-    ctx: Context, args: argparse.Namespace, fields: dict[str, Any], why: str
+    ctx: Context, args: argparse.Namespace, fields: dict[str, Any], who: Who, why: str
 ) -> list[ToolApprovalResponse]:
     """The decisions a run that cannot answer (`why`) can be sent: calls the operator was shown, or
-    named with the whole digest."""
+    named with the whole digest. They go unsigned: what a verified call's token must bind (its
+    `binding`) is in the pending request, which the run cannot show now."""
     if fields.get("arguments") is not None:
         raise CommandError(f"{why}: the tool's schema cannot be read to check --edit; nothing decided", 2)
     shown = ctx.shown.digests(args.run)
@@ -42,7 +44,8 @@ def shown_responses(
         raise CommandError(f"{why}, so it cannot show its pending calls: only a call you were shown before can be "
                            "decided now. Name it (signoff approve|deny RUN CALL), or give its whole --digest; "
                            "nothing decided", 2)  # fmt: skip
-    return [ToolApprovalResponse(call_id=call, arguments_digest=digest, **fields) for call, digest in bound.items()]
+    return [who.decision(None, ToolApprovalResponse(call_id=call, arguments_digest=digest, **fields))
+            for call, digest in bound.items()]  # fmt: skip
 
 
 async def send_by_signal(ctx: Context, args: argparse.Namespace, handle: Handle,

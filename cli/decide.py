@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from signoff import strict_json
 from signoff.approvals import GrantSpec, ToolApprovalResponse
 from signoff.cli import talk
-from signoff.cli.args import identity
 from signoff.cli.binding import Plan, Refusal, Target, plan
 from signoff.cli.bulk import decide_by_query
 from signoff.cli.by_signal import send_by_signal, shown_responses
@@ -30,6 +29,7 @@ from signoff.cli.shown import show
 from signoff.cli.style import Console, print_json
 from signoff.cli.talk import CommandError, Handle
 from signoff.cli.text import safe, value_lines
+from signoff.cli.who import Who
 
 if TYPE_CHECKING:
     from signoff.cli.main import Context
@@ -38,6 +38,11 @@ if TYPE_CHECKING:
 def decision_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The response fields the flags give; usage errors are found before connecting."""
     _check_usage(args)
+    return answer_fields(args, args.command == "approve")
+
+
+def answer_fields(args: argparse.Namespace, approved: bool) -> dict[str, Any]:
+    """`approved`, `reason`, edited `arguments` and `grant` from the flags (`--edit`, `--grant`...)."""
     edit = getattr(args, "edit", None)
     try:
         arguments = strict_json.loads(edit) if edit is not None else None
@@ -45,9 +50,7 @@ def decision_fields(args: argparse.Namespace) -> dict[str, Any]:
         raise CommandError(f"--edit is not valid JSON: {exc}", 2) from None
     if edit is not None and not isinstance(arguments, dict):
         raise CommandError('--edit must be a JSON object, e.g. \'{"command": "ls"}\'', 2)
-    approver, token = identity(args)
-    fields: dict[str, Any] = {"approved": args.command == "approve", "reason": args.reason, "approver": approver,
-                              "token": token, "arguments": arguments}  # fmt: skip
+    fields: dict[str, Any] = {"approved": approved, "reason": args.reason, "arguments": arguments}
     if getattr(args, "grant", None):
         ttl: timedelta | None = args.grant_ttl
         fields["grant"] = GrantSpec(match=args.grant, ttl_seconds=ttl.total_seconds() if ttl else None,
@@ -78,13 +81,15 @@ async def cmd_decide(args: argparse.Namespace, ctx: Context) -> int:
     fields = decision_fields(args)
     if args.json:  # the answer alone on standard output; what is shown to a person goes to standard error
         ctx = dataclasses.replace(ctx, console=Console(sys.stderr))
+    who = Who.from_args(args)
     if args.query is not None:
-        return await decide_by_query(args, ctx, fields)
+        return await decide_by_query(args, ctx, fields, who)
     handle = (await ctx.connect()).get_workflow_handle(args.run)
     try:
         pending = await talk.pending(handle)
     except talk.Unanswered as silent:  # paused, or no worker: only what the operator was shown can be decided
-        return await send_by_signal(ctx, args, handle, shown_responses(ctx, args, fields, str(silent)), str(silent))
+        responses = shown_responses(ctx, args, fields, who, str(silent))
+        return await send_by_signal(ctx, args, handle, responses, str(silent))
     try:
         chosen = plan(args.run, pending, ctx.shown.digests(args.run), args.call, args.all, args.digest)
     except Refusal as refusal:
@@ -95,7 +100,8 @@ async def cmd_decide(args: argparse.Namespace, ctx: Context) -> int:
     targets = chosen.targets + _unseen(ctx, args, chosen)
     if not targets:
         raise CommandError(f"nothing decided in run {args.run}: no pending call was shown to you before", 2)
-    responses = [ToolApprovalResponse(call_id=t.call_id, arguments_digest=t.digest, **fields) for t in targets]
+    responses = [who.decision(t.request, ToolApprovalResponse(call_id=t.call_id, arguments_digest=t.digest, **fields))
+                 for t in targets]  # fmt: skip
     try:
         ack = await talk.submit(handle, responses)
     except talk.UpdateNotTaken as exc:  # paused, too many updates in flight, no worker: a signal always lands

@@ -25,9 +25,11 @@ from signoff.cli.follow import (
     elsewhere,
     follow_to_end,
 )
+from signoff.cli.inbox import inbox_beside
 from signoff.cli.runs import announce, start
 from signoff.cli.style import Console
 from signoff.cli.talk import CommandError, Handle
+from signoff.cli.who import Who
 from signoff.contract import AgentRunInput
 from signoff.defaults import default_agent
 from signoff.errors import ConfigError
@@ -48,22 +50,32 @@ def demo_decider(args: argparse.Namespace, console: Console) -> Decider:
     """--yes approves; a terminal asks (and its end of input, Ctrl-D, ends the demo); otherwise a
     decision made elsewhere is awaited."""
     if args.yes:
-        return auto_approver(console, identity(args))
+        return auto_approver(console, Who.from_args(args))
     if sys.stdin.isatty():
-        return Prompter(console, identity(args), end_on_eof=True)
+        return Prompter(console, Who.from_args(args), end_on_eof=True)
     return elsewhere(console)
 
 
 async def run_demo(client: Client, ctx: Context, args: argparse.Namespace, model: str,
                    chat: Callable[[], ChatClient], started: bool) -> int:
-    """Serve the demo's run with an in-process worker until it finishes. However the demo ends
-    otherwise (Ctrl-C, SIGTERM or SIGHUP, the end of input at its prompt, a reader of its output
-    gone), it cancels the run first: nobody will serve its task queue again."""
+    """Serve the demo's run (and, with --inbox, the inbox beside it) until it finishes. However the
+    demo ends otherwise (Ctrl-C, SIGTERM or SIGHUP, the end of input at its prompt, a reader of
+    its output gone), it cancels the run first: nobody will serve its task queue again."""
+    async with contextlib.AsyncExitStack() as stack:
+        inbox = None
+        if args.inbox:
+            inbox = await stack.enter_async_context(inbox_beside(client, ctx, identity(args)[0] or "you"))
+        return await _demo_run(client, ctx, args, model, chat, started, inbox)
+
+
+async def _demo_run(client: Client, ctx: Context, args: argparse.Namespace, model: str,
+                    chat: Callable[[], ChatClient], started: bool, inbox: str | None) -> int:  # fmt: skip
     from signoff.runtime.worker import build_worker  # the worker stack: only the demo needs it
 
     workspace, task_queue = demo_workspace(), f"signoff-demo-{uuid.uuid4().hex[:8]}"
     ui = ui_root(ctx.settings.address, ctx.ui_base)
-    ctx.console.print(*demo_banner(ctx.console.style, ctx.settings.address, started, ui, model, workspace, task_queue))
+    ctx.console.print(*demo_banner(ctx.console.style, ctx.settings.address, started, ui, model, workspace, task_queue,
+                                   inbox))  # fmt: skip
     agents = {"default": default_agent(WorkspaceScope(workspace))}
     async with build_worker(client, agents, task_queue, default_client=chat):
         run_id = f"signoff-demo-{uuid.uuid4().hex[:8]}"

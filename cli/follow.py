@@ -28,8 +28,10 @@ from signoff.cli.render import (
 )
 from signoff.cli.style import Console
 from signoff.cli.talk import CommandError, Handle
+from signoff.cli.who import Who
 from signoff.cli.workers import describe_run, no_worker
 from signoff.contract import AgentRunResult
+from signoff.links import inbox_root
 from signoff.messages import ApprovalDecisionEvent, ApprovalRequestEvent
 
 if TYPE_CHECKING:
@@ -39,12 +41,13 @@ POLL_SECONDS = 0.5
 Decider = Callable[[Handle, ToolApprovalRequest], Awaitable[None]]
 
 
-async def decide(handle: Handle, console: Console, request: ToolApprovalRequest, answer: Answer,
-                 who: tuple[str | None, str | None]) -> None:
-    """Submit one answer, bound to the call as shown; its decision event will show, a refusal shows now."""
-    approver, token = who
-    response = ToolApprovalResponse(call_id=request.call_id, approved=answer.approved, reason=answer.reason,
-                                    approver=approver, token=token, arguments_digest=request.arguments_digest or None)
+async def decide(handle: Handle, console: Console, request: ToolApprovalRequest, answer: Answer, who: Who) -> None:
+    """Submit one answer, bound to the call as shown (signed, for a verified call, when a key
+    is set); its decision event will show, a refusal shows now."""
+    response = who.decision(request, ToolApprovalResponse(
+        call_id=request.call_id, approved=answer.approved, reason=answer.reason,
+        arguments_digest=request.arguments_digest or None,
+    ))  # fmt: skip
     try:
         await talk.submit(handle, [response])
     except CommandError as exc:
@@ -135,7 +138,7 @@ class Follower:
             return
         self.waiting.add(request.call_id)
         console.print(*approval_block(request, self.handle.id, ctx.link(self.handle.id), console.style,
-                                      ctx.options, console.width))
+                                      ctx.options, console.width, inbox_root()))
         ctx.shown.record(self.handle.id, [request])
         if self.decider is not None:
             await self.decider(self.handle, request)
@@ -153,8 +156,7 @@ class Prompter:
     raises InputEnded.
     """
 
-    def __init__(self, console: Console, who: tuple[str | None, str | None], reader: LineReader | None = None,
-                 end_on_eof: bool = False) -> None:
+    def __init__(self, console: Console, who: Who, reader: LineReader | None = None, end_on_eof: bool = False) -> None:
         self.console, self.who = console, who
         self.reader = reader or LineReader()
         self.echo = not sys.stdin.isatty()
@@ -187,7 +189,7 @@ class Prompter:
         return None
 
 
-def auto_approver(console: Console, who: tuple[str | None, str | None]) -> Decider:
+def auto_approver(console: Console, who: Who) -> Decider:
     """Approves every request as shown (`demo --yes`)."""
 
     async def approve(handle: Handle, request: ToolApprovalRequest) -> None:
@@ -201,8 +203,8 @@ def elsewhere(console: Console) -> Decider:
     """Leaves the decision to the Web UI or another terminal, and says so."""
 
     async def wait(handle: Handle, request: ToolApprovalRequest) -> None:
-        console.print(console.style.paint("waiting for a decision made elsewhere (Web UI or another terminal); "
-                                          "Ctrl-C to stop", "dim"))
+        console.print(console.style.paint("waiting for a decision made elsewhere (the inbox, the Web UI or another "
+                                          "terminal); Ctrl-C to stop", "dim"))
 
     return wait
 

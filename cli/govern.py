@@ -11,10 +11,10 @@ from pydantic import ValidationError
 
 from signoff.approvals import Grant
 from signoff.cli import talk
-from signoff.cli.args import identity
 from signoff.cli.style import Style, print_json
 from signoff.cli.talk import CommandError
 from signoff.cli.text import format_deadline, safe
+from signoff.cli.who import Who
 from signoff.contract import (
     UPDATE_EXTEND_DEADLINE,
     UPDATE_REVOKE_GRANT,
@@ -29,13 +29,16 @@ if TYPE_CHECKING:
 
 
 async def cmd_extend(args: argparse.Namespace, ctx: Context) -> int:
-    """Move a waiting call's deadline to N seconds from now (allowed approvers only)."""
-    approver, token = identity(args)
+    """Move a waiting call's deadline later (allowed approvers only; signed for a verified call
+    when a key is set)."""
+    who = Who.from_args(args)
+    handle = (await ctx.connect()).get_workflow_handle(args.run)
+    request = next((r for r in await talk.pending(handle) if r.call_id == args.call), None) if who.key else None
+    approver, token = who.extension(request, args.seconds)
     try:
         ask = DeadlineExtension(call_id=args.call, seconds=args.seconds, approver=approver, token=token)
     except ValidationError as exc:
         raise CommandError(format_validation_error(exc), 2) from None
-    handle = (await ctx.connect()).get_workflow_handle(args.run)
     ack: DeadlineAck = await talk.update(handle, UPDATE_EXTEND_DEADLINE, ask.model_dump(mode="json",
                                                                                        exclude_none=True), DeadlineAck)
     if args.json:

@@ -7,7 +7,8 @@ TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and SIGNOFF_TASK_QUEUE; `--address` and
 `--namespace` override. Exit codes: 0 ok, 1 the operation failed, 2 usage or refused.
 
 One module per concept: `runs` (run, pending, watch, result), `decide` and `bulk`
-(approve, deny), `audit`, `govern` (extend, grants, revoke), `demo_run`, `token`;
+(approve, deny), `audit`, `govern` (extend, grants, revoke), `demo_run`, `token`, `keys`
+(keys new, sign) and `who` (the name, token or key a decision is made with);
 `follow` follows a run; `render` and `calls` say how things look; `style` is the inert
 console; `shown` remembers what this operator saw; `talk` speaks to a run.
 """
@@ -30,9 +31,12 @@ from temporalio.service import RPCError
 
 from signoff.cli.args import build_parser
 from signoff.cli.audit import cmd_audit
+from signoff.cli.codec import cmd_codec_server
 from signoff.cli.decide import cmd_decide
 from signoff.cli.demo_run import cmd_demo
 from signoff.cli.govern import cmd_extend, cmd_grants, cmd_revoke
+from signoff.cli.inbox import cmd_inbox
+from signoff.cli.keys import cmd_keys, cmd_sign
 from signoff.cli.runs import cmd_pending, cmd_result, cmd_run, cmd_watch
 from signoff.cli.shown import ShownCalls
 from signoff.cli.style import Console
@@ -91,6 +95,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Context], Coroutine[Any, Any, 
     "grants": cmd_grants,
     "revoke": cmd_revoke,
     "demo": cmd_demo,
+    "inbox": cmd_inbox,
+    "sign": cmd_sign,
 }
 
 
@@ -126,13 +132,17 @@ def _main(argv: Sequence[str] | None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     if args.command == "token":  # tokens need no server, nor its settings
         return asyncio.run(cmd_token(args))
+    if args.command == "keys":
+        return cmd_keys(args)
     try:
+        if args.command == "codec-server":  # its keys, no Temporal connection
+            return cmd_codec_server(args)
         ctx = Context(settings_from(args), Console())
         return asyncio.run(COMMANDS[args.command](args, ctx))
     except CommandError as exc:  # its text may quote the run (call ids, reasons): inert
         print(f"signoff: {neutralise(str(exc))}", file=sys.stderr)
         return exc.code
-    except (ConfigError, RuntimeError, ValueError) as exc:  # a stored payload this client cannot read
+    except (ConfigError, RuntimeError, ValueError, KeyError) as exc:  # a stored or encrypted payload it cannot read
         if (problem := storage_problem(exc)) is None:
             raise
         print(f"signoff: {problem}", file=sys.stderr)

@@ -15,11 +15,11 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from signoff.cli import talk
-from signoff.cli.args import identity
 from signoff.cli.calls import PendingRow, render_pending
 from signoff.cli.follow import Prompter, follow_or_leave
 from signoff.cli.render import render_result
 from signoff.cli.talk import CommandError, Handle
+from signoff.cli.who import Who
 from signoff.cli.workers import RunInfo, describe_run, no_worker, run_info, waiting_for
 from signoff.contract import (
     SA_STATUS,
@@ -29,6 +29,7 @@ from signoff.contract import (
     AgentRunResult,
     RunOptions,
 )
+from signoff.links import inbox_root
 from signoff.workflows.run_input import format_validation_error
 
 if TYPE_CHECKING:
@@ -49,8 +50,9 @@ def summary(run_input: AgentRunInput) -> str:
     return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1] + "…"
 
 
-def _run_input(args: argparse.Namespace) -> AgentRunInput:
-    options = {"max_rounds": args.max_rounds, "approval_timeout_seconds": args.approval_timeout}
+def _run_input(args: argparse.Namespace, requester_token: str | None = None) -> AgentRunInput:
+    options = {"max_rounds": args.max_rounds, "approval_timeout_seconds": args.approval_timeout,
+               "requester_token": requester_token}  # fmt: skip
     try:
         return AgentRunInput(
             agent=args.agent,
@@ -78,15 +80,17 @@ def announce(ctx: Context, workflow_id: str) -> None:
 
 
 async def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
-    """Start an AgentRun; with --wait, follow it and answer approvals at the prompt."""
-    run_input = _run_input(args)
-    client = await ctx.connect()
+    """Start an AgentRun (with a key set, as its signed requester); with --wait, follow it and
+    answer approvals at the prompt."""
+    who = Who.from_args(args)
     workflow_id = args.id or f"signoff-{uuid.uuid4().hex[:8]}"
+    run_input = _run_input(args, who.requester(workflow_id))
+    client = await ctx.connect()
     handle = await start(client, run_input, workflow_id, args.task_queue or ctx.settings.task_queue)
     announce(ctx, workflow_id)
     if not args.wait:
         return 0
-    return await follow_or_leave(handle, ctx, Prompter(ctx.console, identity(args)), client)
+    return await follow_or_leave(handle, ctx, Prompter(ctx.console, who), client)
 
 
 PAUSED_NOTE = ("(paused: it shows its calls again when unpaused; `signoff approve|deny` of a call you were shown "
@@ -171,7 +175,7 @@ async def cmd_pending(args: argparse.Namespace, ctx: Context) -> int:
                  {"name": ",".join(r.tools) or None, "note": r.note, "paused": r.paused})} for r in rows]  # fmt: skip
         ctx.console.print(json.dumps(data, indent=2, ensure_ascii=True))
     else:
-        ctx.console.print(*render_pending(rows, ctx.console.style, ctx.console.width))
+        ctx.console.print(*render_pending(rows, ctx.console.style, ctx.console.width, inbox=inbox_root()))
     return 0
 
 

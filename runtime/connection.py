@@ -7,7 +7,8 @@ on top (`TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY`, `TEMPORAL_
 `TEMPORAL_TLS_CLIENT_CERT_PATH|_DATA`, `TEMPORAL_TLS_CLIENT_KEY_PATH|_DATA`,
 `TEMPORAL_TLS_SERVER_CA_CERT_PATH|_DATA`, `TEMPORAL_TLS_SERVER_NAME`,
 `TEMPORAL_GRPC_META_*`), then the CLI's flags. Plus signoff's own `SIGNOFF_TASK_QUEUE`
-and payload store (`runtime/storage.py`).
+and payload store (`runtime/storage.py`), payload encryption (`SIGNOFF_CODEC_KEYS`,
+`runtime/codec.py`) and tracing (`SIGNOFF_OTEL`, `runtime/telemetry.py`).
 
 Zero config: with no address, TLS or API key configured anywhere and nothing listening
 on localhost:7233, `open_client` starts the embedded dev server (`runtime/devserver.py`),
@@ -17,9 +18,10 @@ whose large payloads go to `.signoff/payloads`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,12 +33,15 @@ from temporalio.api.operatorservice.v1 import (
 )
 from temporalio.client import Client
 from temporalio.envconfig import ClientConfigProfile
+from temporalio.runtime import Runtime
 from temporalio.service import TLSConfig
 
 from signoff.contract import DEFAULT_TASK_QUEUE, SEARCH_ATTRIBUTES
 from signoff.errors import ConfigError
+from signoff.runtime.codec import CodecKeys, EncryptionCodec
 from signoff.runtime.devserver import DATA_DIR, DEFAULT_ADDRESS, EmbeddedServer, is_listening
 from signoff.runtime.storage import PayloadStore, check_store, data_converter
+from signoff.runtime.telemetry import TelemetrySettings, install_tracer_provider, tracing_interceptor
 
 DEFAULT_NAMESPACE = "default"
 TASK_QUEUE_ENV = "SIGNOFF_TASK_QUEUE"
@@ -69,6 +74,8 @@ class ConnectionSettings:
         tls: False, True (system roots) or a TLSConfig with the CA, client certificate and key.
         rpc_metadata: extra gRPC headers (`TEMPORAL_GRPC_META_*`); not shown in `repr`.
         payload_store: where large payloads live, or None to keep them inline.
+        codec_keys: the keys that encrypt payloads (`SIGNOFF_CODEC_KEYS`), or None.
+        telemetry: metrics (worker only) and tracing (`SIGNOFF_METRICS_ADDRESS`, `SIGNOFF_OTEL`).
     """
 
     address: str = DEFAULT_ADDRESS
@@ -80,6 +87,8 @@ class ConnectionSettings:
     tls: bool | TLSConfig = field(default=False, repr=False)
     rpc_metadata: Mapping[str, str] = field(default_factory=dict, repr=False)
     payload_store: PayloadStore | None = None
+    codec_keys: CodecKeys | None = None
+    telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
 
     @classmethod
     def load(
@@ -111,6 +120,8 @@ class ConnectionSettings:
             tls=tls,
             rpc_metadata=dict(connect.get("rpc_metadata") or {}),
             payload_store=PayloadStore.from_env(env, None if configured else Path.cwd() / DATA_DIR / "payloads"),
+            codec_keys=CodecKeys.from_env(env),
+            telemetry=TelemetrySettings.from_env(env),
         )
         settings._check()
         return settings
@@ -161,12 +172,24 @@ def _connect_config(profile: str | None, env: dict[str, str]) -> dict[str, Any]:
                           "(named by a TEMPORAL_TLS_*_PATH variable or the profile's tls section)") from None
 
 
-async def connect(settings: ConnectionSettings) -> Client:
-    """A client with signoff's data converter (pydantic + the payload store).
+async def connect(settings: ConnectionSettings, *, runtime: Runtime | None = None, worker: bool = False) -> Client:
+    """A client with signoff's data converter (pydantic, encryption, the payload store) and,
+    with `SIGNOFF_OTEL`, Temporal's tracing interceptor.
+
+    Args:
+        runtime: the SDK runtime (a worker's serves its metrics); default the SDK's.
+        worker: the client of a worker: a payload it cannot decrypt is left as it is, so the
+            run that receives it fails or ignores it clearly (`EncryptionCodec`); a CLI's
+            raises, naming the key.
 
     Raises:
         ConnectError: naming the address, namespace and TLS/API key in use.
     """
+    codec = EncryptionCodec(settings.codec_keys, strict=not worker) if settings.codec_keys else None
+    interceptors = []
+    if settings.telemetry.otel:
+        install_tracer_provider(os.environ)
+        interceptors.append(tracing_interceptor())
     try:
         return await Client.connect(
             settings.address,
@@ -174,7 +197,9 @@ async def connect(settings: ConnectionSettings) -> Client:
             api_key=settings.api_key,
             tls=settings.tls,
             rpc_metadata=settings.rpc_metadata,
-            data_converter=data_converter(settings.payload_store),
+            data_converter=data_converter(settings.payload_store, codec),
+            interceptors=interceptors,
+            runtime=runtime,
         )
     except RuntimeError as exc:
         hint = ""
@@ -203,8 +228,11 @@ async def ensure_search_attributes(client: Client, namespace: str) -> None:
         print(f"signoff: could not register search attributes ({exc}); run:\n" + "\n".join(commands), file=sys.stderr)
 
 
-async def open_client(settings: ConnectionSettings) -> tuple[Client, EmbeddedServer | None]:
-    """Connect, starting the embedded dev server when nothing is configured or listening.
+async def open_client(
+    settings: ConnectionSettings, *, runtime: Runtime | None = None, worker: bool = False
+) -> tuple[Client, EmbeddedServer | None]:
+    """Connect (as `connect`), starting the embedded dev server when nothing is configured
+    or listening.
 
     Checks the payload store first. The caller stops the returned server; if
     connecting fails, it is stopped here.
@@ -216,7 +244,8 @@ async def open_client(settings: ConnectionSettings) -> tuple[Client, EmbeddedSer
         print(f"signoff: started the embedded Temporal dev server at {server.address} "
               f"(data in {server.data_dir}/, Web UI {server.ui_url})", flush=True)
     try:
-        client = await (_connect_when_ready(settings) if server else connect(settings))
+        connecting = functools.partial(connect, settings, runtime=runtime, worker=worker)
+        client = await (_connect_when_ready(connecting) if server else connecting())
         await ensure_search_attributes(client, settings.namespace)
     except BaseException:
         if server:
@@ -225,13 +254,13 @@ async def open_client(settings: ConnectionSettings) -> tuple[Client, EmbeddedSer
     return client, server
 
 
-async def _connect_when_ready(settings: ConnectionSettings, patience: float = 30.0) -> Client:
+async def _connect_when_ready(connecting: Callable[[], Awaitable[Client]], patience: float = 30.0) -> Client:
     """Connect to a dev server that was just started: it listens before its frontend is
     healthy ("Frontend is not healthy yet"), so a refusal is asked again for a while."""
     deadline = asyncio.get_running_loop().time() + patience
     while True:
         try:
-            return await connect(settings)
+            return await connecting()
         except ConnectError:
             if asyncio.get_running_loop().time() > deadline:
                 raise

@@ -1,68 +1,146 @@
-"""What a worker reads at start besides its connection: limits, policies, approver keys.
+"""What a worker reads at start besides its connection: limits, policies, keys.
 
 Each is checked when the worker starts, so a configuration that cannot work stops it
 with a message instead of failing runs later: a policy file that does not parse, a
-limit out of range, or policies that need verified approvers while the worker has no
-keys to verify them with (the message names each agent and tool).
+limit out of range, a policy file entry that would relax a policy a tool's code declares,
+policies that need verified approvers or requesters while the worker has no keys to
+verify them with (the message names each agent and tool), a state key that cannot be
+read, or an MCP server whose command is not found (`SIGNOFF_MCP_CONFIG` itself is read with
+the agents). A policy file entry that changes nothing (a tool that never asks for approval,
+without `always`) is named in the start-up log.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from signoff.activities.state import STATE_KEY_ENV, local_state_key, read_state_key
 from signoff.agent import ChatClientAgent
 from signoff.errors import ConfigError
+from signoff.gate import tool_gate, tool_policy
 from signoff.identity import ENV_KEYS, ApproverKeys
 from signoff.limits import Limits
-from signoff.policy import POLICY_FILE_ENV, PolicyBook
+from signoff.policy import DEFAULT_KEY, POLICY_FILE_ENV, PolicyBook
+from signoff.runtime.devserver import DATA_DIR
+from signoff.runtime.filestore import make_private_dir
+from signoff.snapshot import SnapshotTool
+from signoff.tools.base import Tool
+from signoff.tools.mcp import MCPServer
+from signoff.tools.mcp.listing import PREFIX
+
+LOCAL_STATE_KEY = DATA_DIR / "state.key"
 
 
 @dataclass(frozen=True)
 class WorkerSetup:
-    """The worker's limits, approval policies and approver keys."""
+    """The worker's limits, approval policies, approver keys and state key."""
 
     limits: Limits
     policies: PolicyBook
     keys: ApproverKeys | None
+    state_key: bytes | None = field(default=None, repr=False)
+    state_key_from: str = ""
+    """Where the state key came from, for the start-up log."""
+    notes: tuple[str, ...] = ()
 
     @classmethod
-    def from_env(cls, agents: Mapping[str, ChatClientAgent], env: Mapping[str, str] | None = None) -> WorkerSetup:
-        """Read and check `SIGNOFF_MAX_*`/`SIGNOFF_TRANSCRIPT_BUDGET`, `SIGNOFF_POLICY_FILE`
-        and `SIGNOFF_APPROVER_KEYS` (with its issuer and audience).
+    def from_env(
+        cls, agents: Mapping[str, ChatClientAgent], env: Mapping[str, str] | None = None, *, local: bool = False
+    ) -> WorkerSetup:
+        """Read and check `SIGNOFF_MAX_*`/`SIGNOFF_TRANSCRIPT_BUDGET`, `SIGNOFF_POLICY_FILE`,
+        `SIGNOFF_APPROVER_KEYS` (with its issuer and audience) and `SIGNOFF_STATE_KEY_FILE`.
+
+        Args:
+            local: no Temporal address, TLS or API key is configured (the embedded or a
+                local dev server): without `SIGNOFF_STATE_KEY_FILE`, the state key is
+                `.signoff/state.key`, made if missing.
 
         Raises:
-            ConfigError: a setting cannot work, or policies need keys the worker lacks.
+            ConfigError: a setting cannot work, a policy file entry would relax a tool's
+                own policy, or policies need keys the worker lacks.
         """
-        setup = cls(Limits.from_env(env), PolicyBook.from_env(env), ApproverKeys.from_env(env))
-        setup.check(agents)
-        return setup
+        values = os.environ if env is None else env
+        path = values.get(STATE_KEY_ENV, "").strip()
+        if path:
+            state_key, source = read_state_key(path), path
+        elif local:
+            make_private_dir(Path.cwd() / DATA_DIR)
+            state_key, source = local_state_key(Path.cwd() / LOCAL_STATE_KEY), str(LOCAL_STATE_KEY)
+        else:
+            state_key, source = None, ""
+        setup = cls(Limits.from_env(env), PolicyBook.from_env(env), ApproverKeys.from_env(env), state_key, source)
+        return setup.check(agents)
 
-    def check(self, agents: Mapping[str, ChatClientAgent]) -> None:
-        """Refuse policies that need verified approvers when no keys are configured."""
-        if self.keys is not None:
-            return
-        needing = [
-            f"{name}/{tool.spec.name}"
+    def _tools(self, agents: Mapping[str, ChatClientAgent]) -> Iterator[tuple[str, Tool, SnapshotTool]]:
+        for name, agent in sorted(agents.items()):
+            snapshot = agent.snapshot([])
+            model = snapshot.model(name, self.limits, self.policies.merged_over(agent.policies))
+            for tool, entry in zip(snapshot.registry, model.tools, strict=True):
+                yield name, tool, entry
+
+    def check(self, agents: Mapping[str, ChatClientAgent]) -> WorkerSetup:
+        """Refuse MCP servers that cannot start, policy file entries that relax a tool's own
+        policy, and policies that need verified approvers or requesters when no keys are
+        configured (MCP tools are listed only when runs start: their policies are found by
+        the `mcp__<server>__` of the agent's servers); note entries that change nothing.
+        Returns the setup with its notes."""
+        for server in _servers(agents):
+            server.check()
+        relaxing, needing, idle = [], [], []
+        for name, tool, entry in self._tools(agents):
+            where = f"{name}/{tool.name}"
+            relaxing += [f"{where} {why}" for why in self.policies.relaxations(tool.name, tool_policy(tool))]
+            if entry.policy is not None and (entry.policy.verified or entry.policy.separate_requester):
+                needing.append(where)
+            if tool.name in self.policies.policies and entry.gate == "never" and tool_gate(tool) == "never":
+                idle.append(where)
+        needing += [
+            f"{name}/{tool}"
             for name, agent in sorted(agents.items())
-            for tool in agent.snapshot([]).model(name, self.limits, self.policies.merged_over(agent.policies)).tools
-            if tool.policy is not None and tool.policy.verified
+            for tool, policy in sorted(self.policies.merged_over(agent.policies).policies.items())
+            if (policy.verified or policy.separate_requester)
+            and any(tool.startswith(f"{PREFIX}{s.name}__") for s in agent.mcp_servers)
         ]
-        if needing:
+        if relaxing:
             raise ConfigError(
-                f"approval policies need verified approvers ({', '.join(needing)}) but the worker has no "
-                f"keys to verify their tokens: set {ENV_KEYS} (an HS256 secret file, PEM public keys or a "
-                f"JWKS file), or drop `verified` from those policies ({POLICY_FILE_ENV} or the tools' own)"
-            )
+                f"{POLICY_FILE_ENV} may add to a tool's own approval policy, never relax it: "
+                + "; ".join(relaxing) + ". Remove those settings from the file (or change the tools' code)"
+            )  # fmt: skip
+        if needing and self.keys is None:
+            raise ConfigError(
+                f"approval policies need verified approvers or requesters ({', '.join(needing)}) but the worker "
+                f"has no keys to verify their tokens: set {ENV_KEYS} (an HS256 secret file, PEM public keys or a "
+                f"JWKS file), or drop `verified`/`separate_requester` from those policies ({POLICY_FILE_ENV} or "
+                "the tools' own)"
+            )  # fmt: skip
+        notes = tuple(f"policy for {where} has no effect: the tool never asks for approval; add always = true "
+                      "to gate every call" for where in idle)  # fmt: skip
+        return WorkerSetup(self.limits, self.policies, self.keys, self.state_key, self.state_key_from, notes)
 
     def worker_options(self) -> dict[str, Any]:
         """Keyword arguments for `build_worker`."""
-        return {"limits": self.limits, "policies": self.policies, "verifier": self.keys}
+        return {"limits": self.limits, "policies": self.policies, "verifier": self.keys, "state_key": self.state_key}
 
-    def describe(self) -> list[str]:
+    def describe(self, agents: Mapping[str, ChatClientAgent] | None = None) -> list[str]:
         """Lines for the worker's start-up log (never a secret)."""
         lines = [self.keys.describe() if self.keys else "approver tokens: not configured"]
-        if self.policies.policies:
+        if self.policies.policies or self.policies.always:
             lines.append(f"approval policies for: {', '.join(sorted(self.policies.policies))}")
-        return lines
+        if gated := sorted(self.policies.always):
+            lines.append("every call needs approval (always): "
+                         + ", ".join("every tool without an entry" if g == DEFAULT_KEY else g for g in gated))
+        lines.append(f"continue-as-new state: sealed with the key in {self.state_key_from}" if self.state_key else
+                     f"continue-as-new state: checked with the server only (set {STATE_KEY_ENV} to seal it)")
+        servers = _servers(agents or {})
+        if servers:
+            lines.append(f"MCP servers: {', '.join(server.describe() for server in servers)}")
+        return lines + list(self.notes)
+
+
+def _servers(agents: Mapping[str, ChatClientAgent]) -> list[MCPServer]:
+    """Every agent's MCP servers, each configuration once."""
+    return list({server.key: server for agent in agents.values() for server in agent.mcp_servers}.values())

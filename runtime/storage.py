@@ -26,9 +26,16 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import DataConverter, ExternalStorage, StorageDriver
+from temporalio.converter import (
+    DataConverter,
+    DefaultFailureConverterWithEncodedAttributes,
+    ExternalStorage,
+    PayloadCodec,
+    StorageDriver,
+)
 
 from signoff.errors import ConfigError
+from signoff.runtime.codec import PayloadDecryptError
 from signoff.runtime.filestore import (
     SAME_STORE,
     FileStorageDriver,
@@ -145,15 +152,23 @@ def storage_driver(store: PayloadStore) -> StorageDriver:
     return scoped_s3_driver(store.bucket, store.prefix)
 
 
-def data_converter(store: PayloadStore | None) -> DataConverter:
-    """The data converter of every signoff worker and client: pydantic JSON + `store`.
+def data_converter(store: PayloadStore | None, codec: PayloadCodec | None = None) -> DataConverter:
+    """The data converter of every signoff worker and client: pydantic JSON, `codec`, `store`.
 
     Worker and CLI build it from the same settings, so what one stores the other reads.
+    The SDK encodes with the codec first and then stores what is large, so the store keeps
+    what the codec made (ciphertext, with `SIGNOFF_CODEC_KEYS`). With a codec, failure
+    messages and stack traces are encoded too (Temporal's encoded failure attributes).
     """
+    converter = pydantic_data_converter
+    if codec is not None:
+        converter = dataclasses.replace(
+            converter, payload_codec=codec, failure_converter_class=DefaultFailureConverterWithEncodedAttributes
+        )
     if store is None:
-        return pydantic_data_converter
+        return converter
     storage = ExternalStorage(drivers=[storage_driver(store)], payload_size_threshold=store.threshold)
-    return dataclasses.replace(pydantic_data_converter, external_storage=storage)
+    return dataclasses.replace(converter, external_storage=storage)
 
 
 async def check_store(store: PayloadStore | None) -> None:
@@ -193,6 +208,8 @@ _PROBLEMS = {
     "No driver found with name": "this run's data was stored by another kind of payload store than this "
                                  f"process's SIGNOFF_PAYLOAD_STORE ({_SAME_STORE})",
     "S3StorageDriver retrieve failed": f"a stored payload could not be read from S3 ({_SAME_STORE})",
+    "Unknown payload encoding binary/encrypted": "this run's data is encrypted, but this process has no keys to "
+                                                 "read it: set SIGNOFF_CODEC_KEYS as the workers have it",
 }  # fmt: skip
 
 
@@ -203,7 +220,7 @@ def storage_problem(exc: BaseException) -> str | None:
     """
     seen: BaseException | None = exc
     while seen is not None:
-        if isinstance(seen, PayloadStoreError):
+        if isinstance(seen, (PayloadStoreError, PayloadDecryptError)):
             return str(seen)
         for marker, advice in _PROBLEMS.items():
             if marker in str(seen):

@@ -48,6 +48,8 @@ from signoff.runtime.guard import worker_client
 from signoff.runtime.hardening import harden_process
 from signoff.runtime.setup import WorkerSetup
 from signoff.runtime.storage import close_storage
+from signoff.runtime.telemetry import PendingGauge, flush_traces
+from signoff.runtime.tokens import SignedDecisionCheck
 from signoff.workflows.agent_run import AgentRun
 
 AGENTS_ENV = "SIGNOFF_AGENTS"
@@ -156,6 +158,7 @@ def build_worker(
     payload_budget: int | _FromClient | None = FROM_CLIENT,
     verifier: Verifier | None = None,
     notify: NotifyConfig | None = None,
+    state_key: bytes | None = None,
     **options: Any,
 ) -> Worker:
     """A worker for `AgentRun` and its activities, serving `agents` (by name).
@@ -168,14 +171,21 @@ def build_worker(
             payloads, else Temporal's limit less a margin.
         verifier: checks approvers' tokens (`SIGNOFF_APPROVER_KEYS`).
         notify: where runs send notices (`SIGNOFF_NOTIFY_URLS`); None sends none.
+        state_key: seals the state runs carry across continue-as-new (`SIGNOFF_STATE_KEY_FILE`;
+            every worker of the task queue needs the same one). None: nothing is sealed, and a
+            continued run is adopted only if the server says it continues an `AgentRun` of
+            this task queue.
         **options: passed to `temporalio.worker.Worker`.
     """
     if payload_budget is FROM_CLIENT:
         payload_budget = None if client.data_converter.external_storage is not None else DEFAULT_PAYLOAD_BUDGET
     client = worker_client(client)  # a payload it cannot resolve never fails a workflow task (runtime/guard.py)
-    settings = ActivitySettings(limits or Limits(), policies or PolicyBook(), payload_budget, verifier, notify)
+    settings = ActivitySettings(limits or Limits(), policies or PolicyBook(), payload_budget, verifier, notify,
+                                state_key)  # fmt: skip
     activities = AgentActivities(agents, default_client, settings)
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))
+    options["interceptors"] = [SignedDecisionCheck(verifier), *options.get("interceptors", ())]
+    options["plugins"] = [*options.get("plugins", ()), activities.plugin()]  # MCP sessions close with the worker
     return Worker(
         client,
         task_queue=task_queue,
@@ -196,9 +206,11 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
     harden_process()  # before anything reads a secret: tools must not read our memory
     settings = settings or ConnectionSettings.load()
     agents = load_agents(agent_modules)
-    setup = WorkerSetup.from_env(agents)  # a configuration that cannot work stops the worker here
+    setup = WorkerSetup.from_env(agents, local=not settings.configured)  # what cannot work stops the worker here
     no_model = model_check(agents)
-    client, server = await open_client(settings)
+    runtime = settings.telemetry.runtime()  # binds SIGNOFF_METRICS_ADDRESS now, or says why it cannot
+    client, server = await open_client(settings, runtime=runtime, worker=True)
+    pending: asyncio.Task[None] | None = None
     try:
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -208,7 +220,10 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
             client, agents, settings.task_queue, graceful_shutdown_timeout=timedelta(seconds=10),
             notify=notify, **setup.worker_options(),
         )  # fmt: skip
-        for line in setup.describe() + ([notify.describe()] if notify else []) + ([no_model] if no_model else []):
+        if runtime is not None:
+            pending = asyncio.create_task(PendingGauge(client, runtime.metric_meter, settings.task_queue).run())
+        lines = setup.describe(agents) + ([notify.describe()] if notify else []) + _observability(settings)
+        for line in lines + ([no_model] if no_model else []):
             print(f"signoff: {line}", flush=True)
         print(f"signoff: worker on task queue {settings.task_queue!r} at {settings.describe()}, "
               f"agents: {', '.join(sorted(agents))}", flush=True)
@@ -216,9 +231,18 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
             await stop.wait()
             print("signoff: shutting down", flush=True)
     finally:
+        if pending is not None:
+            pending.cancel()
+        flush_traces()
         await close_storage(client.data_converter)
         if server:
             server.stop()
+
+
+def _observability(settings: WorkerSettings) -> list[str]:
+    """Start-up log lines for metrics, traces and payload encryption (never a key)."""
+    codec = [settings.codec_keys.describe()] if settings.codec_keys else ["payload encryption: off"]
+    return settings.telemetry.describe() + codec
 
 
 def main(argv: Sequence[str] | None = None) -> None:

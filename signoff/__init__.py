@@ -8,7 +8,15 @@ drives the same loop from the `AgentRun` workflow (`signoff.workflows`). The CLI
 """
 
 from signoff.agent import AgentBuilder, AgentSnapshot, ChatClientAgent
-from signoff.approvals import ApprovalRecord, Grant, GrantSpec, ToolApprovalRequest, ToolApprovalResponse, Vote
+from signoff.approvals import (
+    ApprovalRecord,
+    Binding,
+    Grant,
+    GrantSpec,
+    ToolApprovalRequest,
+    ToolApprovalResponse,
+    Vote,
+)
 from signoff.chat import PRESETS, ChatClient, ChatOptions, LLMConfig, OpenAIChatClient
 from signoff.contract import AgentRunInput, AgentRunResult, DecisionAck, RunOptions, RunStatus
 from signoff.errors import ConfigError, ProviderError, RunFailedError, SignoffError, StreamError, TokenError, UsageError
@@ -25,6 +33,7 @@ from signoff.messages import (
     ErrorEvent,
     FinishEvent,
     FinishReason,
+    MCPUnavailableEvent,
     TextEvent,
     ToolCall,
     ToolCallEvent,
@@ -35,6 +44,7 @@ from signoff.messages import (
 from signoff.policy import ApprovalPolicy, OnTimeout, PolicyBook
 from signoff.render import AgentResponseConverter, render_event
 from signoff.session import AgentRunOptions, AgentSession, CancellationToken
+from signoff.signing import SigningKey, new_key_pair, signed_decision
 from signoff.snapshot import RunSnapshot
 from signoff.tools import (
     ApprovalRequiredTool,
@@ -53,6 +63,7 @@ from signoff.tools import (
     default_tools,
     tool,
 )
+from signoff.tools.mcp import MCPServer, MCPTool
 
 __all__ = [
     "PRESETS",
@@ -72,6 +83,7 @@ __all__ = [
     "ApprovalRequiredTool",
     "ApproverKeys",
     "AwaitApproval",
+    "Binding",
     "CallModel",
     "CancellationToken",
     "ChatClient",
@@ -95,6 +107,9 @@ __all__ = [
     "LLMConfig",
     "Limits",
     "ListDir",
+    "MCPServer",
+    "MCPTool",
+    "MCPUnavailableEvent",
     "OnTimeout",
     "OpenAIChatClient",
     "PolicyBook",
@@ -108,6 +123,7 @@ __all__ = [
     "RunStatus",
     "RunTools",
     "ScopePolicy",
+    "SigningKey",
     "SignoffError",
     "StreamError",
     "TextEvent",
@@ -129,6 +145,8 @@ __all__ = [
     "WriteFile",
     "default_tools",
     "issue_token",
+    "new_key_pair",
     "render_event",
+    "signed_decision",
     "tool",
 ]

@@ -3,6 +3,10 @@
 `ChatClientAgent.run()` is the original API: a stream of `AgentEvent`s that ends
 with a finish event — `awaiting_approval` when gated calls wait — and a next
 `run()` with `AgentRunOptions(tool_approval_responses=[...])` resumes.
+
+An agent with MCP servers (`with_mcp_server`) lists their tools when a run starts
+(`open_snapshot`, async I/O): in process over the agent's own sessions (close them with
+`await agent.aclose()` or `async with agent:`), in a durable run over the worker's.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TypeVar
+from types import TracebackType
+from typing import TYPE_CHECKING, TypeVar
 
 from signoff.answer import checked_answer, within_limit
 from signoff.chat.base import ChatClient, ChatOptions
@@ -28,6 +33,7 @@ from signoff.messages import (
     ErrorEvent,
     FinishEvent,
     FinishReason,
+    MCPUnavailableEvent,
     TextEvent,
     ToolSpec,
 )
@@ -36,7 +42,12 @@ from signoff.session import AgentRunOptions, AgentSession, CancellationToken
 from signoff.snapshot import RunSnapshot
 from signoff.tools.base import Tool, tool_spec
 from signoff.tools.context import ContextProvider
+from signoff.tools.mcp.config import MCPServer
+from signoff.tools.mcp.tool import MCPTool, OwnSessions, open_tools
 from signoff.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from signoff.tools.mcp.sessions import MCPSessions
 
 T = TypeVar("T")
 
@@ -47,14 +58,20 @@ class AgentSnapshot:
 
     instructions: str
     registry: ToolRegistry
+    unavailable: tuple[MCPUnavailableEvent, ...] = ()
+    """MCP servers (or tools) that could not be listed; the run goes on without them."""
 
     @property
     def specs(self) -> list[ToolSpec]:
         return [tool_spec(t) for t in self.registry]
 
     def model(self, agent: str, limits: Limits, book: PolicyBook | None = None) -> RunSnapshot:
-        """The serialisable snapshot: tool specs, gates and policies, limits."""
-        return snapshot_of(agent, self.instructions, self.registry, limits, book)
+        """The serialisable snapshot: tool specs, gates and policies, limits, MCP listings."""
+        snapshot = snapshot_of(agent, self.instructions, self.registry, limits, book)
+        for entry, tool in zip(snapshot.tools, self.registry, strict=True):
+            if isinstance(tool, MCPTool):
+                entry.mcp = tool.mcp
+        return snapshot
 
 
 class ChatClientAgent:
@@ -70,6 +87,7 @@ class ChatClientAgent:
         max_rounds: int = DEFAULT_MAX_ROUNDS,
         limits: Limits | None = None,
         policies: PolicyBook | None = None,
+        mcp_servers: Sequence[MCPServer] = (),
     ) -> None:
         self.name = name
         self.instructions = instructions
@@ -79,6 +97,11 @@ class ChatClientAgent:
         self.max_rounds = max_rounds
         self.limits = limits or Limits()
         self.policies = policies or PolicyBook()
+        self.mcp_servers = list(mcp_servers)
+        self._sessions = OwnSessions()
+        names = [s.name for s in self.mcp_servers]
+        if len(set(names)) != len(names):
+            raise UsageError(f"agent {name!r} has two MCP servers of the same name: {names}")
         self.snapshot([])  # a duplicate tool name is an error now, not at the first run
 
     def snapshot(self, messages: list[ChatMessage]) -> AgentSnapshot:
@@ -97,6 +120,32 @@ class ChatClientAgent:
                 registry.register(tool)
         return AgentSnapshot(instructions="\n\n".join(p for p in parts if p), registry=registry)
 
+    async def open_snapshot(self, messages: list[ChatMessage], sessions: MCPSessions) -> AgentSnapshot:
+        """`snapshot(messages)` with the tools each MCP server lists now, over `sessions`;
+        a server that cannot be listed is left out and named in `unavailable`."""
+        base = self.snapshot(messages)
+        if not self.mcp_servers:
+            return base
+        tools, unavailable = await open_tools(self.mcp_servers, sessions, base.registry.names())
+        registry = ToolRegistry([*base.registry, *tools])
+        return AgentSnapshot(base.instructions, registry, tuple(unavailable))
+
+    def mcp_sessions(self) -> MCPSessions:
+        """This agent's own sessions to its MCP servers, for in-process runs (opened lazily)."""
+        return self._sessions.get()
+
+    async def aclose(self) -> None:
+        """Close the in-process runs' MCP sessions (stdio servers are stopped)."""
+        await self._sessions.aclose()
+
+    async def __aenter__(self) -> ChatClientAgent:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
     async def run(
         self,
         messages: str | ChatMessage | Sequence[ChatMessage] = (),
@@ -113,6 +162,10 @@ class ChatClientAgent:
         options = options or AgentRunOptions()
         history = (session.messages if session else []) + _as_messages(messages)
         snapshot = self.snapshot(history)
+        if self.mcp_servers:
+            snapshot = await self.open_snapshot(history, self.mcp_sessions())
+        for unavailable in snapshot.unavailable:
+            yield unavailable
         model = snapshot.model(self.name, self.limits, self.policies)
         loop = AgentLoop(
             history, model.descriptions, max_rounds=options.max_rounds or self.max_rounds,
@@ -219,6 +272,7 @@ class AgentBuilder:
         self._max_rounds = DEFAULT_MAX_ROUNDS
         self._limits: Limits | None = None
         self._policies: PolicyBook | None = None
+        self._mcp_servers: list[MCPServer] = []
 
     def with_instructions(self, instructions: str) -> AgentBuilder:
         self._instructions = instructions
@@ -256,10 +310,20 @@ class AgentBuilder:
         self._policies = policies
         return self
 
+    def with_mcp_server(self, server: MCPServer) -> AgentBuilder:
+        """Offer the tools of an MCP server, listed when each run starts (`mcp__<server>__<tool>`)."""
+        self._mcp_servers.append(server)
+        return self
+
+    def with_mcp_servers(self, servers: Sequence[MCPServer]) -> AgentBuilder:
+        """Offer the tools of these MCP servers (e.g. `MCPServer.load_all("mcp.json")`)."""
+        self._mcp_servers.extend(servers)
+        return self
+
     def build(self) -> ChatClientAgent:
         return ChatClientAgent(
             self._name, self._instructions, self._client, self._tools, self._providers, self._max_rounds,
-            self._limits, self._policies,
+            self._limits, self._policies, self._mcp_servers,
         )  # fmt: skip
 
 

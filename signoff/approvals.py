@@ -13,7 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from signoff import strict_json
-from signoff.policy import MAX_NAME_CHARS, ApprovalPolicy, OnTimeout
+from signoff.names import MAX_NAME_CHARS, name_problem
+from signoff.policy import ApprovalPolicy, OnTimeout
 
 MAX_REASON_CHARS = 4096
 MAX_APPROVER_CHARS = MAX_NAME_CHARS
@@ -34,6 +35,21 @@ class Vote(BaseModel):
     grant_id: str | None = None
 
 
+class Binding(BaseModel):
+    """What a signed decision on one call names (CONTRACT v3 "What counts as a sign-off"):
+    this workflow, this continue-as-new chain (its first run's id), this call, its tool
+    and its arguments digest. A token whose `signoff` claim is this object plus
+    `approved`, `edited_arguments_digest` and `grant` decides this call and nothing else."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    workflow_id: str
+    chain_id: str
+    call_id: str
+    tool: str
+    arguments_digest: str
+
+
 class ToolApprovalRequest(BaseModel):
     """A gated tool call waiting for a human decision.
 
@@ -45,6 +61,8 @@ class ToolApprovalRequest(BaseModel):
         votes: approvals so far (quorum above 1).
         preview: what the call would do, computed worker-side (a diff, a summary).
         expires_at: when the call times out (None waits forever).
+        binding: what a signed decision on this call must name (None in process, where
+            nothing is signed).
     """
 
     call_id: str
@@ -59,6 +77,7 @@ class ToolApprovalRequest(BaseModel):
     votes: list[Vote] = Field(default_factory=list)
     preview: str | None = None
     escalated: bool = False
+    binding: Binding | None = None
 
 
 class GrantMatch(str, Enum):
@@ -101,6 +120,10 @@ class ToolApprovalResponse(BaseModel):
         if arguments is not None:
             strict_json.check(arguments)  # NaN, Infinity or deep nesting could be neither digested nor run
         return arguments
+    @field_validator("approver")
+    @classmethod
+    def _a_name(cls, approver: str | None) -> str | None:
+        return checked_name("approver", approver)
 
     @model_validator(mode="after")
     def _approval_only_fields(self) -> ToolApprovalResponse:
@@ -119,8 +142,21 @@ class ToolApprovalResponse(BaseModel):
         return cls(call_id=call_id, approved=False, reason=reason, **kwargs)
 
 
+def checked_name(what: str, name: str | None) -> str | None:
+    """`name` as given, or ValueError saying why it cannot name a person (`signoff.names`);
+    an empty name is nobody in particular, as None is."""
+    if name and (problem := name_problem(what, name)) is not None:
+        raise ValueError(problem)
+    return name
+
+
 class Grant(BaseModel):
-    """A live "approve and remember": who granted it, what it matches, how long it lasts."""
+    """A live "approve and remember": who granted it, what it matches, how long it lasts.
+
+    `arguments_digest` is the digest of the arguments that were approved (the edited
+    ones, when the approval edited them), so a grant never covers what nobody approved.
+    `token` is the signed decision that made it (verified policies): the tool activity
+    checks it for every call the grant approves."""
 
     grant_id: str
     tool: str
@@ -132,6 +168,7 @@ class Grant(BaseModel):
     expires_at: datetime | None = None
     uses_left: int | None = None
     from_call: str = ""
+    token: str | None = None
 
     def live(self, now: datetime) -> bool:
         return (self.expires_at is None or now < self.expires_at) and self.uses_left != 0
@@ -191,6 +228,7 @@ __all__ = [
     "MAX_SECONDS",
     "MAX_USES",
     "ApprovalRecord",
+    "Binding",
     "Grant",
     "GrantMatch",
     "GrantSpec",

@@ -2,17 +2,27 @@
 
 A `Decider` is what the run knows of whoever sent a decision: a name that was only
 claimed (the plain path: Temporal UI, CLI, JSON), or a subject and groups that a
-verified token vouched for. The driver verifies tokens (worker-side, recorded in
-history) and hands the loop a `Decider`; the rules here never see a token.
+verified token vouched for, with what the token signs (its `signoff` claim). The driver
+verifies tokens (worker-side, recorded in history) and hands the loop a `Decider`; the
+rules here read the verification's answer, never a signature. Names are compared as
+`signoff.names` says (NFKC, case folded): `Alice` and `alice` are one approver.
+
+Under a `verified` policy a decision counts only with a token signed for exactly that
+decision (`signoff.signatures`); the tool activity checks the same tokens again before
+the call runs (`signoff.evidence`), since nothing the workflow remembers is evidence.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from signoff.approvals import Grant, ToolApprovalRequest, ToolApprovalResponse, Vote
-from signoff.policy import GROUP_PREFIX, ApprovalPolicy
+from signoff.digest import arguments_digest
+from signoff.names import group_of, is_group_entry, name_key, same_name
+from signoff.policy import ApprovalPolicy
+from signoff.signatures import SIGN_HELP, SignoffClaim, decision_claim, extension_claim, mismatch
 
 
 @dataclass(frozen=True)
@@ -23,11 +33,15 @@ class Decider:
         name: the verified subject, or the claimed `approver` (None if anonymous).
         groups: groups from a verified token (claimed groups are never trusted).
         verified: whether a token vouched for `name`.
+        claim: what the verified token signs (None: a plain identity token, or none).
+        token: the verified token itself, kept as the call's evidence for the tool activity.
     """
 
     name: str | None = None
     groups: tuple[str, ...] = ()
     verified: bool = False
+    claim: SignoffClaim | None = None
+    token: str | None = field(default=None, repr=False)
 
     @classmethod
     def claimed(cls, approver: str | None) -> Decider:
@@ -57,8 +71,8 @@ def refusal(request: ToolApprovalRequest, decider: Decider, requested_by: str | 
     """Why `decider` may not decide this call under its policy, or None if they may."""
     policy, call = request.policy, f"call {request.call_id!r} ({request.name})"
     if policy.verified and not decider.verified:
-        return f"{call} needs a verified approver: send a valid token (SIGNOFF_APPROVER_TOKEN or --token)"
-    if policy.separate_requester and requested_by and decider.name == requested_by:
+        return f"{call} needs a verified approver: {SIGN_HELP}"
+    if policy.separate_requester and same_name(decider.name, requested_by):
         return f"{call}: {requested_by!r} requested this run and may not decide its calls (separate_requester)"
     approvers = allowed_approvers(policy, request.escalated)
     if approvers and not _listed(decider, approvers):
@@ -68,9 +82,33 @@ def refusal(request: ToolApprovalRequest, decider: Decider, requested_by: str | 
 
 
 def _listed(decider: Decider, approvers: tuple[str, ...]) -> bool:
-    if decider.name is not None and decider.name in approvers:
+    """Whether `approvers` names the decider, or (verified) one of its groups. A group entry
+    never matches a name, so a claimed `group:ops` is no member of `group:ops`."""
+    names = {name_key(a) for a in approvers if not is_group_entry(a)}
+    if decider.name is not None and name_key(decider.name) in names:
         return True
-    return decider.verified and any(GROUP_PREFIX + group in approvers for group in decider.groups)
+    groups = {group_of(a) for a in approvers if is_group_entry(a)}
+    return decider.verified and any(name_key(group) in groups for group in decider.groups)
+
+
+def signature_problem(request: ToolApprovalRequest, response: ToolApprovalResponse, decider: Decider) -> str | None:
+    """Under a verified policy: why the decider's token does not sign this decision on this
+    call (its `binding`, the answer, edited arguments, grant), or None when it does."""
+    if not request.policy.verified or request.binding is None:
+        return None
+    return _signed(request, mismatch(decider.claim, decision_claim(request.binding, response)))
+
+
+def extension_problem(request: ToolApprovalRequest, seconds: float, decider: Decider) -> str | None:
+    """Under a verified policy: why the decider's token does not sign moving this call's
+    deadline by `seconds`, or None when it does."""
+    if not request.policy.verified or request.binding is None:
+        return None
+    return _signed(request, mismatch(decider.claim, extension_claim(request.binding, seconds)))
+
+
+def _signed(request: ToolApprovalRequest, problem: str | None) -> str | None:
+    return f"call {request.call_id!r} ({request.name}): {problem}" if problem else None
 
 
 def vote_problem(request: ToolApprovalRequest, decider: Decider) -> str | None:
@@ -79,7 +117,7 @@ def vote_problem(request: ToolApprovalRequest, decider: Decider) -> str | None:
         return None
     if decider.name is None:
         return f"call {request.call_id!r} needs {request.policy.quorum} distinct approvers: name yourself"
-    if any(v.approver == decider.name for v in request.votes):
+    if any(same_name(v.approver, decider.name) for v in request.votes):
         missing = request.policy.quorum - len(request.votes)
         return f"{decider.name!r} already approved call {request.call_id!r}; {missing} more approval(s) needed"
     return None
@@ -88,18 +126,55 @@ def vote_problem(request: ToolApprovalRequest, decider: Decider) -> str | None:
 def add_vote(request: ToolApprovalRequest, decider: Decider, now: datetime, grant_id: str | None = None) -> bool:
     """Count an approval; True once the quorum is reached."""
     request.votes.append(Vote(approver=decider.name, verified=decider.verified, at=now, grant_id=grant_id))
-    return len({v.approver for v in request.votes}) >= request.policy.quorum
+    return len({name_key(v.approver or "") for v in request.votes}) >= request.policy.quorum
 
 
 def grant_decider(grant: Grant) -> Decider:
     """A grant decides as the approver who granted it, never as anyone more."""
-    return Decider(name=grant.approver, groups=grant.groups, verified=grant.verified)
+    return Decider(name=grant.approver, groups=grant.groups, verified=grant.verified, token=grant.token)
 
 
-def grant_matches(grant: Grant, request: ToolApprovalRequest, now: datetime) -> bool:
+def grant_matches(grant: Grant, request: ToolApprovalRequest, now: datetime, *, signed: bool = True) -> bool:
+    """Whether a live grant covers this call: its tool, and (an `arguments` grant) the
+    arguments that were approved, which are the edited ones when the approval edited them.
+    With `signed`, a verified policy's call takes only a grant a signed decision made."""
     if not grant.live(now) or grant.tool != request.name:
         return False
+    if signed and request.policy.verified and grant.token is None:
+        return False  # nothing to show the tool activity
     return grant.arguments_digest is None or grant.arguments_digest == request.arguments_digest
+
+
+def grant_problem(request: ToolApprovalRequest, response: ToolApprovalResponse) -> str | None:
+    """Why this approval may not make a grant, or None."""
+    if response.grant is not None and not request.policy.grants:
+        return f"call {request.call_id!r} ({request.name}): its tool takes no grants (its policy says grants = false)"
+    return None
+
+
+def approved_digest(request: ToolApprovalRequest, response: ToolApprovalResponse) -> str:
+    """The digest of what an approval lets run: its edited arguments, else the call's."""
+    return arguments_digest(response.arguments) if response.arguments is not None else request.arguments_digest
+
+
+def requester_problem(policies: Mapping[str, ApprovalPolicy], verified: bool, bound: bool) -> str | None:
+    """Why the run's requester is not known well enough for its tools' policies, or None.
+
+    `separate_requester` means nothing if the requester is only a claimed name (anyone
+    could claim someone else's), so it needs a verified `requester_token`; under a
+    verified policy the tool activity checks that token itself, so it must be bound to
+    this run's workflow id (`signoff.signatures.RequesterClaim`), or a token copied from
+    another run's history could name someone else as the requester."""
+    separate = sorted(name for name, policy in policies.items() if policy.separate_requester)
+    if separate and not verified:
+        return (f"separate_requester ({', '.join(separate)}) needs a verified requester_token naming who asks for "
+                "the run (a requested_by alone is only a claimed name)")  # fmt: skip
+    signed = sorted(name for name in separate if policies[name].verified)
+    if signed and not bound:
+        return (f"separate_requester under a verified policy ({', '.join(signed)}) needs a requester_token bound to "
+                'this workflow id (claim "signoff": {"workflow_id": ..., "requester": true}): start the run with '
+                "`signoff run` and SIGNOFF_APPROVER_KEY_FILE")  # fmt: skip
+    return None
 
 
 def edit_problem(request: ToolApprovalRequest, response: ToolApprovalResponse) -> str | None:

@@ -14,7 +14,7 @@ import jwt
 
 from signoff.approvals import MAX_TOKEN_CHARS
 from signoff.errors import TokenError
-from signoff.policy import MAX_NAME_CHARS
+from signoff.names import name_problem
 
 LEEWAY = timedelta(seconds=30)  # clock skew between the token's issuer and the worker
 JWS = jwt.PyJWS()
@@ -75,7 +75,7 @@ def read_claims(payload: bytes) -> dict[str, Any]:
     return claims
 
 
-def _time(claims: dict[str, Any], name: str) -> datetime | None:
+def claim_time(claims: dict[str, Any], name: str) -> datetime | None:
     value = claims.get(name)
     if value is None:
         return None
@@ -87,16 +87,17 @@ def _time(claims: dict[str, Any], name: str) -> datetime | None:
         raise TokenError("bad_claim", f"the token's {name!r} claim is out of range") from None
 
 
-def check_times(claims: dict[str, Any], now: datetime) -> datetime:
-    expires_at = _time(claims, "exp")
+def check_times(claims: dict[str, Any], now: datetime, *, expired_ok: bool = False) -> datetime:
+    """The token's expiry, once it is valid at `now` (with `expired_ok`, also after it)."""
+    expires_at = claim_time(claims, "exp")
     if expires_at is None:
         raise TokenError("missing_expiry", "the token has no 'exp' claim; signoff accepts only tokens that expire")
-    if now >= expires_at + LEEWAY:
+    if now >= expires_at + LEEWAY and not expired_ok:
         raise TokenError("expired", f"the token expired at {expires_at.isoformat()}; get a new one")
-    not_before = _time(claims, "nbf")
+    not_before = claim_time(claims, "nbf")
     if not_before is not None and now + LEEWAY < not_before:
         raise TokenError("not_yet_valid", f"the token is not valid before {not_before.isoformat()}")
-    issued_at = _time(claims, "iat")
+    issued_at = claim_time(claims, "iat")
     if issued_at is not None and issued_at > now + LEEWAY:
         raise TokenError("issued_in_future", f"the token says it was issued at {issued_at.isoformat()}, "
                                              "in the future: check the clocks")
@@ -112,15 +113,6 @@ def check_issuer_audience(claims: dict[str, Any], issuer: str | None, audience: 
     audiences = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
     if audience not in audiences:
         raise TokenError("wrong_audience", f"the token is for audience {short(aud)}, not {audience!r}")
-
-
-def name_problem(what: str, value: object) -> str | None:
-    """Why `value` is not a usable subject or group name, or None when it is."""
-    if not isinstance(value, str) or not value.strip():
-        return f"the {what} must be a non-empty string, not {short(value)}"
-    if len(value) > MAX_NAME_CHARS or not value.isprintable():
-        return f"the {what} {short(value)} must be printable and at most {MAX_NAME_CHARS} characters"
-    return None
 
 
 def read_groups(value: object) -> tuple[str, ...]:

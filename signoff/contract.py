@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from signoff.approvals import (
     MAX_APPROVER_CHARS,
@@ -19,6 +19,7 @@ from signoff.approvals import (
     Grant,
     ToolApprovalRequest,
     ToolApprovalResponse,
+    checked_name,
 )
 from signoff.limits import MAX_ROUNDS_LIMIT
 from signoff.loop_state import DEFAULT_MAX_ROUNDS
@@ -45,6 +46,12 @@ SEARCH_ATTRIBUTES = {"SignoffStatus": "Keyword", "SignoffAgent": "Keyword", "Sig
 SA_STATUS, SA_AGENT, SA_PENDING_TOOLS = SEARCH_ATTRIBUTES
 MAX_DECISIONS = 100
 """The most decisions one signal or update may carry (CONTRACT v3 "Input limits")."""
+METRIC_PENDING = "signoff_pending_approvals"
+METRIC_WAIT = "signoff_approval_wait_seconds"
+METRIC_DECISIONS = "signoff_decisions_total"
+METRIC_TOOL_CALLS = "signoff_tool_calls_total"
+METRIC_TOKENS = "signoff_model_tokens_total"
+"""Metrics a worker exposes on `SIGNOFF_METRICS_ADDRESS`, beside the SDK's own (`temporal_*`)."""
 
 
 class RunOptions(BaseModel):
@@ -60,6 +67,11 @@ class RunOptions(BaseModel):
     max_total_tokens: int | None = Field(None, ge=1)
     requested_by: str | None = Field(None, min_length=1, max_length=MAX_APPROVER_CHARS)
     requester_token: str | None = Field(None, max_length=MAX_TOKEN_CHARS)
+
+    @field_validator("requested_by")
+    @classmethod
+    def _a_name(cls, name: str | None) -> str | None:
+        return checked_name("requested_by", name)
 
 
 class AgentRunInput(BaseModel):
@@ -104,8 +116,8 @@ class DecidedCall(BaseModel):
     arguments_digest: str = ""
     outcome: str
     """`approved`, `denied`, or `vote` (counted towards a quorum not yet reached)."""
-    edited_arguments: dict[str, Any] | None = None
-    """What the call runs with instead of `arguments`, when the approval edited them."""
+    edited_arguments: dict[str, Any] | None = Field(None, exclude_if=lambda value: value is None)
+    """What the call runs with instead of `arguments`, when the approval edited them (absent otherwise)."""
 
 
 class DecisionAck(BaseModel):
@@ -130,6 +142,11 @@ class DeadlineExtension(BaseModel):
     seconds: float = Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     approver: str | None = Field(None, max_length=MAX_APPROVER_CHARS)
     token: str | None = Field(None, max_length=MAX_TOKEN_CHARS)
+
+    @field_validator("approver")
+    @classmethod
+    def _a_name(cls, approver: str | None) -> str | None:
+        return checked_name("approver", approver)
 
 
 class GrantRevocation(BaseModel):

@@ -46,21 +46,35 @@ def tool_policy(tool: Tool) -> ApprovalPolicy | None:
     return policy if isinstance(policy, ApprovalPolicy) else None
 
 
+def configured_gate(tool: Tool, book: PolicyBook) -> Gate:
+    """The tool's own gate, made `always` when configuration says so (`PolicyBook.gated`:
+    configuration adds gates, never removes one)."""
+    return "always" if book.gated(tool.name) else tool_gate(tool)
+
+
+def configured_policy(tool: Tool, book: PolicyBook) -> ApprovalPolicy:
+    """The policy file's entry for the tool over its own policy (never less strict), else
+    its own, else the file's `*`, else anyone."""
+    return book.for_tool(tool.name, tool_policy(tool))
+
+
+def snapshot_tool(tool: Tool, book: PolicyBook) -> SnapshotTool:
+    """How one tool is gated and governed in a run's snapshot."""
+    return SnapshotTool(
+        spec=tool_spec(tool),
+        idempotent=bool(tool.idempotent),
+        gate=configured_gate(tool, book),
+        policy=_unless_default(configured_policy(tool, book)),
+    )
+
+
 def snapshot_of(
     agent: str, instructions: str, registry: ToolRegistry, limits: Limits, book: PolicyBook | None = None
 ) -> RunSnapshot:
-    """The run snapshot of an agent's instructions and tools, with each tool's policy:
-    the policy file's entry for it, else the tool's own, else the file's `*`."""
+    """The run snapshot of an agent's instructions and tools, each gated and governed as
+    `snapshot_tool` says."""
     book = book or PolicyBook()
-    tools = [
-        SnapshotTool(
-            spec=tool_spec(tool),
-            idempotent=bool(tool.idempotent),
-            gate=tool_gate(tool),
-            policy=_unless_default(book.for_tool(tool.name, tool_policy(tool))),
-        )
-        for tool in registry
-    ]
+    tools = [snapshot_tool(tool, book) for tool in registry]
     return RunSnapshot(agent=agent, instructions=instructions, tools=tools, limits=limits)
 
 
@@ -68,13 +82,14 @@ def _unless_default(policy: ApprovalPolicy) -> ApprovalPolicy | None:
     return None if policy.is_default else policy
 
 
-def needs_approval(entry: SnapshotTool | None, tool: Tool | None, arguments: Any) -> bool:
-    """Whether a call must wait for a person; unknown tools and non-object arguments never
-    do (the loop answers them with `Error: ...`)."""
+def needs_approval(entry: SnapshotTool | Gate | None, tool: Tool | None, arguments: Any) -> bool:
+    """Whether a call must wait for a person, by its snapshot entry (or a gate); unknown
+    tools and non-object arguments never do (the loop answers them with `Error: ...`)."""
     if entry is None or not isinstance(arguments, dict):
         return False
-    if entry.gate != "per_call":
-        return entry.gate == "always"
+    gate = entry if isinstance(entry, str) else entry.gate
+    if gate != "per_call":
+        return gate == "always"
     if tool is None:
         return True
     try:

@@ -28,7 +28,7 @@ from signoff.claims import (
     check_issuer_audience,
     check_times,
     checked_shape,
-    name_problem,
+    claim_time,
     read_claims,
     read_groups,
     read_header,
@@ -36,7 +36,8 @@ from signoff.claims import (
 )
 from signoff.errors import ConfigError, TokenError, UsageError
 from signoff.keyfile import KeyKind, KeySet, VerificationKey, read_key_file, read_secret
-from signoff.policy import GROUP_PREFIX
+from signoff.names import group_of, is_group_entry, name_key, name_problem, same_name
+from signoff.signatures import CLAIM, SignoffClaim, read_claim
 
 ENV_KEYS = "SIGNOFF_APPROVER_KEYS"
 ENV_ISSUER = "SIGNOFF_APPROVER_ISSUER"
@@ -48,17 +49,22 @@ TOKEN_REASONS = (
     "missing_subject", "bad_claim",
 )  # fmt: skip
 
-__all__ = ["ApproverKeys", "Identity", "TokenError", "issue_token"]
+__all__ = ["ApproverKeys", "Identity", "TokenError", "is_bound", "issue_token", "read_verified", "token_claims"]
 
 
 class Identity(BaseModel):
     """A verified approver, as recorded in history.
 
     Attributes:
-        subject: the token's `sub`.
-        groups: the token's `groups` claim (empty when absent), duplicates removed.
+        subject: the token's `sub` (a person's key signs only its own).
+        groups: the token's `groups` claim (empty when absent), duplicates removed (a
+            person's key signs only groups among its own).
         expires_at: when the token expires (UTC).
+        issued_at: the token's `iat`, when it has one.
         issuer: the token's `iss`, when it has one.
+        claim: what the token signs (its `signoff` claim, `signoff.signatures`), or None
+            for a plain identity token.
+        key_id: the `kid` of the key that verified it, when the key has one.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -66,16 +72,17 @@ class Identity(BaseModel):
     subject: str
     groups: tuple[str, ...] = ()
     expires_at: datetime | None = None
+    issued_at: datetime | None = None
     issuer: str | None = None
+    claim: SignoffClaim | None = None
+    key_id: str | None = None
 
     def matches(self, entry: str) -> bool:
-        """Whether an allow-list entry names this identity: `group:<name>` or a subject.
-
-        A subject that itself starts with `group:` never matches a group entry.
-        """
-        if entry.startswith(GROUP_PREFIX):
-            return entry.removeprefix(GROUP_PREFIX) in self.groups
-        return entry == self.subject
+        """Whether an allow-list entry names this identity: `group:<name>` or a subject
+        (compared as `signoff.names` compares names)."""
+        if is_group_entry(entry):
+            return group_of(entry) in {name_key(g) for g in self.groups}
+        return same_name(entry, self.subject)
 
 
 class ApproverKeys:
@@ -123,12 +130,15 @@ class ApproverKeys:
     def __repr__(self) -> str:
         return f"ApproverKeys({self.describe()!r})"
 
-    def verify(self, token: str, now: datetime | None = None) -> Identity:
+    def verify(self, token: str, now: datetime | None = None, *, expired_ok: bool = False) -> Identity:
         """The identity a token proves, or TokenError saying why it proves none.
 
         Args:
             token: the compact JWT (surrounding whitespace is ignored).
             now: the time to check `exp`/`nbf`/`iat` against (timezone-aware); default now.
+            expired_ok: accept a token whose `exp` has passed (it must still have one, and
+                not be issued after `now`): for a signed decision checked when its call
+                runs, whose lifetime was checked when it was decided.
 
         Raises:
             TokenError: the token is malformed, badly signed, expired, for another issuer
@@ -139,9 +149,9 @@ class ApproverKeys:
             raise UsageError("verify(now=...) needs a timezone-aware datetime, e.g. datetime.now(UTC)")
         token = checked_shape(token)
         header = read_header(token)
-        payload = self._signed_payload(token, header)
+        payload, key = self._signed_payload(token, header)
         claims = read_claims(payload)
-        return _identity(claims, now or datetime.now(UTC), self.issuer, self.audience)
+        return _identity(claims, now or datetime.now(UTC), self.issuer, self.audience, key, expired_ok)
 
     def _candidates(self, header: dict[str, Any]) -> list[VerificationKey]:
         alg, kid = header["alg"], header.get("kid")
@@ -163,7 +173,7 @@ class ApproverKeys:
             )
         return usable
 
-    def _signed_payload(self, token: str, header: dict[str, Any]) -> bytes:
+    def _signed_payload(self, token: str, header: dict[str, Any]) -> tuple[bytes, VerificationKey]:
         for key in self._candidates(header):
             try:
                 payload: bytes = JWS.decode(token, key.material, algorithms=[header["alg"]])
@@ -171,7 +181,7 @@ class ApproverKeys:
                 continue  # another configured key may have signed it
             except jwt.PyJWTError as exc:
                 raise TokenError("malformed", f"the token cannot be read: {exc}") from None
-            return payload
+            return payload, key
         raise TokenError(
             "bad_signature",
             "the token's signature does not match the configured keys: it was signed with another key or altered",
@@ -187,8 +197,13 @@ def issue_token(
     audience: str | None = None,
     *,
     now: datetime | None = None,
+    signs: SignoffClaim | None = None,
 ) -> str:
     """An HS256 approver token signed with the secret in `key_file`.
+
+    Args:
+        signs: what the token signs (its `signoff` claim, `signoff.signatures`); None
+            makes a plain identity token, which verified policies refuse.
 
     Raises:
         ConfigError: the file is not an HS256 secret (PEM/JWKS setups mint tokens with
@@ -196,33 +211,120 @@ def issue_token(
         UsageError: an empty or unprintable subject or group, or a ttl that is not positive.
     """
     secret = read_secret(Path(key_file))
-    for what, value in [("subject", subject), *(("group", g) for g in groups)]:
+    claims = token_claims(subject, groups, ttl, issuer, audience, now=now, signs=signs)
+    return JWS.encode(json.dumps(claims, separators=(",", ":")).encode(), secret, algorithm="HS256")
+
+
+def token_claims(
+    subject: str | None,
+    groups: Sequence[str] = (),
+    ttl: timedelta = DEFAULT_TTL,
+    issuer: str | None = None,
+    audience: str | None = None,
+    *,
+    now: datetime | None = None,
+    signs: SignoffClaim | None = None,
+) -> dict[str, Any]:
+    """The claims of a token signoff signs: `sub` (omitted when None: a person's key names
+    it), `groups`, `iat`, `exp`, a `jti`, `iss`/`aud` when given, and `signoff` when it signs
+    something.
+
+    Raises:
+        UsageError: an empty or unprintable subject or group, or a ttl that is not positive.
+    """
+    names = [("subject", subject)] if subject is not None else []
+    for what, value in [*names, *(("group", g) for g in groups)]:
         if (problem := name_problem(what, value)) is not None:
             raise UsageError(problem)
     if ttl <= timedelta(0):
         raise UsageError(f"the token's lifetime must be positive, not {ttl}")
     issued = now or datetime.now(UTC)
     claims: dict[str, Any] = {
-        "sub": subject, "iat": int(issued.timestamp()), "exp": int((issued + ttl).timestamp()),
-        "jti": secrets.token_urlsafe(16),
+        "iat": int(issued.timestamp()), "exp": int((issued + ttl).timestamp()), "jti": secrets.token_urlsafe(16),
     }  # fmt: skip
+    if subject is not None:
+        claims["sub"] = subject
     if groups:
         claims["groups"] = list(dict.fromkeys(groups))
     if issuer:
         claims["iss"] = issuer
     if audience:
         claims["aud"] = audience
-    return JWS.encode(json.dumps(claims, separators=(",", ":")).encode(), secret, algorithm="HS256")
+    if signs is not None:
+        claims[CLAIM] = signs.model_dump(mode="json")
+    return claims
 
 
-def _identity(claims: dict[str, Any], now: datetime, issuer: str | None, audience: str | None) -> Identity:
-    expires_at = check_times(claims, now)
+def _identity(
+    claims: dict[str, Any], now: datetime, issuer: str | None, audience: str | None, key: VerificationKey | None,
+    expired_ok: bool = False,
+) -> Identity:
+    expires_at = check_times(claims, now, expired_ok=expired_ok)
     check_issuer_audience(claims, issuer, audience)
+    subject, groups = _signer(claims, key)
+    iss = claims.get("iss")
+    return Identity(subject=subject, groups=groups, expires_at=expires_at, issued_at=claim_time(claims, "iat"),
+                    issuer=iss if isinstance(iss, str) else None, claim=_claim(claims),
+                    key_id=key.kid if key else None)  # fmt: skip
+
+
+def _signer(claims: dict[str, Any], key: VerificationKey | None) -> tuple[str, tuple[str, ...]]:
+    """Who the token speaks for: its `sub` and `groups`, within what a person's key may sign.
+
+    Both come from the token itself (a person's key only bounds them), so a token says whom
+    it speaks for without the keys: see `read_verified`."""
     subject = claims.get("sub")
     if subject is None or subject == "":
         raise TokenError("missing_subject", "the token has no 'sub' claim naming the approver")
     if (problem := name_problem("subject", subject)) is not None:
         raise TokenError("bad_claim", f"in the 'sub' claim: {problem}")
+    groups = read_groups(claims.get("groups"))
+    if key is None or not key.personal:
+        return subject, groups
+    assert key.subject is not None
+    if not same_name(subject, key.subject):
+        raise TokenError("bad_claim", f"key {short(key.kid)} signs only as {key.subject!r}, not {short(subject)}")
+    allowed = {name_key(g) for g in key.groups}
+    if beyond := [g for g in groups if name_key(g) not in allowed]:
+        raise TokenError("bad_claim", f"key {short(key.kid)} may not sign for the group(s) {short(beyond)}")
+    return subject, groups
+
+
+def is_bound(token: str) -> bool:
+    """Whether a token carries the `signoff` claim (read without verifying it)."""
+    try:
+        return read_verified(token).claim is not None
+    except TokenError:
+        return False  # unreadable: whoever verifies it says why
+
+
+def read_verified(token: str) -> Identity:
+    """Whom a token already verified speaks for, read from the token alone (no keys, no clock).
+
+    For a decision the update's validator verified (`signoff.runtime.tokens`): the update's
+    handler, also when it replays, reads the same identity from the same token, so nothing
+    needs recording. Never call it on a token nothing verified.
+
+    Raises:
+        TokenError: the token cannot be read (it could not have verified either).
+    """
+    token = checked_shape(token)
+    try:
+        payload: bytes = JWS.decode_complete(token, options={"verify_signature": False})["payload"]
+    except jwt.PyJWTError as exc:
+        raise TokenError("malformed", f"the token cannot be read: {exc}") from None
+    claims = read_claims(payload)
+    subject, groups = _signer(claims, None)
     iss = claims.get("iss")
-    return Identity(subject=subject, groups=read_groups(claims.get("groups")), expires_at=expires_at,
-                    issuer=iss if isinstance(iss, str) else None)
+    return Identity(subject=subject, groups=groups, expires_at=claim_time(claims, "exp"),
+                    issued_at=claim_time(claims, "iat"), issuer=iss if isinstance(iss, str) else None,
+                    claim=_claim(claims))  # fmt: skip
+
+
+def _claim(claims: dict[str, Any]) -> SignoffClaim | None:
+    if CLAIM not in claims:
+        return None
+    try:
+        return read_claim(claims[CLAIM])
+    except ValueError as exc:
+        raise TokenError("bad_claim", str(exc)) from None

@@ -22,6 +22,7 @@ from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 from jwt.exceptions import InvalidKeyError
 
 from signoff.errors import ConfigError
+from signoff.names import name_problem
 from signoff.smallfile import read_small_file
 
 MAX_KEY_FILE_BYTES = 1 << 20
@@ -49,12 +50,26 @@ _NOT_SECRETS = {
 
 @dataclass(frozen=True)
 class VerificationKey:
-    """One key and the only algorithms it may verify."""
+    """One key, the only algorithms it may verify, and whom it may sign for.
+
+    A JWKS key with `sub` is a person's (`signoff keys new`): it signs only as that subject,
+    and only for groups among its `groups`. Keys without `sub` (an HS256 secret, PEM keys,
+    an identity provider's JWKS) and keys marked `"signoff_service": true` (a service such
+    as the inbox, signing for the people it authenticated) sign for any subject.
+    """
 
     kid: str | None
     algorithms: frozenset[str]
     label: str
     material: Any = field(repr=False)  # bytes (a secret) or a cryptography public key
+    subject: str | None = None
+    groups: tuple[str, ...] = ()
+    service: bool = False
+
+    @property
+    def personal(self) -> bool:
+        """Whether this key signs as its own subject only."""
+        return self.subject is not None and not self.service
 
 
 @dataclass(frozen=True)
@@ -224,4 +239,26 @@ def _jwk(path: Path, index: int, entry: Any) -> VerificationKey | str:
         if alg not in algorithms:
             return f"{name} declares alg {alg!r}, which signoff does not accept for a {label} key"
         algorithms = frozenset({alg})
-    return VerificationKey(kid, algorithms, label, key)
+    subject, groups, service = _signer(path, name, entry)
+    return VerificationKey(kid, algorithms, label, key, subject, groups, service)
+
+
+def _signer(path: Path, name: str, entry: dict[str, Any]) -> tuple[str | None, tuple[str, ...], bool]:
+    """Whom a JWK may sign for: its `sub` and `groups` (a person's key), `signoff_service`.
+
+    Raises:
+        ConfigError: a `sub` or group that cannot name anyone, groups without a subject,
+            or a `signoff_service` that is not true or false: the key would otherwise be
+            taken for another kind than meant.
+    """
+    subject, groups, service = entry.get("sub"), entry.get("groups", []), entry.get("signoff_service", False)
+    where = f"the JWKS in {path}: {name}"
+    if not isinstance(service, bool):
+        raise ConfigError(f"{where}: signoff_service must be true or false")
+    if subject is not None and (problem := name_problem("sub", subject)) is not None:
+        raise ConfigError(f"{where}: {problem}")
+    if not isinstance(groups, list) or any(name_problem("group", g) for g in groups):
+        raise ConfigError(f"{where}: groups must be a list of group names")
+    if groups and subject is None:
+        raise ConfigError(f"{where}: has groups but no sub; a person's key names its subject")
+    return subject, tuple(dict.fromkeys(groups)), service

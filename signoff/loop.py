@@ -37,6 +37,7 @@ from datetime import datetime, timedelta
 from signoff.actions import Action, AwaitApproval, CallModel, DecisionError, Fail, Finish, RunTools
 from signoff.approvals import (
     ApprovalRecord,
+    Binding,
     Grant,
     ToolApprovalRequest,
     ToolApprovalResponse,
@@ -175,6 +176,15 @@ class AgentLoop(Decisions, Timers, Resume):
         entry = self._entry(call_id)
         return entry.approval if entry else None
 
+    def evidence_of(self, call_id: str) -> list[str]:
+        """The signed decisions that approved a ready call (empty: none were signed)."""
+        entry = self._entry(call_id)
+        return list(entry.tokens) if entry else []
+
+    def bind_to(self, workflow_id: str, chain_id: str) -> None:
+        """Name the durable run requests are bound to (`ToolApprovalRequest.binding`)."""
+        self.state.workflow_id, self.state.chain_id = workflow_id, chain_id
+
     # --- model turns and tool results ------------------------------------------
 
     def apply_model_turn(
@@ -258,17 +268,22 @@ class AgentLoop(Decisions, Timers, Resume):
         policy = self.state.policies.get(call.name, DEFAULT_POLICY)
         timeout = policy.timeout_seconds or self.state.approval_timeout_seconds
         arguments = parse_arguments(call.arguments)
+        digest = arguments_digest(arguments)
+        s = self.state
+        binding = Binding(workflow_id=s.workflow_id, chain_id=s.chain_id, call_id=call.id, tool=call.name,
+                          arguments_digest=digest) if s.workflow_id and s.chain_id else None  # fmt: skip
         return ToolApprovalRequest(
             call_id=call.id,
             name=call.name,
             arguments=arguments,
-            arguments_digest=arguments_digest(arguments),
+            arguments_digest=digest,
             description=self.state.tools.get(call.name, ""),
             round=max(self.state.round - 1, 0),
             requested_at=now,
             expires_at=now + _secs(timeout) if timeout is not None else None,
             policy=policy,
             preview=preview,
+            binding=binding,
         )
 
     def _invalid_call(self, call: ToolCall) -> str | None:

@@ -101,14 +101,20 @@ class Decisions(LoopParts):
             )
         if not check_authority:
             return None
-        problem = authority.refusal(request, decision.decider, self.state.requested_by)
+        decider = decision.decider
+        problem = authority.refusal(request, decider, self.state.requested_by)
+        if self.state.signed_decisions:
+            problem = problem or authority.signature_problem(request, response, decider)
         if problem or not response.approved:
             return problem
-        return authority.vote_problem(request, decision.decider) or authority.edit_problem(request, response)
+        return (authority.vote_problem(request, decider) or authority.edit_problem(request, response)
+                or authority.grant_problem(request, response))  # fmt: skip
 
     def _apply(self, entry: PendingCall, decision: Decision, now: datetime, grant_id: str | None = None) -> None:
         request, response = entry.request, decision.response
         assert request is not None
+        if response.approved and decision.decider.token is not None:
+            entry.tokens.append(decision.decider.token)  # the evidence the tool activity checks
         if response.approved and not authority.add_vote(request, decision.decider, now, grant_id):
             return  # counted; the quorum is not reached yet
         self._settle_decision(entry, response, now, decider=decision.decider, grant_id=grant_id)
@@ -167,11 +173,12 @@ class Decisions(LoopParts):
     def _make_grant(self, entry: PendingCall, decision: Decision, now: datetime) -> None:
         s, spec, request = self.state, decision.response.grant, entry.request
         assert spec is not None and request is not None
+        approved = authority.approved_digest(request, decision.response)
         s.grants_made += 1
         grant = Grant(
             grant_id=f"grant_{s.grants_made}",
             tool=entry.call.name,
-            arguments_digest=request.arguments_digest if spec.match == "arguments" else None,
+            arguments_digest=approved if spec.match == "arguments" else None,
             approver=decision.decider.name,
             verified=decision.decider.verified,
             groups=decision.decider.groups,
@@ -179,6 +186,7 @@ class Decisions(LoopParts):
             expires_at=now + timedelta(seconds=spec.ttl_seconds) if spec.ttl_seconds else None,
             uses_left=spec.max_uses,
             from_call=entry.call.id,
+            token=decision.decider.token,
         )
         s.grants.append(grant)
         self._emit(GrantEvent(action="created", grant=grant.model_copy(), call_id=entry.call.id))
@@ -192,7 +200,7 @@ class Decisions(LoopParts):
             if entry.status is not CallStatus.AWAITING or request is None:
                 return
             decider = authority.grant_decider(grant)
-            if not authority.grant_matches(grant, request, now):
+            if not authority.grant_matches(grant, request, now, signed=self.state.signed_decisions):
                 continue
             if authority.refusal(request, decider, self.state.requested_by) or authority.vote_problem(request, decider):
                 continue  # a grant never widens what its approver may approve

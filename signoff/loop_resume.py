@@ -17,6 +17,7 @@ from signoff.approvals import ToolApprovalResponse
 from signoff.authority import Decider, Decision
 from signoff.loop_parts import LoopParts
 from signoff.messages import ChatMessage, DecisionIgnoredEvent, ToolCall
+from signoff.names import same_name
 
 
 class Resume(LoopParts):
@@ -64,7 +65,7 @@ class Resume(LoopParts):
         requested_by = self.state.requested_by
         if requested_by is None:
             return requester or Decider.claimed(response.approver)
-        if response.approver not in (None, requested_by):
+        if response.approver and not same_name(response.approver, requested_by):
             raise DecisionError(f"{response.approver!r} is not the requester {requested_by!r}", [])
         return requester or Decider.claimed(requested_by)
 

@@ -32,6 +32,9 @@ class PendingCall(BaseModel):
     result: str | None = None
     approval: ApprovalRecord | None = None
     """The record that approved this call (None for a call that needs no approval)."""
+    tokens: list[str] = Field(default_factory=list)
+    """The signed decisions (and grants' tokens) that approved it: handed to the tool activity,
+    which verifies them itself before the call runs."""
     reminders_sent: int = 0
 
     def timers(self) -> list[datetime]:
@@ -70,6 +73,15 @@ class LoopState(BaseModel):
     approval_timeout_seconds: float | None = None
     max_total_tokens: int | None = None
     requested_by: str | None = None
+    workflow_id: str | None = None
+    chain_id: str | None = None
+    """The durable run's workflow id and continue-as-new chain (its first run's id), set by
+    the workflow: what each request's `binding` names. None in process."""
+    signed_decisions: bool = False
+    """Under a verified policy, a decision counts only if its token signs it (its `signoff`
+    claim). Set by the workflow before it looks at a run's first token; False only for a run
+    replaying a history from before signed decisions, which keeps v2's rule in the workflow
+    (and whose tool calls still run only with signatures)."""
     round: int = 0
     usage: Usage = Field(default_factory=Usage)
     pending: list[PendingCall] = Field(default_factory=list)

@@ -56,6 +56,8 @@ class Timers(LoopParts):
         except OverflowError:
             raise DecisionError(f"call {call_id!r}'s deadline cannot move that far", waiting) from None
         problem = authority.refusal(entry.request, decider, self.state.requested_by)
+        if self.state.signed_decisions:
+            problem = problem or authority.extension_problem(entry.request, seconds, decider)
         if problem:
             raise DecisionError(problem, waiting)
         return entry.request

@@ -196,6 +196,16 @@ class NotificationFailedEvent(_Event):
     message: str
 
 
+class MCPUnavailableEvent(_Event):
+    """An MCP server, or one of its tools, the run could not be given when it started; the
+    run goes on without it (`tool` None: the whole server)."""
+
+    type: Literal["mcp_unavailable"] = "mcp_unavailable"
+    server: str
+    tool: str | None = None
+    message: str
+
+
 class FinishEvent(_Event):
     type: Literal["finish"] = "finish"
     reason: FinishReason
@@ -219,6 +229,7 @@ AgentEvent = Annotated[
     | DeadlineExtendedEvent
     | GrantEvent
     | NotificationFailedEvent
+    | MCPUnavailableEvent
     | FinishEvent
     | ErrorEvent,
     Field(discriminator="type"),

@@ -5,6 +5,12 @@ An `ApprovalPolicy` is declared with a tool (`ApprovalRequiredTool(t, policy=...
 TOML or JSON keyed by tool name, `*` for every other tool). It is snapshotted with the
 run and shown in each pending request, so what governs a paused call never changes
 under it. The rules that apply a policy to a decision live in `signoff.authority`.
+
+Configuration adds gates and never removes them (`PolicyBook`): an entry with
+`always = true` makes every call of its tool wait for a person, `"*"` with `always`
+gates every tool without an entry of its own, and an entry for a tool whose code
+declares a policy may change who decides and when, but never make it less strict
+(`tightened`).
 """
 
 from __future__ import annotations
@@ -17,16 +23,16 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from signoff.digest import canonical_json, sha256_hex
 from signoff.errors import ConfigError
+from signoff.names import name_problem
 
 POLICY_FILE_ENV = "SIGNOFF_POLICY_FILE"
 DEFAULT_KEY = "*"
-GROUP_PREFIX = "group:"
-MAX_NAME_CHARS = 256
-"""The longest approver, requester or token subject (CONTRACT: `approver` ≤ 256)."""
+ALWAYS_KEY = "always"
+"""A policy file entry's gate: every call of the tool needs approval (not a field of the policy)."""
 
 
 class OnTimeout(str, Enum):
@@ -51,6 +57,9 @@ class ApprovalPolicy(BaseModel):
         remind_after_seconds: when to remind the approvers, counted from the request.
         escalate_after_seconds: when `escalate_to` become allowed approvers too.
         escalate_to: subjects or groups added at escalation.
+        grants: whether an approval may carry a grant ("approve and remember"); False
+            makes every call of the tool wait for its own decision. Left out of the JSON
+            (and the digest) while True, so policies from before it keep their digests.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -64,14 +73,24 @@ class ApprovalPolicy(BaseModel):
     remind_after_seconds: tuple[float, ...] = ()
     escalate_after_seconds: float | None = Field(None, gt=0)
     escalate_to: tuple[str, ...] = ()
+    grants: bool = Field(True, exclude_if=lambda allowed: allowed is True)
 
     @field_validator("approvers", "escalate_to")
     @classmethod
     def _names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
         for name in names:
-            if not name.strip() or len(name) > MAX_NAME_CHARS:
-                raise ValueError(f"approver {name!r} must be a non-empty name of at most {MAX_NAME_CHARS} characters")
+            if (problem := name_problem("approver entry", name, group_entry=True)) is not None:
+                raise ValueError(problem)
         return names
+
+    @model_validator(mode="after")
+    def _signed_or_nothing(self) -> ApprovalPolicy:
+        if self.verified and self.timeout_seconds and self.on_timeout is OnTimeout.APPROVE:
+            raise ValueError(
+                "a verified policy cannot approve on timeout: nobody would have signed the call "
+                "(use on_timeout = \"deny\" or \"fail_run\")"
+            )
+        return self
 
     @field_validator("remind_after_seconds")
     @classmethod
@@ -98,24 +117,80 @@ class ApprovalPolicy(BaseModel):
 DEFAULT_POLICY = ApprovalPolicy()
 
 
+def tightened(declared: ApprovalPolicy, entry: ApprovalPolicy) -> tuple[ApprovalPolicy, list[str]]:
+    """A configured `entry` over the policy `declared` with the tool's code, and what it
+    tried to relax.
+
+    The fields the entry sets replace the declared ones (who decides, deadlines,
+    reminders, escalation); the rest stay. What would make the policy less strict is not
+    applied, and named instead: turning off `verified` or `separate_requester`, a lower
+    `quorum`, grants the code forbids, an empty approver list (anyone) where the code
+    names approvers, or a deadline that approves where the code's does not.
+    """
+    merged = {**declared.model_dump(mode="json"), **entry.model_dump(mode="json", include=entry.model_fields_set)}
+    relaxed: dict[str, tuple[Any, str]] = {
+        "verified": (True, "turns off verified"),
+        "separate_requester": (True, "turns off separate_requester"),
+        "quorum": (declared.quorum, f"lowers the quorum below {declared.quorum}"),
+        "grants": (False, "allows grants the tool's own policy forbids"),
+        "approvers": (list(declared.approvers), "lets anyone approve (an empty approvers list)"),
+    }
+    looser = {
+        "verified": declared.verified and not merged["verified"],
+        "separate_requester": declared.separate_requester and not merged["separate_requester"],
+        "quorum": merged["quorum"] < declared.quorum,
+        "grants": not declared.grants and entry.grants and "grants" in entry.model_fields_set,
+        "approvers": bool(declared.approvers) and not merged["approvers"],
+    }
+    problems = [relaxed[name][1] for name, loose in looser.items() if loose]
+    merged.update({name: relaxed[name][0] for name, loose in looser.items() if loose})
+    approves = merged["timeout_seconds"] and merged["on_timeout"] == OnTimeout.APPROVE.value
+    if approves and declared.timeout_outcome is not OnTimeout.APPROVE:
+        problems.append("approves calls on timeout")
+        merged.update(on_timeout=declared.on_timeout.value, timeout_seconds=declared.timeout_seconds)
+    return ApprovalPolicy.model_validate(merged), problems
+
+
 class PolicyBook(BaseModel):
-    """Policies by tool name, `*` for the rest: what a policy file holds."""
+    """Policies by tool name, `*` for the rest, and the tools every call of which needs
+    approval (`always`): what a policy file holds.
+
+    A book adds gates, never removes them: `gated(name)` says whether configuration makes
+    every call of a tool wait, whatever the tool's own code says; `for_tool` combines the
+    book's entry with the policy the tool declares without relaxing it (`tightened`).
+    """
 
     model_config = ConfigDict(frozen=True)
 
     policies: dict[str, ApprovalPolicy] = Field(default_factory=dict)
+    always: frozenset[str] = frozenset()
+    """Tool names (and `*`) whose every call needs approval."""
+
+    def gated(self, name: str) -> bool:
+        """Whether every call of `name` needs approval by configuration: its own entry says
+        `always`, or it has no entry of its own and `*` does."""
+        return name in self.always or (name not in self.policies and DEFAULT_KEY in self.always)
 
     def for_tool(self, name: str, declared: ApprovalPolicy | None = None) -> ApprovalPolicy:
-        """The file's policy for `name`, else the tool's own, else the file's `*`, else anyone."""
-        if name in self.policies:
-            return self.policies[name]
-        if declared is not None:
-            return declared
-        return self.policies.get(DEFAULT_KEY, DEFAULT_POLICY)
+        """The book's entry for `name` over the tool's own policy (never less strict), else
+        the tool's own, else the book's `*`, else anyone."""
+        entry = self.policies.get(name)
+        if entry is None:
+            return declared if declared is not None else self.policies.get(DEFAULT_KEY, DEFAULT_POLICY)
+        return entry if declared is None else tightened(declared, entry)[0]
+
+    def relaxations(self, name: str, declared: ApprovalPolicy | None) -> list[str]:
+        """What the book's entry for `name` tries to relax in the tool's own policy (not applied)."""
+        entry = self.policies.get(name)
+        return [] if entry is None or declared is None else tightened(declared, entry)[1]
 
     def merged_over(self, base: PolicyBook) -> PolicyBook:
-        """This book's entries over `base`'s (the worker's file over an agent's own)."""
-        return PolicyBook(policies={**base.policies, **self.policies})
+        """This book over `base` (the worker's file over an agent's own): its entries tighten
+        `base`'s, and both books' gates hold."""
+        merged = dict(base.policies)
+        for name, entry in self.policies.items():
+            merged[name] = tightened(merged[name], entry)[0] if name in merged else entry
+        return PolicyBook(policies=merged, always=base.always | self.always)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> PolicyBook:
@@ -139,14 +214,20 @@ class PolicyBook(BaseModel):
     def parse(cls, raw: Any, source: str = "policy file") -> PolicyBook:
         if not isinstance(raw, Mapping):
             raise ConfigError(f"{source}: expected a table of tool names, got {type(raw).__name__}")
-        policies = {}
+        policies, always = {}, set()
         for name, value in raw.items():
+            entry = dict(value) if isinstance(value, Mapping) else value
+            gate = entry.pop(ALWAYS_KEY, False) if isinstance(entry, dict) else False
+            if not isinstance(gate, bool):
+                raise ConfigError(f"{source}: policy for {name!r}: {ALWAYS_KEY}: must be true or false, not {gate!r}")
             try:
-                policies[str(name)] = ApprovalPolicy.model_validate(value)
+                policies[str(name)] = ApprovalPolicy.model_validate(entry)
             except ValidationError as exc:
                 problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or name}: {e['msg']}" for e in exc.errors())
                 raise ConfigError(f"{source}: policy for {name!r}: {problems}") from None
-        return cls(policies=policies)
+            if gate:
+                always.add(str(name))
+        return cls(policies=policies, always=frozenset(always))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PolicyBook:

@@ -4,19 +4,22 @@ Taken worker-side when a run starts and recorded in its history, so a paused run
 the definition it started with whatever the worker's configuration does meanwhile.
 `gate` records how each tool decides whether a call needs approval: `always`
 (`ApprovalRequiredTool`, a tool with an approval policy), `never`, or `per_call` (the
-tool looks at the arguments, e.g. a file tool's workspace scope).
+tool looks at the arguments, e.g. a file tool's workspace scope). An MCP tool also
+records its listing (`mcp`: server, tool, annotations, trust), so any worker can call it
+by name and its approval requests say where it comes from.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from signoff.digest import canonical_json, sha256_hex
 from signoff.limits import Limits
 from signoff.messages import ToolSpec
 from signoff.policy import DEFAULT_POLICY, ApprovalPolicy
+from signoff.tools.mcp.listing import MCPToolInfo
 
 Gate = Literal["always", "never", "per_call"]
 
@@ -27,6 +30,21 @@ class SnapshotTool(BaseModel):
     gate: Gate = "per_call"
     policy: ApprovalPolicy | None = None
     """None: the default policy (anyone may decide); kept out of the payload."""
+    mcp: MCPToolInfo | None = None
+    """Where an MCP tool comes from and what it declared; absent (not null) for other tools,
+    so the snapshots and digests of runs without MCP tools are those they always were."""
+
+    @model_serializer(mode="wrap")
+    def _without_absent_mcp(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("mcp", False) is None:
+            del data["mcp"]
+        return data
+
+    @property
+    def approver_description(self) -> str:
+        """What an approval request says of the tool (for an MCP tool: server, annotations, trust)."""
+        return self.mcp.describe(self.spec.description) if self.mcp else self.spec.description
 
 
 class NotifyPlan(BaseModel):
@@ -60,7 +78,8 @@ class RunSnapshot(BaseModel):
 
     @property
     def descriptions(self) -> dict[str, str]:
-        return {t.spec.name: t.spec.description for t in self.tools}
+        """What the run's approval requests say of each tool, by name."""
+        return {t.spec.name: t.approver_description for t in self.tools}
 
     @property
     def policies(self) -> dict[str, ApprovalPolicy]:

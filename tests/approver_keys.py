@@ -20,6 +20,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 
+from signoff.approvals import ToolApprovalRequest
+from signoff.signing import SigningKey, signed_decision
+
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey
 
@@ -96,3 +99,12 @@ def hand_made(header: dict[str, Any], payload: bytes | str, hmac_key: bytes | No
     signing_input = f"{b64(json.dumps(header).encode())}.{b64(raw)}"
     signature = hmac.new(hmac_key, signing_input.encode(), hashlib.sha256).digest() if hmac_key else b""
     return f"{signing_input}.{b64(signature)}"
+
+
+def signed(key_file: Path, pending: dict[str, Any], subject: str | None = None, *groups: str,
+           approved: bool = True, **fields: Any) -> dict[str, Any]:
+    """A decision on a pending call (as the `pending_approvals` query returns it), signed with
+    the key in `key_file` (an HS256 secret, or a person's PEM key) for exactly that call."""
+    request = ToolApprovalRequest.model_validate(pending)
+    key = SigningKey.load(key_file, fields.pop("kid", None))
+    return signed_decision(key, request, approved, subject=subject, groups=groups, **fields)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from temporalio.client import Client, WorkflowHandle
 
 from signoff.agent import ChatClientAgent
@@ -46,11 +48,26 @@ async def running_worker(
 
 
 async def start_run(client: Client, task_queue: str, prompt: str | None = "go", **kwargs: Any) -> WorkflowHandle:
+    """Start an AgentRun (`id`: its workflow id, default a fresh one; the rest: its input)."""
     options = kwargs.pop("options", None) or RunOptions()
+    workflow_id = kwargs.pop("id", None) or f"run-{uuid.uuid4()}"
     run_input = AgentRunInput(prompt=prompt, options=options, **kwargs)
     return await client.start_workflow(
-        "AgentRun", run_input, id=f"run-{uuid.uuid4()}", task_queue=task_queue, result_type=AgentRunResult
+        "AgentRun", run_input, id=workflow_id, task_queue=task_queue, result_type=AgentRunResult
     )
+
+
+async def result_unless(handle: WorkflowHandle, ran_again: Callable[[], str | None]) -> AgentRunResult:
+    """The run's result; fails at once, not at a timeout, when `ran_again()` says something ran twice."""
+    result_task = asyncio.ensure_future(handle.result())
+    while not result_task.done():
+        why = ran_again()
+        if why is not None:
+            result_task.cancel()
+            pytest.fail(why)
+        await asyncio.wait({result_task}, timeout=0.1)
+    result: AgentRunResult = result_task.result()
+    return result
 
 
 async def wait_pending(handle: WorkflowHandle, count: int = 1, timeout: float = 10.0) -> list[dict[str, Any]]:

@@ -131,11 +131,15 @@ class Processes:
         """`python worker.py ARGS` (the repository's worker script, whatever `cwd` is)."""
         return self.start(name, [sys.executable, str(REPO / "worker.py"), *args], env, cwd)
 
-    async def dev_server(self, name: str, db: Path, port: int, ui_port: int, timeout: float = 30.0) -> Proc:
-        """`temporal server start-dev` persisting to `db`, listening on 127.0.0.1:`port`."""
+    async def dev_server(
+        self, name: str, db: Path, port: int, ui_port: int, timeout: float = 30.0, ui_codec_endpoint: str | None = None
+    ) -> Proc:
+        """`temporal server start-dev` persisting to `db`, listening on 127.0.0.1:`port`; its Web UI
+        only with `ui_codec_endpoint` (the codec server it asks to decode)."""
+        ui = ["--ui-codec-endpoint", ui_codec_endpoint] if ui_codec_endpoint else ["--headless"]
         args = [
             str(find_temporal_binary()), "server", "start-dev", "--db-filename", str(db),
-            "--ip", "127.0.0.1", "--port", str(port), "--ui-port", str(ui_port), "--headless",
+            "--ip", "127.0.0.1", "--port", str(port), "--ui-port", str(ui_port), *ui,
             "--log-level", "error",
         ]  # fmt: skip
         for attribute, kind in SEARCH_ATTRIBUTES.items():

@@ -18,3 +18,13 @@ def test_round_overhead_bench_runs_and_validates_results(tmp_path: Path) -> None
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     result = json.loads((tmp_path / "round_overhead.json").read_text())
     assert set(result["stats"]) >= {"signoff", "floor"}
+
+
+def test_mcp_calls_bench_runs_and_validates_results(tmp_path: Path) -> None:
+    env = {**os.environ, "BENCH_RESULTS": str(tmp_path)}
+    command = [sys.executable, "-m", "bench.mcp_calls", "--runs", "1", "--rounds", "2", "--calls", "5"]
+    out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    result = json.loads((tmp_path / "mcp_calls.json").read_text())
+    assert set(result["stats"]) == {"plain", "plain, MCP agent", "MCP stdio", "MCP HTTP"}
+    assert set(result["direct"]) == {"function", "MCP stdio", "MCP HTTP"}

@@ -68,12 +68,13 @@ async def test_pending_lists_the_waiting_call(client: Client, task_queue: str, t
         await handle.result()
     block = out[out.index(handle.id):].split("\n\n")[0].splitlines()
     assert block[0].split()[:4] == [handle.id, "call_1", "run_command", "waiting"]
-    assert block[1:4] == [
+    assert block[1:5] == [
+        "    about      Run a shell command",
         '    arguments  {"command": "echo hi"}',
         f"    digest     {arguments_digest({'command': 'echo hi'})}",
         "    policy     anyone may decide",
     ]
-    assert block[4] == "    deadline   none (waits until decided)"
+    assert block[5] == "    deadline   none (waits until decided)"
 
 
 async def test_approve_decides_the_only_pending_call(client: Client, task_queue: str, tmp_path: Path, cli: Cli) -> None:

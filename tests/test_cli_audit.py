@@ -74,7 +74,9 @@ async def test_audit_prints_each_record_and_verify_says_the_trail_holds(
         assert text in shown.out, text
     assert verified.code == 0, verified
     assert verified.out.rstrip().endswith(
-        "the audit trail holds: 3 record(s); 2 approved tool call(s) checked against the history of 1 run(s)"
+        "the audit trail holds: 3 record(s); 2 approved tool call(s) checked against the history of 1 run(s); "
+        "3 record(s) without a verified approver are attribution only (anyone who could signal the run could "
+        "have sent them)"
     )
 
 

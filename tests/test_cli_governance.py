@@ -29,23 +29,27 @@ def issue(key: Path, subject: str) -> str:
     return done.stdout.strip()
 
 
-async def test_a_token_decides_as_its_subject_on_a_verified_tool(
+async def test_a_verified_tool_is_decided_by_a_signed_decision_not_a_plain_token(
     client: Client, task_queue: str, tmp_path: Path, cli: Cli
 ) -> None:
+    """With the shared HS256 secret as SIGNOFF_APPROVER_KEY_FILE the CLI signs each decision as
+    `--approver` (default $USER); a plain token (v2's way) is refused with how to sign."""
     key = tmp_path / "approver.key"
     write_secret(key)
     policies = PolicyBook(policies={"run_command": ApprovalPolicy(approvers=("alice",), verified=True)})
-    alice, bob = issue(key, "alice"), issue(key, "bob")
+    alice = issue(key, "alice")
     async with served(client, task_queue, tmp_path, verifier=ApproverKeys.load(key), policies=policies):
         handle = await start_run(client, task_queue)
         await wait_pending(handle)
         unverified = await cli("approve", handle.id, "call_1")  # $USER is tester, unverified
-        outsider = await cli("approve", handle.id, "call_1", "--token", bob)
+        plain = await cli("approve", handle.id, "call_1", "--token", alice)
+        outsider = await cli("approve", handle.id, "call_1", SIGNOFF_APPROVER_KEY_FILE=str(key))  # signs as tester
         still = await handle.query("pending_approvals")
-        approved = await cli("approve", handle.id, "call_1", SIGNOFF_APPROVER_TOKEN=alice)
+        approved = await cli("approve", handle.id, "call_1", "--approver", "alice", SIGNOFF_APPROVER_KEY_FILE=str(key))
         result: AgentRunResult = await asyncio.wait_for(handle.result(), 60)
     assert unverified.code == 1 and "verified" in unverified.err, unverified
-    assert outsider.code == 1 and "bob" in outsider.err, outsider
+    assert plain.code == 1 and "plain identity token" in plain.err and "SIGNOFF_APPROVER_KEY_FILE" in plain.err, plain
+    assert outsider.code == 1 and "'tester' is not among its approvers" in outsider.err, outsider
     assert [r["call_id"] for r in still] == ["call_1"]
     assert approved.code == 0, approved
     (record,) = result.approvals

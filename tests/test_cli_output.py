@@ -185,6 +185,14 @@ def test_approval_block_has_everything_needed_to_decide() -> None:
         assert text in block
 
 
+def test_with_an_inbox_the_block_and_the_pending_list_link_to_the_calls_page() -> None:
+    page = "https://inbox.example.com/call?run=run+1&id=call_1"
+    block = approval_block(CALL, "run 1", None, PLAIN, inbox="https://inbox.example.com")
+    assert f"    inbox      {page}" in block
+    assert f"    inbox      {page}" in render_pending([PendingRow("run 1", CALL)], PLAIN, inbox="https://inbox.example.com")
+    assert not any("inbox" in line for line in approval_block(CALL, "run 1", None, PLAIN))
+
+
 def test_decide_commands_quote_for_the_shell() -> None:
     assert decide_commands("my run", "c;1")[0] == "signoff approve 'my run' 'c;1'"
 
@@ -194,6 +202,7 @@ def test_pending_shows_each_call_whole_under_its_run() -> None:
     rows = [PendingRow("run-1", request), PendingRow("run-22", note="(no worker answered)", tools=["write_file"])]
     assert render_pending(rows, PLAIN, None, NOW) == [
         "run-1  call_1  run_command  waiting 42s",
+        "    about      Run a shell command",
         '    arguments  {"command": "ls"}',
         f"    digest     {CALL.arguments_digest}",
         "    policy     anyone may decide",

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from temporalio.client import Client
+import pytest
+from temporalio.client import Client, WorkflowUpdateFailedError
 
 from tests.cli_harness import Cli, cli, cli_environ, finish, served, spawn  # noqa: F401
 from tests.helpers import Reply, ScriptedRequest, call, start_run, wait_pending
@@ -70,8 +71,11 @@ async def test_escape_sequences_from_model_tools_and_decisions_arrive_inert(
         await wait_pending(handle)
         watcher = await spawn(cli_environ, "watch", handle.id)
         pending = await cli("pending", handle.id)
+        escaped = {"call_id": "call_1", "approved": True, "approver": "mallory\x1b]0;approver-title\x07"}
+        with pytest.raises(WorkflowUpdateFailedError) as refused:  # a name may hold no control characters
+            await handle.execute_update("submit_tool_approval", escaped)
         await handle.execute_update("submit_tool_approval", {
-            "call_id": "call_1", "approved": True, "approver": "mallory\x1b]0;approver-title\x07",
+            "call_id": "call_1", "approved": True, "approver": "mallory",
             "reason": "fine\x1b]52;c;Y2F0IH4vLnNzaC9pZF9yc2E=\x07\u202e",
         })  # fmt: skip
         await asyncio.wait_for(handle.result(), 60)
@@ -86,7 +90,8 @@ async def test_escape_sequences_from_model_tools_and_decisions_arrive_inert(
     for shown in ("Looking.\\x1b[2J\\x1b]0;model-title\\x07\\x1b[5;1H",  # model text
                   "\\x1b[2J\\x1b[H\\x1b]0;pwned-title\\x07\\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b[3A\\x1b[2K",  # tool output
                   "evil\\x1b]0;tool-title\\x07",  # a tool name from the model
-                  "by mallory\\x1b]0;approver-title\\x07: fine\\x1b]52;c;Y2F0IH4vLnNzaC9pZF9yc2E=\\x07\\u202e",
+                  "by mallory: fine\\x1b]52;c;Y2F0IH4vLnNzaC9pZF9yc2E=\\x07\\u202e",
                   "All done.\\x1b[1A\\x1b[2K\\x9b2J see \\u202etxt.exe"):  # fmt: skip
         assert shown in seen, (shown, seen)
-    assert "All done.\\x1b[1A" in result.out and "mallory\\x1b]0;approver-title\\x07" in audit.out
+    assert "All done.\\x1b[1A" in result.out and "fine\\x1b]52;c;Y2F0IH4vLnNzaC9pZF9yc2E=\\x07" in audit.out
+    assert "U+001B" in str(refused.value.cause)

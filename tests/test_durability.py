@@ -25,6 +25,7 @@ from tests.helpers import (
     ScriptedRequest,
     assert_eventually,
     call,
+    result_unless,
     start_run,
     wait_pending,
 )
@@ -137,13 +138,12 @@ async def test_command_interrupted_by_worker_sigkill_is_reported_unknown_and_not
     first.kill()
     killed_at = time.monotonic()
     procs.worker("worker-2", env)
-    result_task = asyncio.ensure_future(result_of(handle))
-    while not result_task.done():  # fail at once, not at the timeout, if the command runs again
+    def ran_again() -> str | None:
         if sum(line.startswith("started") for line in lines(marker)) > 1:
-            result_task.cancel()
-            pytest.fail(f"the command ran again after the crash: {lines(marker)}")
-        await asyncio.wait({result_task}, timeout=0.1)
-    result = result_task.result()
+            return f"the command ran again after the crash: {lines(marker)}"
+        return None
+
+    result = await asyncio.wait_for(result_unless(handle, ran_again), RESULT_TIMEOUT)
     print(f"[timing] worker SIGKILL -> run finished with outcome unknown: {time.monotonic() - killed_at:.2f}s")
 
     tool_message = result.messages[2]

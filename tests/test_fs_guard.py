@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from signoff.activities.state import STATE_KEY_ENV
 from signoff.tools import (
     ListDir,
     ReadFile,
@@ -273,9 +274,14 @@ def test_every_secret_file_the_worker_reads_is_guarded() -> None:
     from signoff.chat.config import ENV_API_KEY_FILE
     from signoff.identity import ENV_KEYS
     from signoff.runtime import s3store
+    from signoff.runtime.codec import CODEC_KEYS_ENV
     from signoff.runtime.connection import CONFIG_FILE_ENV
+    from signoff.tools.mcp import MCP_CONFIG_ENV
 
-    read = {ENV_API_KEY_FILE, SECRET_ENV, ENV_KEYS, CONFIG_FILE_ENV, s3store.SECRET_FILE_ENV}
+    read = {
+        ENV_API_KEY_FILE, SECRET_ENV, ENV_KEYS, CONFIG_FILE_ENV, s3store.SECRET_FILE_ENV,
+        CODEC_KEYS_ENV, MCP_CONFIG_ENV, STATE_KEY_ENV,
+    }
     assert read <= set(SECRET_FILE_ENV)
 
 

@@ -4,14 +4,21 @@ matching waiting calls; and a grant never decides more than its approver could."
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from signoff.activities.notify import NotifyConfig
+from signoff.digest import arguments_digest
+from signoff.identity import ApproverKeys
+from signoff.messages import ToolCall
 from signoff.policy import ApprovalPolicy
+from tests.approver_keys import signed, write_secret
 from tests.governance import (
     deploy,
     events_of,
@@ -22,12 +29,18 @@ from tests.governance import (
     turns,
     wait_event,
 )
-from tests.helpers import assert_eventually, wait_pending
+from tests.helpers import ScriptedModelServer, agents_for, assert_eventually, running_worker, start_run, wait_pending
 from tests.receiver import Receiver
 
 
-def approve(call_id: str, approver: str = "alice", **grant: Any) -> dict[str, Any]:
-    return {"call_id": call_id, "approved": True, "approver": approver, **({"grant": grant} if grant else {})}
+def approve(call_id: str, approver: str = "alice", arguments: dict[str, Any] | None = None,
+            **grant: Any) -> dict[str, Any]:
+    decision = {"call_id": call_id, "approved": True, "approver": approver, **({"grant": grant} if grant else {})}
+    return decision | ({"arguments": arguments} if arguments is not None else {})
+
+
+def command(call_id: str, arguments: dict[str, Any]) -> ToolCall:
+    return ToolCall(id=call_id, name="run_command", arguments=json.dumps(arguments))
 
 
 async def decide(handle: WorkflowHandle[Any, Any], decision: dict[str, Any]) -> dict[str, Any]:
@@ -185,3 +198,61 @@ async def test_under_quorum_two_a_grant_is_one_vote(client: Client) -> None:
     record = result.approvals[1]
     assert [(v.approver, v.grant_id) for v in record.votes] == [("bob", "grant_1"), ("alice", None)]
     assert result.text == "deployed web|deployed web"
+
+
+async def test_a_grant_made_with_edited_arguments_covers_those_never_the_models_original(
+    client: Client, tmp_path: Path
+) -> None:
+    """Finding 3: alice approved `touch important` only as `echo safe`, with a grant on matching
+    arguments; the grant covered the original, and the model's second `touch important` ran."""
+    marker = tmp_path / "important"
+    risky, safe = {"command": f"touch {marker}"}, {"command": "echo safe"}
+    script = turns([command("call_1", risky)], [command("call_2", risky)], [command("call_3", safe)])
+    queue = f"tq-{uuid4()}"
+    with ScriptedModelServer(script) as model:
+        async with running_worker(client, queue, model, agents_for(tmp_path)):
+            handle = await start_run(client, queue)
+            await wait_pending(handle)
+            edited = approve("call_1", arguments=safe) | {"grant": {"match": "arguments"}}
+            await decide(handle, edited)
+            waiting = await next_pending(handle, "call_2")
+            assert not marker.exists()
+            (grant,) = await handle.query("grants")
+            await decide(handle, {"call_id": "call_2", "approved": False, "reason": "no", "approver": "alice"})
+            result = await handle.result()
+    assert grant["arguments_digest"] == arguments_digest(safe) != waiting["arguments_digest"]
+    assert [(a.call_id, a.approved, a.grant_id) for a in result.approvals] == [
+        ("call_1", True, None), ("call_2", False, None), ("call_3", True, "grant_1"),
+    ]  # fmt: skip
+    assert not marker.exists()
+
+
+async def test_a_tool_whose_policy_says_grants_false_takes_no_grant(client: Client) -> None:
+    agents = {"ops": ops_agent(deploy=ApprovalPolicy(grants=False))}
+    async with ops_run(client, turns([deploy("call_1")], [deploy("call_2")]), worker={"agents": agents}) as handle:
+        (pending,) = await wait_pending(handle)
+        refused = await refusal(decide(handle, approve("call_1", match="tool")))
+        await handle.signal("tool_approval", approve("call_1", match="tool"))
+        (ignored,) = await wait_event(handle, "decision_ignored")
+        await decide(handle, approve("call_1"))
+        second = await next_pending(handle, "call_2")
+        await handle.terminate()
+    assert "takes no grants (its policy says grants = false)" in refused and "takes no grants" in ignored["reason"]
+    assert pending["policy"]["grants"] is False and second["votes"] == []
+
+
+async def test_a_signed_grant_lets_the_tool_activity_run_later_matching_calls(client: Client, tmp_path: Path) -> None:
+    """Under a verified policy the grant is part of the signed decision, and the tool activity
+    checks that token for each call the grant approves."""
+    keys = tmp_path / "approvers.key"
+    write_secret(keys)
+    policy = ApprovalPolicy(verified=True, approvers=("alice",))
+    worker = {"agents": {"ops": ops_agent(deploy=policy)}, "verifier": ApproverKeys.load(keys)}
+    async with ops_run(client, turns([deploy("call_1")], [deploy("call_2", "api")]), worker=worker) as handle:
+        (pending,) = await wait_pending(handle)
+        unsigned = signed(keys, pending, "alice") | {"grant": {"match": "tool"}}
+        refused = await refusal(decide(handle, unsigned))
+        await decide(handle, signed(keys, pending, "alice", grant={"match": "tool", "ttl_seconds": 3600}))
+        result = await handle.result()
+    assert "signed for another decision: its grant is None" in refused
+    assert result.text == "deployed web|deployed api" and result.approvals[1].grant_id == "grant_1"

@@ -60,7 +60,7 @@ def test_issued_hs256_token_proves_subject_groups_issuer_and_expiry(tmp_path: Pa
     token = issue_token(tmp_path / "k", "alice", ["sre", "oncall"], timedelta(minutes=5), "team", "signoff", now=NOW)
     identity = ApproverKeys.load(tmp_path / "k", issuer="team", audience="signoff").verify(token, now=NOW)
     assert identity == Identity(subject="alice", groups=("sre", "oncall"), expires_at=NOW + timedelta(minutes=5),
-                                issuer="team")
+                                issued_at=NOW, issuer="team")
 
 
 @pytest.mark.parametrize(

@@ -35,8 +35,8 @@ def replayer() -> Replayer:
 
 def test_every_history_shape_is_committed() -> None:
     assert {p.stem for p in HISTORIES} >= {
-        "approved", "denied", "timed_out", "continued_as_new", "verified", "timeout_grant", "strangers",
-        "paused_deadline",
+        "approved", "denied", "timed_out", "continued_as_new", "verified", "timeout_grant", "mcp",
+        "signed", "sealed_continued_as_new", "continued_run", "strangers", "paused_deadline",
     }  # fmt: skip
 
 
@@ -45,6 +45,19 @@ def test_the_verified_history_holds_its_verifications() -> None:
     history = WorkflowHistory.from_json("verified", (Path(__file__).parent / "histories" / "verified.json").read_text())
     markers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
     assert len(markers) == 3  # the refused token and two valid ones
+
+
+def _markers(name: str) -> list[str]:
+    """The local activities and patches a committed history recorded, by marker name."""
+    history = WorkflowHistory.from_json(name, (Path(__file__).parent / "histories" / f"{name}.json").read_text())
+    return [e.marker_recorded_event_attributes.marker_name for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]  # fmt: skip
+
+
+def test_the_v3_histories_hold_the_seal_and_its_check() -> None:
+    assert _markers("sealed_continued_as_new") == ["core_patch", "core_local_activity"]  # the patch, the seal
+    assert _markers("continued_run") == ["core_patch", "core_local_activity"]  # the patch, the check
+    assert set(_markers("signed")) == {"core_local_activity"}  # verifications only: signed decisions need no patch
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])

@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 
 from signoff.activities.notify import read_notify_secret
+from signoff.activities.state import read_state_key
 from signoff.chat.config import read_key_file
 from signoff.errors import ConfigError
 from signoff.keyfile import read_key_file as read_approver_keys
 from signoff.runtime import s3store
+from signoff.runtime.codec import CodecKeys
+from signoff.tools.mcp import MCPServer
 
 HANG_GUARD = 10  # seconds: only to turn a hang into a failure
 
@@ -29,6 +32,9 @@ READERS: dict[str, Callable[[Path], Any]] = {
     "SIGNOFF_APPROVER_KEYS": read_approver_keys,
     "SIGNOFF_NOTIFY_SECRET_FILE": read_notify_secret,
     "SIGNOFF_S3_SECRET_ACCESS_KEY_FILE": s3_secret,
+    "SIGNOFF_CODEC_KEYS": CodecKeys.read,
+    "SIGNOFF_MCP_CONFIG": MCPServer.load_all,  # its headers and env may hold tokens
+    "SIGNOFF_STATE_KEY_FILE": read_state_key,
 }
 
 

@@ -25,7 +25,8 @@ async def test_a_worker_whose_policies_need_keys_it_lacks_refuses_to_start_namin
     code = await worker.wait_exit(30)
     last = worker.stderr().strip().splitlines()[-1]
     assert code != 0 and READY not in worker.stdout()
-    assert "policies need verified approvers (default/run_command)" in last and "SIGNOFF_APPROVER_KEYS" in last
+    assert "policies need verified approvers or requesters (default/run_command)" in last
+    assert "SIGNOFF_APPROVER_KEYS" in last
 
 
 async def test_with_keys_it_starts_and_says_what_it_verifies_with(

@@ -30,22 +30,31 @@ with workflow.unsafe.imports_passed_through():
         ChatTurn,
         PrepareInput,
         PrepareOutput,
+        SealInput,
+        SealOutput,
         ToolInput,
         ToolOutput,
+        UnsealInput,
+        UnsealOutput,
     )
     from signoff.contract import STATUS_AWAITING, STATUS_FINISHED, STATUS_RUNNING, WORKFLOW_TYPE, AgentRunResult
     from signoff.limits import DEFAULT_PAYLOAD_BUDGET, size_over, too_large
     from signoff.loop import AwaitApproval, DecisionError, Fail, Finish, RunTools, unanswered_calls
     from signoff.messages import ToolCall
+    from signoff.signatures import RequesterClaim, mismatch, requester_claim
     from signoff.workflows import steps
     from signoff.workflows.handlers import DecisionHandlers
     from signoff.workflows.queries import RunQueries
     from signoff.workflows.record import SIGNOFF_AGENT
     from signoff.workflows.refusal import INVALID_INPUT, Refusal
-    from signoff.workflows.run_input import ContinuedRun, Requester
+    from signoff.workflows.run_input import ContinuedRun, InvalidInput, Requester, state_digest
 
 
 T = TypeVar("T", bound=BaseModel)
+SEALS_STATE = "signoff-seals-continued-state"
+CHECKS_STATE = "signoff-checks-continued-state"
+"""Patches: runs before v3 continued as new unsealed and adopted state unchecked; their
+histories replay without these steps (`workflow.patched`)."""
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
@@ -58,6 +67,8 @@ class AgentRun(DecisionHandlers, RunQueries):
     async def run(self, raw: RawValue) -> AgentRunResult:
         if self._input_error is not None:  # a failed run, never a workflow task retried forever
             raise Refusal(self._input_error, INVALID_INPUT)
+        if self._continued is not None and workflow.patched(CHECKS_STATE):
+            await self._check_continued(self._continued)
         workflow.upsert_search_attributes([SIGNOFF_AGENT.value_set(self._input.agent)])
         if self._continued is None:
             await self._start()
@@ -85,26 +96,39 @@ class AgentRun(DecisionHandlers, RunQueries):
 
     # --- starting --------------------------------------------------------------------
 
+    async def _check_continued(self, state: ContinuedRun) -> None:
+        """Adopt carried state only if the worker says a run of this chain sealed it; forged
+        or copied state fails the run at once (`activities/state.py`)."""
+        info = workflow.info()
+        try:
+            digest = state_digest(state)
+        except InvalidInput as exc:
+            raise Refusal(f"invalid input: {exc}", INVALID_INPUT) from None
+        check = UnsealInput(chain_id=info.first_execution_run_id, digest=digest, seal=state.seal,
+                            continued_run_id=info.continued_run_id or "")  # fmt: skip
+        out: UnsealOutput = await workflow.execute_local_activity_method(
+            AgentActivities.unseal, check, start_to_close_timeout=timedelta(seconds=30),
+            summary="check the continued state's seal",
+        )  # fmt: skip
+        if out.error is not None:
+            raise Refusal(f"invalid input: {out.error}; nothing of it was adopted", INVALID_INPUT)
+
     async def _start(self) -> None:
         """Verify who asked, then reopen a resumed transcript's unanswered calls, applying
         the input's decisions under each call's policy."""
         options = self._input.options
         if options.requester_token:
-            try:
-                who = await self._identify(options.requester_token, options.requested_by, "requester")
-            except ApplicationError as exc:
-                raise Refusal(f"invalid input: {exc.message}", INVALID_INPUT) from None
-            self._requester = Requester(name=who.name, groups=who.groups, verified=True)
-            self._loop.state.requested_by = who.name
+            await self._verify_requester(options.requester_token, options.requested_by)
         open_calls = unanswered_calls(self._loop.messages)
         if not open_calls and not options.tool_approval_responses:
             return
         prepared: PrepareOutput = await self._step(
             AgentActivities.prepare,
-            PrepareInput(agent=self._input.agent, transcript=self._loop.messages, open_calls=open_calls),
+            PrepareInput(agent=self._input.agent, transcript=self._loop.messages, open_calls=open_calls,
+                         requester=self._requester),
             summary="snapshot the agent; gate the open calls", **steps.prepare_options(),
         )  # fmt: skip
-        self._adopt(prepared.snapshot, prepared.snapshot_digest)
+        self._adopt(prepared.snapshot, prepared.snapshot_digest, prepared.unavailable)
         try:
             self._loop.resume(
                 options.tool_approval_responses, prepared.gated, workflow.now(), self._requester_decider(),
@@ -112,6 +136,20 @@ class AgentRun(DecisionHandlers, RunQueries):
             )  # fmt: skip
         except DecisionError as exc:
             raise Refusal(f"invalid tool_approval_responses: {exc}", INVALID_INPUT) from None
+
+    async def _verify_requester(self, token: str, claimed: str | None) -> None:
+        """Who asked for the run, from their token; one signed for anything but asking for
+        this workflow id fails the start."""
+        try:
+            who = await self._identify(token, claimed, "requester")
+        except ApplicationError as exc:
+            raise Refusal(f"invalid input: {exc.message}", INVALID_INPUT) from None
+        wanted = requester_claim(workflow.info().workflow_id)
+        if who.claim is not None and (problem := mismatch(who.claim, wanted)) is not None:
+            raise Refusal(f"invalid input: requester_token: {problem}", INVALID_INPUT)
+        bound = isinstance(who.claim, RequesterClaim)
+        self._requester = Requester(name=who.name, groups=who.groups, verified=True, bound=bound)
+        self._loop.state.requested_by = who.name
 
     # --- the model -------------------------------------------------------------------
 
@@ -121,13 +159,14 @@ class AgentRun(DecisionHandlers, RunQueries):
         chat_input = ChatInput(
             agent=self._input.agent, snapshot_digest=self._digest, transcript=delta,
             model=options.model, temperature=options.temperature,
+            requester=self._requester if self._digest is None else None,
         )  # fmt: skip
         turn: ChatTurn = await self._step(
             AgentActivities.chat, self._checked(chat_input, "the model's input"),
             summary=f"model turn {loop.state.round + 1}", **steps.chat_options(),
         )  # fmt: skip
         if turn.snapshot is not None and turn.snapshot_digest:
-            self._adopt(turn.snapshot, turn.snapshot_digest)
+            self._adopt(turn.snapshot, turn.snapshot_digest, turn.unavailable)
         self._sender.sent_with_answer(delta, turn.response.message.model_copy(update={"role": "assistant"}))
         loop.apply_model_turn(turn.response, turn.gated, workflow.now(), previews=turn.previews)
 
@@ -152,7 +191,11 @@ class AgentRun(DecisionHandlers, RunQueries):
         proof = ApprovalProof(call_id=call.id, arguments_digest=record.arguments_digest, record_hash=record.hash) if (
             record
         ) else None
-        tool_input = ToolInput(agent=self._input.agent, snapshot_digest=self._digest, call=call, approval=proof)
+        tool_input = ToolInput(
+            agent=self._input.agent, snapshot_digest=self._digest, call=call, approval=proof,
+            tokens=self._loop.evidence_of(call.id) if record else [],
+            requester_token=self._input.options.requester_token if record else None,
+        )  # fmt: skip
         try:
             output: ToolOutput = await workflow.execute_activity_method(
                 AgentActivities.tool, self._checked(tool_input, f"the input of {call.name}"),
@@ -206,7 +249,22 @@ class AgentRun(DecisionHandlers, RunQueries):
             input=self._input, loop=self._loop.state, snapshot=self._snapshot, snapshot_digest=self._digest,
             requester=self._requester, event_seq=self._record.seq, events=self._record.events,
         )  # fmt: skip
-        workflow.continue_as_new(self._checked(carried, "the state carried across continue-as-new"))
+        self._checked(carried, "the state carried across continue-as-new")
+        if workflow.patched(SEALS_STATE):
+            carried.seal = await self._seal(carried)
+        workflow.continue_as_new(carried)
+
+    async def _seal(self, state: ContinuedRun) -> str:
+        """The worker's seal on `state` for this workflow and chain (`activities/state.py`)."""
+        try:
+            digest = state_digest(state)
+        except InvalidInput as exc:
+            raise ApplicationError(str(exc), type="UnsealableState", non_retryable=True) from None
+        out: SealOutput = await workflow.execute_local_activity_method(
+            AgentActivities.seal, SealInput(chain_id=workflow.info().first_execution_run_id, digest=digest),
+            start_to_close_timeout=timedelta(seconds=30), summary="seal the state carried across continue-as-new",
+        )  # fmt: skip
+        return out.seal
 
     async def _wind_down(self) -> None:
         """Give notices in flight their time (`notifications.DRAIN`), then let handlers finish."""

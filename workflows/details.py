@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 
 from signoff.approvals import ToolApprovalRequest
 from signoff.howto import decide_commands, decision_input, temporal_commands
@@ -22,7 +23,7 @@ SHOWN_CHARS = 2_000
 
 
 def describe_pending(workflow_id: str, pending: list[ToolApprovalRequest]) -> str:
-    """Markdown: each pending call (tool, arguments, digest, policy, preview) and commands."""
+    """Markdown: each pending call (tool, description, arguments, digest, policy, preview) and commands."""
     if not pending:
         return ""
     lines = [f"**Awaiting approval** for {len(pending)} tool call(s):", ""]
@@ -33,6 +34,15 @@ def describe_pending(workflow_id: str, pending: list[ToolApprovalRequest]) -> st
         "",
         "Decide in this UI with **Send an Update** `submit_tool_approval` (validated; or **Send a Signal**",
         f"`tool_approval`), input e.g. {code(decision_input(first.call_id, first.arguments_digest, True))}.",
+    ]
+    signed = [r.call_id for r in pending if r.policy.verified]
+    if signed:
+        lines += [
+            f"Calls under a verified policy ({', '.join(code(c) for c in signed)}) need a signed decision:",
+            f"{code(f'signoff sign {shlex.quote(workflow_id)} {signed[0]}')} prints one to paste here "
+            "(`signoff approve` signs and sends).",
+        ]
+    lines += [
         "",
         "From a terminal:",
         "```",
@@ -66,6 +76,7 @@ def _call(request: ToolApprovalRequest) -> list[str]:
     votes = f"; votes so far: {voters}" if request.votes else ""
     lines = [
         f"- {code(request.call_id)}: **{plain(request.name)}**{expires} ({rules}{votes})",
+        *([f"  {_inline(request.description)}"] if request.description else []),
         f"  digest {code(request.arguments_digest)}",
         "  ```json",
         *("  " + line for line in arguments.splitlines()),
@@ -74,6 +85,12 @@ def _call(request: ToolApprovalRequest) -> list[str]:
     if request.preview:
         lines += ["  preview:", "  ```", *("  " + line for line in _cut(request.preview).splitlines()), "  ```"]
     return lines
+
+
+def _inline(text: str) -> str:
+    """Text as one inert code span, cut short (a tool's description may come from an MCP server)."""
+    flat = " ".join(text.split())
+    return code(flat if len(flat) <= SHOWN_CHARS // 4 else flat[: SHOWN_CHARS // 4] + "…")
 
 
 def _fenced(text: str) -> str:

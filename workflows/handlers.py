@@ -4,8 +4,10 @@
   unknown or already decided call, a stale digest, a decider the policy refuses, an
   invalid token) is recorded as a `decision_ignored` event, its payload cut short.
 - Update `submit_tool_approval`: its validator rejects what it can check before anything
-  enters history (the same cases, naming the pending ids); a token is verified after
-  acceptance, worker-side, and recorded, and a refused one fails the update.
+  enters history (the same cases, naming the pending ids). A signed decision's token is
+  verified there too, worker-side (`runtime/tokens.py`), and the handler reads who signed
+  from the token; a plain token is verified after acceptance (`signoff.identify`, recorded),
+  and a refused one fails the update.
 - Updates `extend_deadline` and `revoke_grant` work the same way.
 
 Payloads are taken raw and decoded here, so one that cannot be decoded, or a payload-store
@@ -39,6 +41,7 @@ from signoff.contract import (
     GrantRevocation,
     parse_responses,
 )
+from signoff.identity import is_bound
 from signoff.loop import DecisionError
 from signoff.messages import DecisionIgnoredEvent
 from signoff.neutral import neutralise
@@ -86,7 +89,7 @@ class DecisionHandlers(AgentRunBase):
         """Apply decisions that the validator accepted; say what they decided and what waits."""
         try:
             responses = parse_responses(self._decoded(payload))
-            decisions = [Decision(r, await self._decider(r)) for r in responses]
+            decisions = [Decision(r, await self._decider(r, validated=True)) for r in responses]
             before = len(self._loop.state.approvals)
             accepted = self._loop.decide(decisions, workflow.now())
         except Exception as exc:  # the state moved on while a token was verified, or a token was refused
@@ -110,7 +113,7 @@ class DecisionHandlers(AgentRunBase):
         """Move a waiting call's deadline later (allowed approvers only)."""
         try:
             ask = DeadlineExtension.model_validate(self._decoded(payload))
-            decider = await self._identified(ask.token, ask.approver)
+            decider = await self._identified(ask.token, ask.approver, validated=True)
             expires_at = self._loop.extend_deadline(ask.call_id, ask.seconds, decider)
         except Exception as exc:
             raise self._refusal(exc) from None
@@ -148,12 +151,16 @@ class DecisionHandlers(AgentRunBase):
 
     # --- helpers -------------------------------------------------------------------
 
-    async def _decider(self, response: ToolApprovalResponse) -> Decider:
-        return await self._identified(response.token, response.approver)
+    async def _decider(self, response: ToolApprovalResponse, validated: bool = False) -> Decider:
+        return await self._identified(response.token, response.approver, validated)
 
-    async def _identified(self, token: str | None, claimed: str | None) -> Decider:
+    async def _identified(self, token: str | None, claimed: str | None, validated: bool = False) -> Decider:
+        """Who decides: a claimed name, a signed decision an update's validator verified
+        (read from the token), or a token verified now (`signoff.identify`)."""
         if token is None:
             return Decider.claimed(claimed)
+        if validated and is_bound(token):
+            return self._signed_by(token, claimed)
         return await self._identify(token, claimed, "approver")
 
     def _ack(self, accepted: list[str], before: int) -> DecisionAck:

@@ -21,6 +21,7 @@ from signoff.neutral import neutralise
 
 DECISION_REJECTED = "DecisionRejected"
 INVALID_INPUT = "InvalidInput"
+UNVERIFIED = "Unverified"
 
 
 class Refusal(ApplicationError):

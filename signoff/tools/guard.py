@@ -24,9 +24,13 @@ SECRET_FILE_ENV = (
     "SIGNOFF_LLM_API_KEY_FILE",
     "SIGNOFF_NOTIFY_SECRET_FILE",
     "SIGNOFF_APPROVER_KEYS",
+    "SIGNOFF_APPROVER_KEY_FILE",
+    "SIGNOFF_STATE_KEY_FILE",
     "SIGNOFF_S3_SECRET_ACCESS_KEY_FILE",
+    "SIGNOFF_CODEC_KEYS",
     "TEMPORAL_TLS_CLIENT_KEY_PATH",
     "TEMPORAL_CONFIG_FILE",
+    "SIGNOFF_MCP_CONFIG",
 )
 """Environment variables whose value is the path of a file the worker keeps to itself."""
 

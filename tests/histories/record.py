@@ -3,6 +3,9 @@
     python -m tests.histories.record            # all of them
     python -m tests.histories.record verified   # only these (the others stay as committed)
 
+The v2 shapes (`approved` ... `timeout_grant`) were recorded before signed decisions and
+sealed continue-as-new, and are kept: they are what runs in flight at an upgrade replay.
+
 Rerun after a deliberate change of the workflow's history shape; a replay failure
 of an old history otherwise means the change breaks runs already in flight.
 """
@@ -18,16 +21,18 @@ from collections.abc import Collection
 from pathlib import Path
 
 from temporalio.api.common.v1 import Payload
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowHandle, WorkflowHistory, WorkflowUpdateFailedError
 from temporalio.common import RawValue
 
 from signoff.activities.notify import NotifyConfig
+from signoff.agent import AgentBuilder
 from signoff.contract import RunOptions
 from signoff.identity import ApproverKeys, issue_token
 from signoff.messages import ToolCall
 from signoff.policy import ApprovalPolicy, OnTimeout
 from signoff.runtime.devserver import find_temporal_binary
-from tests.approver_keys import write_secret
+from signoff.tools.mcp import MCPServer
+from tests.approver_keys import signed, write_secret
 from tests.conftest import start_dev_server
 from tests.governance import deploy, ops_agent, restart, turns, wait_event
 from tests.helpers import (
@@ -41,6 +46,7 @@ from tests.helpers import (
     start_run,
     wait_pending,
 )
+from tests.mcp_helpers import mcp_call, stdio
 from tests.receiver import Receiver
 
 HERE = Path(__file__).parent
@@ -63,7 +69,9 @@ async def save(handle: WorkflowHandle, name: str) -> None:
 
 async def record_governance(client: Client, names: Collection[str], workspace: Path) -> None:
     """`verified`: approvals with tokens (the identify local activity), one refused.
-    `timeout_grant`: a grant used, a reminder, a deadline approving, notices (one channel failing)."""
+    `timeout_grant`: a grant used, a reminder, a deadline approving, notices (one channel failing).
+    `signed`: v3's signed decisions (bound tokens; the marker of the patch that needs them),
+    one plain token refused, a grant signed and used."""
     key = workspace / "approvers.key"
     write_secret(key)
     verified = ApprovalPolicy(verified=True, approvers=("group:sre",))
@@ -83,6 +91,8 @@ async def record_governance(client: Client, names: Collection[str], workspace: P
                 await wait_pending(run, 2)
                 await run.execute_update("submit_tool_approval", approval("*", issue_token(key, "bob", ["sre"])))
                 await save(run, "verified")
+            if "signed" in names:
+                await record_signed(client, queue, key)
             if "timeout_grant" in names:
                 run = await start_run(client, queue, "grant", agent="ops")
                 await wait_pending(run)
@@ -92,8 +102,66 @@ async def record_governance(client: Client, names: Collection[str], workspace: P
                 await save(run, "timeout_grant")
 
 
+async def record_signed(client: Client, queue: str, key: Path) -> None:
+    # Signed decisions name the workflow id, and tests/test_replay.py replays each history
+    # under its file's name: so the run is started under that name.
+    run = await start_run(client, queue, "deploy", agent="ops", id="signed")
+    (first,) = await wait_pending(run)
+    with contextlib.suppress(WorkflowUpdateFailedError):  # a plain token: refused, recorded
+        await run.execute_update("submit_tool_approval", approval("call_1", issue_token(key, "alice", ["sre"])))
+    grant = {"match": "tool", "ttl_seconds": 3600}
+    await run.execute_update("submit_tool_approval", signed(key, first, "alice", "sre", grant=grant))
+    await save(run, "signed")  # call_2 runs on the grant; the restart call's deadline approves it
+
+
+async def record_mcp(client: Client, workspace: Path) -> None:
+    """`mcp`: a server that cannot start (an event), a trusted read run at once, a write approved."""
+    notes = workspace / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text("note a")
+    broken = MCPServer(name="broken", command="/no/such/mcp-server")
+    agent = AgentBuilder("notes").with_mcp_servers([broken, stdio(notes, trusted=True)]).build()
+    rounds = turns([mcp_call("read_note", "call_1", name="a.txt"), mcp_call("write_note", "call_2", name="b.txt",
+                                                                            text="hi")])  # fmt: skip
+    with ScriptedModelServer(rounds) as model:
+        queue = f"record-{uuid.uuid4()}"
+        async with running_worker(client, queue, model, {"notes": agent}):
+            run = await start_run(client, queue, "copy", agent="notes")
+            await wait_pending(run)
+            await run.execute_update("submit_tool_approval", {"call_id": "call_2", "approved": True})
+            await save(run, "mcp")
+
+
 def approval(call_id: str, token: str) -> dict[str, object]:
     return {"call_id": call_id, "approved": True, "token": token}
+
+
+async def cycle(client: Client, queue: str) -> WorkflowHistory:
+    """A run of list_dir rounds, approved once it waits; the history of its first run."""
+    cycled = await start_run(client, queue, "cycle", options=RunOptions(max_rounds=8))
+    first = client.get_workflow_handle(cycled.id, run_id=cycled.result_run_id)
+    latest = client.get_workflow_handle(cycled.id)
+
+    async def paused() -> None:
+        assert await latest.query("pending_approvals")
+
+    await assert_eventually(paused, 30)
+    await latest.execute_update("submit_tool_approval", {"call_id": "*", "approved": True})
+    await cycled.result()
+    return await first.fetch_history()
+
+
+async def record_sealed(client: Client, queue: str) -> None:
+    """`sealed_continued_as_new`: a run sealing the state it continues as new with;
+    `continued_run`: the run it starts, checking that seal before it adopts the state."""
+    history = await cycle(client, queue)
+    (HERE / "sealed_continued_as_new.json").write_text(history.to_json())
+    (ended,) = [e for e in history.events if e.HasField("workflow_execution_continued_as_new_event_attributes")]
+    second = ended.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+    continued = await client.get_workflow_handle(history.workflow_id, run_id=second).fetch_history()
+    (HERE / "continued_run.json").write_text(continued.to_json())
+    print(f"recorded sealed_continued_as_new ({len(history.events)} events), continued_run "
+          f"({len(continued.events)} events)")
 
 
 async def record_all(client: Client, queue: str) -> None:
@@ -111,17 +179,7 @@ async def record_all(client: Client, queue: str) -> None:
     timed_out = await start_run(client, queue, "wait", options=RunOptions(approval_timeout_seconds=1))
     await save(timed_out, "timed_out")
 
-    cycled = await start_run(client, queue, "cycle", options=RunOptions(max_rounds=8))
-    first = client.get_workflow_handle(cycled.id, run_id=cycled.result_run_id)
-    latest = client.get_workflow_handle(cycled.id)
-
-    async def paused() -> None:
-        assert await latest.query("pending_approvals")
-
-    await assert_eventually(paused, 30)
-    await latest.execute_update("submit_tool_approval", {"call_id": "*", "approved": True})
-    await cycled.result()
-    history = await first.fetch_history()
+    history = await cycle(client, queue)
     (HERE / "continued_as_new.json").write_text(history.to_json())
     print(f"recorded continued_as_new: {len(history.events)} events")
 
@@ -174,7 +232,9 @@ async def temporal_cli(client: Client, *args: str) -> None:
 
 
 ORIGINAL = ("approved", "denied", "timed_out", "continued_as_new")
-GOVERNANCE = ("verified", "timeout_grant")
+SEALED = ("sealed_continued_as_new", "continued_run")
+GOVERNANCE = ("verified", "timeout_grant", "signed")
+MCP = ("mcp",)
 ADVERSARIAL = ("strangers", "paused_deadline")
 
 
@@ -189,6 +249,16 @@ async def main(names: Collection[str]) -> None:
                         await record_all(env.client, queue)
             finally:
                 await env.shutdown()
+        if set(names) & set(SEALED):  # a threshold the first run crosses (at 40, `continued_as_new` did not)
+            env = await start_dev_server("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=20")
+            try:
+                with ScriptedModelServer(script) as model:
+                    queue = f"record-{uuid.uuid4()}"
+                    agents = agents_for(Path(workspace))
+                    async with running_worker(env.client, queue, model, agents, state_key=b"s" * 48):
+                        await record_sealed(env.client, queue)
+            finally:
+                await env.shutdown()
         if set(names) & set(GOVERNANCE + ADVERSARIAL):
             env = await start_dev_server()  # no early continue-as-new: these runs are longer
             try:
@@ -196,7 +266,13 @@ async def main(names: Collection[str]) -> None:
                 await record_adversarial(env.client, names, Path(workspace))
             finally:
                 await env.shutdown()
+        if "mcp" in names:
+            env = await start_dev_server()
+            try:
+                await record_mcp(env.client, Path(workspace))
+            finally:
+                await env.shutdown()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1:] or ORIGINAL + GOVERNANCE + ADVERSARIAL))
+    asyncio.run(main(sys.argv[1:] or ORIGINAL + SEALED + GOVERNANCE + MCP + ADVERSARIAL))
