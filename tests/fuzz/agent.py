@@ -3,7 +3,8 @@
 No `run_command`: generated arguments, approved by generated decisions, must not run
 as shell commands. The file tools work in a scratch workspace under `deny`, so nothing
 outside it is ever touched; the function tools cover gating (always, never, per call),
-policies (an allowed approver, a quorum), previews and grants.
+policies (an allowed approver, a quorum, a verified one taking signed decisions),
+previews and grants.
 """
 
 from __future__ import annotations
@@ -41,11 +42,17 @@ def rotate(key: str) -> str:
     return f"rotated {key[:50]}"
 
 
-TOOL_NAMES = ("echo", "note", "release", "rotate", "read_file", "list_dir", "write_file", "remove_path")
+@tool(approval=ApprovalPolicy(approvers=("alice",), verified=True))
+def deploy(version: str) -> str:
+    """Deploy a version (alice only, with a signed decision)."""
+    return f"deployed {version[:50]}"
+
+
+TOOL_NAMES = ("echo", "note", "release", "rotate", "deploy", "read_file", "list_dir", "write_file", "remove_path")
 
 
 def fuzz_agent(workspace: Path) -> ChatClientAgent:
     scope = WorkspaceScope(workspace, ScopePolicy.DENY)
-    tools = [echo, ApprovalRequiredTool(note), release, rotate, ReadFile(scope), ListDir(scope), WriteFile(scope),
-             RemovePath(scope)]  # fmt: skip
+    tools = [echo, ApprovalRequiredTool(note), release, rotate, deploy, ReadFile(scope), ListDir(scope),
+             WriteFile(scope), RemovePath(scope)]  # fmt: skip
     return AgentBuilder(AGENT).with_instructions("You are fuzzed.").with_tools(tools).build()

@@ -52,10 +52,12 @@ from temporalio.testing import WorkflowEnvironment
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.contract import AgentRunInput, AgentRunResult
+from signoff.identity import ApproverKeys
 from signoff.messages import ChatMessage, ToolCall
 from signoff.runtime.storage import PayloadStore, close_storage, data_converter
 from signoff.runtime.worker import build_worker
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
+from tests.approver_keys import signed
 from tests.fuzz.agent import AGENT, fuzz_agent
 from tests.fuzz.strategies import Case, Deciding, Raw, Resumed, Send, Turn
 
@@ -68,6 +70,7 @@ CONTINUE_AS_NEW_EVENTS = 40
 UNHANDLED_COMMAND = WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND
 PAYLOAD_THRESHOLD = 4096
 FINISH = {"call_id": "*", "approved": False, "approver": "alice", "reason": "fuzz: the case is over"}
+SECRET = "fuzz-approver-secret-of-at-least-32-bytes!"
 
 
 class Finding(AssertionError):
@@ -118,8 +121,10 @@ class Harness:
         self._model = ScriptedModelServer(self._script).start()
         config = LLMConfig(base_url=self._model.base_url, model="scripted")
         (workspace := Path(self._workspace.name) / "workspace").mkdir()
+        self.key_file = Path(self._workspace.name) / "approver.key"
+        self.key_file.write_text(SECRET)
         agents = {AGENT: fuzz_agent(workspace)}
-        self._worker = build_worker(self.client, agents, self.task_queue,
+        self._worker = build_worker(self.client, agents, self.task_queue, verifier=ApproverKeys.load(self.key_file),
                                     default_client=lambda: OpenAIChatClient(config))  # fmt: skip
         self._running = asyncio.ensure_future(self._worker.run())
 
@@ -213,7 +218,7 @@ class Harness:
             seen.checked = 0.0
             await self._not_wedged(handle, seen)
             raise Finding(f"pending_approvals answered {pending!r}, not a list ({seen.problems[-1:]})")
-        payload = _payload(send.payload, pending)
+        payload = _payload(send.payload, pending, self.key_file)
         if send.copies > 1:
             payload = [payload] * send.copies
         arg = _sendable(payload)
@@ -240,7 +245,7 @@ class Harness:
                               f"{failures[:3]}; other problems: {seen.problems[:5]}")  # fmt: skip
             pending = await self._query(handle, "pending_approvals", seen)
             if pending:
-                await handle.signal("tool_approval", FINISH)
+                await handle.signal("tool_approval", _denials(pending, self.key_file))
             await self._not_wedged(handle, seen)
             await asyncio.wait({result}, timeout=0.05 if pending is None else 0.02)
 
@@ -256,6 +261,7 @@ class Harness:
             _check_transcript(done)
             self.tally[f"finished {done.finish_reason.value}"] += 1
             self.tally["decided calls"] += len(done.approvals)
+            self.tally["decided calls, verified"] += sum(a.verified for a in done.approvals)
         elif isinstance(error, WorkflowFailureError):
             cause = error.cause
             kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
@@ -293,18 +299,29 @@ def _start_input(start: Any, prompt: str) -> Any:
     return _sendable(start)
 
 
-def _payload(payload: Any, pending: list[dict[str, Any]]) -> Any:
-    """A decision filled in for the calls pending now (by position, with their digest), or as generated."""
+def _payload(payload: Any, pending: list[dict[str, Any]], key_file: Path) -> Any:
+    """A decision filled in for the calls pending now (by position, with their digest, signed when
+    asked), or as generated."""
     if isinstance(payload, list):
-        return [_payload(item, pending) for item in payload]
+        return [_payload(item, pending, key_file) for item in payload]
     if not isinstance(payload, Deciding):
         return payload
     target = pending[payload.target % len(pending)] if pending and payload.target is not None else None
+    if target and payload.signed:
+        return signed(key_file, target, "alice", approved=payload.approved)
     decision: dict[str, Any] = {"call_id": target["call_id"] if target else "*", "approved": payload.approved}
     decision.update(payload.fields)
     if target and payload.digest != "none":
         decision["arguments_digest"] = target["arguments_digest"] if payload.digest == "right" else "0" * 64
     return decision
+
+
+def _denials(pending: list[dict[str, Any]], key_file: Path) -> Any:
+    """What ends a case's wait: `*` denied by alice, or (a verified call waits) each call denied, signed."""
+    if not any(p.get("policy", {}).get("verified") for p in pending):
+        return FINISH
+    return [signed(key_file, p, "alice", approved=False) if p["policy"].get("verified") else
+            {"call_id": p["call_id"], "approved": False, "approver": "alice"} for p in pending]  # fmt: skip
 
 
 def _sendable(payload: Any) -> Any:

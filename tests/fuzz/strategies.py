@@ -103,7 +103,7 @@ class Turn:
 hostile_calls = st.builds(Call, id=call_ids, name=tool_names, arguments=argument_texts())
 gated_calls = st.builds(  # calls that wait for a person: the decisions then have something to decide
     Call, id=st.one_of(st.sampled_from(["call_1", "call_2", "dup"]), call_ids), name=st.sampled_from(
-        ["note", "release", "rotate"]),
+        ["note", "release", "rotate", "deploy"]),
     arguments=st.builds(lambda text: json.dumps({"text": text, "version": text, "key": text}), st.text(max_size=20)),
 )  # fmt: skip
 
@@ -134,6 +134,7 @@ class Deciding:
     approved: bool
     fields: dict[str, Any] = field(default_factory=dict)
     digest: str = "right"  # right | wrong | none
+    signed: bool = False  # a token bound to the target call, signed by alice's key (its fields then ignored)
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,8 @@ decision_fields = st.fixed_dictionaries({}, optional={
     "aproved": st.booleans(),
 })  # fmt: skip
 decidings = st.builds(Deciding, target=st.one_of(st.none(), st.integers(0, 3)), approved=st.booleans(),
-                      fields=decision_fields, digest=st.sampled_from(["right", "right", "wrong", "none"]))  # fmt: skip
+                      fields=decision_fields, digest=st.sampled_from(["right", "right", "wrong", "none"]),
+                      signed=st.booleans())  # fmt: skip
 payloads = uniform(decidings, decidings, st.lists(decidings, max_size=3), json_values, raws)
 sends = uniform(
     st.builds(Send, via=st.sampled_from(["signal", "update"]), payload=payloads),
