@@ -7,7 +7,7 @@ TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and SIGNOFF_TASK_QUEUE; `--address` and
 `--namespace` override. Exit codes: 0 ok, 1 the operation failed, 2 usage or refused.
 
 One module per concept: `runs` (run, pending, watch, result), `decide` and `bulk`
-(approve, deny), `audit`, `govern` (extend, grants, revoke), `demo_run`, `token`;
+(approve, deny), `audit`, `govern` (extend, grants, revoke), `demo_run`, `token`, `replay`;
 `follow` follows a run; `render` and `calls` say how things look; `style` is the inert
 console; `shown` remembers what this operator saw; `talk` speaks to a run.
 """
@@ -33,6 +33,7 @@ from signoff.cli.codec import cmd_codec_server
 from signoff.cli.decide import cmd_decide
 from signoff.cli.demo_run import cmd_demo
 from signoff.cli.govern import cmd_extend, cmd_grants, cmd_revoke
+from signoff.cli.replay import cmd_replay
 from signoff.cli.runs import cmd_pending, cmd_result, cmd_run, cmd_watch
 from signoff.cli.shown import ShownCalls
 from signoff.cli.style import Console
@@ -91,6 +92,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Context], Coroutine[Any, Any, 
     "grants": cmd_grants,
     "revoke": cmd_revoke,
     "demo": cmd_demo,
+    "replay": cmd_replay,
 }
 
 

@@ -1,4 +1,5 @@
-"""Determinism: committed histories replay, and a worker without a cache replays every step."""
+"""Determinism: the committed histories (tests/histories/manifest.json) replay on today's code,
+those stated not to resume do not, and no change of workflow code goes unmarked."""
 
 from __future__ import annotations
 
@@ -6,12 +7,11 @@ from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer
+from temporalio.client import Client
 
-from signoff.runtime.worker import sandbox_runner
-from signoff.workflows.agent_run import AgentRun
+from signoff.runtime.fingerprint import workflow_code
+from signoff.runtime.replay import Verdict, load_history
+from signoff.testing import replay_histories
 from tests.helpers import (
     Reply,
     ScriptedModelServer,
@@ -22,31 +22,72 @@ from tests.helpers import (
     start_run,
     wait_pending,
 )
+from tests.histories.manifest import HERE, Entry, Manifest, rule_broken
+from tests.histories.record import RECORDERS
 
-HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+MANIFEST = Manifest.load()
+RESUMING = [e for e in MANIFEST.entries() if e.resumes]
+RETIRED = [e for e in MANIFEST.entries() if not e.resumes]
+RULE = (
+    "Workflow code changed ({changed}). A run in flight resumes only on code that issues the same commands. "
+    "Guard the change with workflow.patched('<id>') (old runs keep the old path), or make it a new version "
+    "(runs of the old one need its workers: README 'Deploys and parked runs'), then record it with "
+    "`python -m tests.histories.accept --why '...'` (--new-version; --no-command-change for a refactor that "
+    "cannot change any command). README: 'Changing workflow code'."
+)
 
 
-def replayer() -> Replayer:
-    return Replayer(workflows=[AgentRun], data_converter=pydantic_data_converter, workflow_runner=sandbox_runner())
+def test_every_committed_history_is_in_the_manifest_and_every_current_shape_has_a_recorder() -> None:
+    files = {p.relative_to(HERE).with_suffix("").as_posix() for p in HERE.rglob("*.json") if p.name != "manifest.json"}
+    assert files == {e.name for e in MANIFEST.entries()}
+    assert {e.name for e in MANIFEST.entries() if not e.frozen} == set(RECORDERS)
+    assert all(e.why_not for e in RETIRED), "a history that need not resume says why"
+    assert {e.version for e in MANIFEST.entries()} <= set(range(1, MANIFEST.version + 1))
 
 
-def test_every_history_shape_is_committed() -> None:
-    assert {p.stem for p in HISTORIES} >= {
-        "approved", "denied", "timed_out", "continued_as_new", "verified", "timeout_grant", "mcp",
-    }  # fmt: skip
+@pytest.mark.parametrize("entry", RESUMING, ids=[e.name for e in RESUMING])
+def test_committed_history_resumes(entry: Entry) -> None:
+    replay_histories(entry.path, **entry.replay_settings())
+
+
+@pytest.mark.parametrize("entry", RETIRED, ids=[e.name for e in RETIRED])
+def test_history_stated_not_to_resume_does_not(entry: Entry) -> None:
+    (outcome,) = replay_histories(entry.path, check=False, **entry.replay_settings())
+    assert outcome.verdict is Verdict.DIVERGES, f"{entry.name} resumes now: its manifest entry says it does not"
+
+
+def test_workflow_code_is_the_manifests_or_the_change_is_marked() -> None:
+    code, recorded = workflow_code(), MANIFEST.code
+    changed = ", ".join(code.changed_since(recorded["modules"], recorded["activities"]))
+    assert code.fingerprint == recorded["fingerprint"], RULE.format(changed=changed)
+    assert list(code.patches) == recorded["patches"]
+
+
+def test_every_change_in_the_log_was_made_safe() -> None:
+    first, *later = MANIFEST.changes
+    assert first["kind"] == "recorded"
+    for previous, change in zip(MANIFEST.changes, later, strict=False):
+        assert rule_broken(previous, change) is None, change
+    last = MANIFEST.changes[-1]
+    assert (last["fingerprint"], last["patches"], last["version"]) == (
+        MANIFEST.code["fingerprint"], MANIFEST.code["patches"], MANIFEST.version,
+    )  # fmt: skip
 
 
 def test_the_verified_history_holds_its_verifications() -> None:
     """Replay needs no keys: each token's verification is a recorded local-activity marker."""
-    history = WorkflowHistory.from_json("verified", (Path(__file__).parent / "histories" / "verified.json").read_text())
+    history = load_history(HERE / "verified.json")
     markers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
     assert len(markers) == 3  # the refused token and two valid ones
 
 
-@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
-async def test_committed_history_replays(path: Path) -> None:
-    history = WorkflowHistory.from_json(path.stem, path.read_text())
-    await replayer().replay_workflow(history)
+def test_the_continued_histories_continue_as_new() -> None:
+    """Each ends its run by continuing as new (the v1/v2 `continued_as_new` recordings did not)."""
+    for name in ("continued_as_new", "continued_between_rounds"):
+        last = load_history(HERE / f"{name}.json").events[-1]
+        assert last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, name
+    started = load_history(HERE / "continued_as_new_next.json").events[0]
+    assert started.workflow_execution_started_event_attributes.continued_execution_run_id
 
 
 async def test_run_completes_with_every_step_replayed(client: Client, task_queue: str, tmp_path: Path) -> None:
@@ -63,4 +104,4 @@ async def test_run_completes_with_every_step_replayed(client: Client, task_queue
             result = await handle.result()
         history = await handle.fetch_history()
     assert result.text == "done" and result.messages[2].content == "exit code: 0\na\n"
-    await replayer().replay_workflow(history)
+    replay_histories(history)
