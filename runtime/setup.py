@@ -1,4 +1,5 @@
-"""What a worker reads at start besides its connection: limits, policies, approver keys.
+"""What a worker reads at start besides its connection: limits, policies, approver keys, and
+its Worker Deployment version (`runtime/deployment.py`).
 
 Each is checked when the worker starts, so a configuration that cannot work stops it
 with a message instead of failing runs later: a policy file that does not parse, a
@@ -9,6 +10,7 @@ whose command is not found (`SIGNOFF_MCP_CONFIG` itself is read with the agents)
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,27 +20,31 @@ from signoff.errors import ConfigError
 from signoff.identity import ENV_KEYS, ApproverKeys
 from signoff.limits import Limits
 from signoff.policy import POLICY_FILE_ENV, PolicyBook
+from signoff.runtime.deployment import DeploymentSettings
 from signoff.tools.mcp import MCPServer
 from signoff.tools.mcp.listing import PREFIX
 
 
 @dataclass(frozen=True)
 class WorkerSetup:
-    """The worker's limits, approval policies and approver keys."""
+    """The worker's limits, approval policies, approver keys and deployment version."""
 
     limits: Limits
     policies: PolicyBook
     keys: ApproverKeys | None
+    deployment: DeploymentSettings | None = None
 
     @classmethod
     def from_env(cls, agents: Mapping[str, ChatClientAgent], env: Mapping[str, str] | None = None) -> WorkerSetup:
-        """Read and check `SIGNOFF_MAX_*`/`SIGNOFF_TRANSCRIPT_BUDGET`, `SIGNOFF_POLICY_FILE`
-        and `SIGNOFF_APPROVER_KEYS` (with its issuer and audience).
+        """Read and check `SIGNOFF_MAX_*`/`SIGNOFF_TRANSCRIPT_BUDGET`, `SIGNOFF_POLICY_FILE`,
+        `SIGNOFF_APPROVER_KEYS` (with its issuer and audience) and `SIGNOFF_DEPLOYMENT_NAME` with
+        `SIGNOFF_BUILD_ID`.
 
         Raises:
             ConfigError: a setting cannot work, or policies need keys the worker lacks.
         """
-        setup = cls(Limits.from_env(env), PolicyBook.from_env(env), ApproverKeys.from_env(env))
+        deployment = DeploymentSettings.from_env(os.environ if env is None else env)
+        setup = cls(Limits.from_env(env), PolicyBook.from_env(env), ApproverKeys.from_env(env), deployment)
         setup.check(agents)
         return setup
 
@@ -71,11 +77,12 @@ class WorkerSetup:
 
     def worker_options(self) -> dict[str, Any]:
         """Keyword arguments for `build_worker`."""
-        return {"limits": self.limits, "policies": self.policies, "verifier": self.keys}
+        return {"limits": self.limits, "policies": self.policies, "verifier": self.keys, "deployment": self.deployment}
 
     def describe(self, agents: Mapping[str, ChatClientAgent] | None = None) -> list[str]:
         """Lines for the worker's start-up log (never a secret)."""
         lines = [self.keys.describe() if self.keys else "approver tokens: not configured"]
+        lines.append(self.deployment.describe() if self.deployment else "worker deployment: none (unversioned)")
         if self.policies.policies:
             lines.append(f"approval policies for: {', '.join(sorted(self.policies.policies))}")
         servers = _servers(agents or {})

@@ -44,6 +44,7 @@ from signoff.runtime.connection import (
     open_client,
 )
 from signoff.runtime.connection import connect as connect_with
+from signoff.runtime.deployment import DeploymentSettings, routing_note
 from signoff.runtime.hardening import harden_process
 from signoff.runtime.setup import WorkerSetup
 from signoff.runtime.storage import close_storage
@@ -132,6 +133,7 @@ def build_worker(
     payload_budget: int | _FromClient | None = FROM_CLIENT,
     verifier: Verifier | None = None,
     notify: NotifyConfig | None = None,
+    deployment: DeploymentSettings | None = None,
     **options: Any,
 ) -> Worker:
     """A worker for `AgentRun` and its activities, serving `agents` (by name).
@@ -144,6 +146,8 @@ def build_worker(
             payloads, else Temporal's limit less a margin.
         verifier: checks approvers' tokens (`SIGNOFF_APPROVER_KEYS`).
         notify: where runs send notices (`SIGNOFF_NOTIFY_URLS`); None sends none.
+        deployment: this worker's Worker Deployment version (`SIGNOFF_DEPLOYMENT_NAME`,
+            `SIGNOFF_BUILD_ID`): versioning on, `AgentRun` pinned. None: unversioned.
         **options: passed to `temporalio.worker.Worker`.
     """
     if payload_budget is FROM_CLIENT:
@@ -152,6 +156,8 @@ def build_worker(
     activities = AgentActivities(agents, default_client, settings)
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))
     options["plugins"] = [*options.get("plugins", ()), activities.plugin()]  # MCP sessions close with the worker
+    if deployment is not None:
+        options["deployment_config"] = deployment.worker_config()
     return Worker(
         client,
         task_queue=task_queue,
@@ -189,6 +195,8 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
             pending = asyncio.create_task(PendingGauge(client, runtime.metric_meter, settings.task_queue).run())
         for line in setup.describe(agents) + ([notify.describe()] if notify else []) + _observability(settings):
             print(f"signoff: {line}", flush=True)
+        if setup.deployment is not None:
+            print(f"signoff: {await routing_note(client, setup.deployment)}", flush=True)
         print(f"signoff: worker on task queue {settings.task_queue!r} at {settings.describe()}, "
               f"agents: {', '.join(sorted(agents))}", flush=True)
         async with worker:
