@@ -21,6 +21,7 @@ FULL = [
     ("governance", ["--runs", "30"]),
     ("observability", ["--runs", "30"]),
     ("mcp_calls", ["--runs", "20", "--rounds", "10"]),
+    ("scale", ["--runs", "10000", "--cache", "200", "--sample", "50", "--handover", "200"]),
 ]
 QUICK = [
     ("round_overhead", ["--runs", "5", "--warmup", "1"]),
@@ -32,6 +33,7 @@ QUICK = [
     ("governance", ["--runs", "3", "--warmup", "1"]),
     ("observability", ["--runs", "3", "--warmup", "1"]),
     ("mcp_calls", ["--runs", "2", "--rounds", "2", "--calls", "20"]),
+    ("scale", ["--runs", "60", "--cache", "30", "--sample", "3", "--handover", "5"]),
 ]
 
 
