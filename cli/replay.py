@@ -53,10 +53,16 @@ def add_replay_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--query", metavar="VISIBILITY_QUERY",
                    help=f'also fetch the runs this query matches (only {WORKFLOW_TYPE} runs), e.g. '
                         f'\'SignoffStatus="AwaitingApproval"\'')  # fmt: skip
-    p.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help=f"with --query: at most N runs ({DEFAULT_LIMIT})")
+    p.add_argument("--limit", type=_count, default=DEFAULT_LIMIT, help=f"with --query: at most N ({DEFAULT_LIMIT})")
     p.add_argument("--save", metavar="DIR", help="with --query: also write each fetched history to DIR")
     p.add_argument("--json", action="store_true", help="print one JSON object per run")
     p.add_argument("--verbose", action="store_true", help="print the SDK's error and the events around it")
+
+
+def _count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of runs, 1 or more")
+    return int(text)
 
 
 async def cmd_replay(args: argparse.Namespace, ctx: Context) -> int:

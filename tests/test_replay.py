@@ -8,10 +8,14 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
 
 from signoff.runtime.fingerprint import workflow_code
 from signoff.runtime.replay import Verdict, load_history
+from signoff.runtime.worker import sandbox_runner
 from signoff.testing import replay_histories
+from signoff.workflows.agent_run import AgentRun
 from tests.helpers import (
     Reply,
     ScriptedModelServer,
@@ -37,12 +41,22 @@ RULE = (
 )
 
 
+def replayer() -> Replayer:
+    """A bare replayer as the worker's (tests that replay a history they just made use it)."""
+    return Replayer(workflows=[AgentRun], data_converter=pydantic_data_converter, workflow_runner=sandbox_runner())
+
+
 def test_every_committed_history_is_in_the_manifest_and_every_current_shape_has_a_recorder() -> None:
     files = {p.relative_to(HERE).with_suffix("").as_posix() for p in HERE.rglob("*.json") if p.name != "manifest.json"}
     assert files == {e.name for e in MANIFEST.entries()}
     assert {e.name for e in MANIFEST.entries() if not e.frozen} == set(RECORDERS)
     assert all(e.why_not for e in RETIRED), "a history that need not resume says why"
     assert {e.version for e in MANIFEST.entries()} <= set(range(1, MANIFEST.version + 1))
+
+
+def test_committed_histories_hold_no_stack_traces() -> None:
+    """They would name the recording machine's paths; the recorder empties them (replay never reads them)."""
+    assert not [e.name for e in MANIFEST.entries() if '"stackTrace"' in e.path.read_text()]
 
 
 @pytest.mark.parametrize("entry", RESUMING, ids=[e.name for e in RESUMING])

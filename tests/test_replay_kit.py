@@ -142,6 +142,7 @@ def test_what_is_not_a_history_is_a_usage_error(tmp_path: Path) -> None:
         ((tmp_path / "notes.json",), "its first event must be WorkflowExecutionStarted"),
         ((tmp_path / "missing.json",), "cannot read"),
         (("--save", tmp_path, HERE / "approved.json"), "--save writes the histories --query fetches"),
+        (("--query", "x", "--limit", "0"), "give a number of runs, 1 or more"),
     ]:
         done = replay_cli(*args)
         assert (done.returncode, says in done.stderr) == (2, True), (args, done.stderr)

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from google.protobuf.message import Message
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.failure.v1 import Failure
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowHistory, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
@@ -368,6 +370,24 @@ async def record_encrypted(rig: Rig) -> dict[str, WorkflowHistory]:
 # --- recording ---------------------------------------------------------------------------
 
 
+def without_stack_traces(history: WorkflowHistory) -> WorkflowHistory:
+    """The history with every failure's stack trace emptied: they name this machine's paths, and
+    replay never reads them (a failure's type, message and cause are kept)."""
+    for event in history.events:
+        _clear_traces(event)
+    return history
+
+
+def _clear_traces(message: Message) -> None:
+    if isinstance(message, Failure):
+        message.stack_trace = ""
+    for descriptor, value in message.ListFields():
+        if descriptor.message_type is None or descriptor.message_type.GetOptions().map_entry:
+            continue
+        for item in [value] if isinstance(value, Message) else value:
+            _clear_traces(item)
+
+
 def commit() -> str:
     done = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=HERE, capture_output=True, text=True)
     return done.stdout.strip() or "unknown"
@@ -394,7 +414,7 @@ async def main(names: Collection[str]) -> None:
                     recorded = await recorder(Rig(env.client, workspace, workspace / "approvers.key"))
                     for name, history in recorded.items():
                         if name in wanted:
-                            (HERE / f"{name}.json").write_text(history.to_json())
+                            (HERE / f"{name}.json").write_text(without_stack_traces(history).to_json())
                             manifest.recorded(name, len(history.events), code, made_by)
                             print(f"recorded {name}: {len(history.events)} events")
             finally:
