@@ -76,8 +76,16 @@ async def _drive(kind: str, count: int, top: int) -> None:
               f"{grown / count / 1024:.1f} kB/run; by {key}:")  # fmt: skip
         for stat in stats[:top]:
             frame = stat.traceback[0]
-            where = f"{frame.filename.split('site-packages/')[-1]}:{frame.lineno if key == 'lineno' else ''}"
+            where = f"{_short(frame.filename)}:{frame.lineno if key == 'lineno' else ''}"
             print(f"{stat.size_diff / count / 1024:8.2f} kB/run  {stat.count_diff / count:7.1f} blocks/run  {where}")
+
+
+def _short(filename: str) -> str:
+    """A file's name without where this machine keeps it (the repository, site-packages, the stdlib)."""
+    repo = str(Path(__file__).resolve().parent.parent.parent) + "/"
+    for marker in ("site-packages/", repo, f"lib/python{sys.version_info.major}.{sys.version_info.minor}/"):
+        filename = filename.split(marker)[-1]
+    return filename
 
 
 if __name__ == "__main__":
