@@ -12,6 +12,7 @@ from signoff.approvals import GrantMatch
 from signoff.cli.binding import MIN_PREFIX, digest_text
 from signoff.cli.codec import add_codec_parser
 from signoff.cli.demo import DEMO_PROMPT
+from signoff.cli.replay import add_replay_parser
 from signoff.cli.token import ENV_TOKEN, add_token_parser, parse_duration
 from signoff.signing import ENV_KEY_FILE, ENV_KID
 
@@ -183,4 +184,5 @@ def build_parser() -> argparse.ArgumentParser:
     add_codec_parser(sub)
     _add_keys(sub)
     _add_sign(sub, common)
+    add_replay_parser(sub, common)
     return parser
