@@ -9,6 +9,10 @@ Temporal owns retries: a connection error, a timeout, 408/409/425/429 (honouring
 `Retry-After`) and 5xx are retried; another answer is not. Redirects are not followed
 (configure the final URL). Error messages name a channel by scheme and host only.
 
+A URL written `slack+https://...` gets the notice as a Slack-compatible message (Block
+Kit: the text, and link buttons to the call's page in the inbox and to the Web UI) instead
+of the JSON body: Slack's incoming webhooks, and chat tools that take its format.
+
 Headers: `X-Signoff-Event` (the notice's kind), `X-Signoff-Delivery`
 (`<workflow_id>/<run_id>/<event seq>`: the same on every retry, so receivers can drop
 duplicates) and, with `SIGNOFF_NOTIFY_SECRET_FILE`, `X-Signoff-Signature:
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,8 +38,8 @@ from temporalio.exceptions import ApplicationError
 from signoff.activities.models import NotifyInput, NotifyOutput
 from signoff.errors import ConfigError
 from signoff.howto import decide_commands
-from signoff.links import ui_link, ui_root
-from signoff.notices import WAITING_KINDS, Notice, notice_text
+from signoff.links import inbox_link, inbox_root, ui_link, ui_root
+from signoff.notices import WAITING_KINDS, Notice, notice_text, slack_message
 from signoff.runtime.devserver import DEFAULT_ADDRESS
 from signoff.smallfile import read_small_file
 from signoff.snapshot import NotifyPlan
@@ -47,6 +52,13 @@ SIGNATURE_HEADER = "X-Signoff-Signature"
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
 MAX_SECRET_BYTES = 4096
 MAX_RETRY_AFTER = timedelta(minutes=5)
+SLACK_PREFIX = "slack+"
+"""`slack+https://hooks.slack.com/...`: this channel takes Slack's message format."""
+
+
+def target(entry: str) -> tuple[str, bool]:
+    """A channel's URL and whether it takes Slack's format (`slack+` before the URL)."""
+    return (entry.removeprefix(SLACK_PREFIX), True) if entry.startswith(SLACK_PREFIX) else (entry, False)
 
 
 def channel_id(url: str) -> str:
@@ -54,10 +66,12 @@ def channel_id(url: str) -> str:
     return hashlib.sha256(url.encode()).hexdigest()[:16]
 
 
-def channel_label(url: str) -> str:
+def channel_label(entry: str) -> str:
     """`https://hooks.example.com`: enough to say which channel, never its path or query."""
+    url, slack = target(entry)
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname or '?'}" + (f":{parts.port}" if parts.port else "")
+    label = f"{parts.scheme}://{parts.hostname or '?'}" + (f":{parts.port}" if parts.port else "")
+    return label + (" (Slack format)" if slack else "")
 
 
 @dataclass(frozen=True)
@@ -68,6 +82,7 @@ class NotifyConfig:
         urls: where notices are POSTed (http or https).
         secret: the HMAC key for `X-Signoff-Signature` (None: unsigned).
         ui_root: the Temporal Web UI's root, for each notice's `ui_url` (None: no link).
+        inbox_root: the inbox's root (`SIGNOFF_INBOX_URL`), for each notice's `inbox_url`.
         namespace: the runs' namespace (for the link and the commands).
         cli_options: flags the `signoff approve/deny` commands need to reach the runs,
             e.g. ` --address temporal.example.com:7233`.
@@ -81,19 +96,21 @@ class NotifyConfig:
     urls: tuple[str, ...] = field(repr=False)
     secret: bytes | None = field(default=None, repr=False)
     ui_root: str | None = None
+    inbox_root: str | None = None
     namespace: str = "default"
     cli_options: str = ""
     retry_seconds: float = 300.0
     request_timeout: float = 10.0
 
     def __post_init__(self) -> None:
-        for number, url in enumerate(self.urls, 1):
+        for number, entry in enumerate(self.urls, 1):
+            url = target(entry)[0]
             parts = urlsplit(url)
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 shown = channel_label(url) if parts.scheme else url.split("/")[0][:40] + "/..."
                 raise ConfigError(
                     f"{URLS_ENV}: entry {number} ({shown}) is not an absolute http(s) URL with a host, "
-                    "e.g. https://hooks.example.com/..."
+                    "e.g. https://hooks.example.com/... (or slack+https://... for Slack's format)"
                 )
         object.__setattr__(self, "urls", tuple(dict.fromkeys(self.urls)))
 
@@ -130,7 +147,8 @@ class NotifyConfig:
         options += "" if namespace == "default" else f" --namespace {namespace}"
         return cls(
             urls=urls, secret=read_notify_secret(Path(path)) if path else None,
-            ui_root=ui_root(address, ui_base, env), namespace=namespace, cli_options=options,
+            ui_root=ui_root(address, ui_base, env), inbox_root=inbox_root(env), namespace=namespace,
+            cli_options=options,
         )  # fmt: skip
 
 
@@ -164,10 +182,13 @@ def compose(config: NotifyConfig, input: NotifyInput, workflow_id: str, run_id: 
         call_id, digest = str(request.get("call_id", "")), str(request.get("arguments_digest", ""))
         commands = list(decide_commands(workflow_id, call_id, digest, config.cli_options))
     ui_url = ui_link(workflow_id, config.namespace, "", config.ui_root) if config.ui_root else None
-    text = notice_text(input.event, workflow_id, request, input.decision, ui_url, commands)
+    call_id = str((request or input.decision or {}).get("call_id", ""))
+    inbox_url = inbox_link(workflow_id, call_id, config.inbox_root) if call_id else None
+    text = notice_text(input.event, workflow_id, request, input.decision, ui_url, commands, inbox_url)
     return Notice(
         event=input.event, workflow_id=workflow_id, run_id=run_id, agent=input.agent, request=request,
-        decision=input.decision, text=text, ui_url=ui_url, commands=commands, sent_at=datetime.now(UTC),
+        decision=input.decision, text=text, ui_url=ui_url, inbox_url=inbox_url, commands=commands,
+        sent_at=datetime.now(UTC),
     )  # fmt: skip
 
 
@@ -182,7 +203,8 @@ async def deliver(config: NotifyConfig | None, input: NotifyInput) -> NotifyOutp
     info = activity.info()
     workflow_id, run_id = info.workflow_id or "", info.workflow_run_id or ""
     notice = compose(config, input, workflow_id, run_id)
-    body = notice.model_dump_json().encode()
+    url, slack = target(url)
+    body = json.dumps(slack_message(notice)).encode() if slack else notice.model_dump_json().encode()
     headers = {
         "Content-Type": "application/json", "User-Agent": "signoff-notify/1", EVENT_HEADER: input.event,
         DELIVERY_HEADER: f"{workflow_id}/{run_id}/{input.seq}",

@@ -12,6 +12,7 @@ from signoff.approvals import GrantMatch
 from signoff.cli.binding import MIN_PREFIX, digest_text
 from signoff.cli.codec import add_codec_parser
 from signoff.cli.demo import DEMO_PROMPT
+from signoff.cli.inbox import add_inbox_parser
 from signoff.cli.replay import add_replay_parser
 from signoff.cli.token import ENV_TOKEN, add_token_parser, parse_duration
 from signoff.signing import ENV_KEY_FILE, ENV_KID
@@ -178,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_governance(sub, common)
     p = sub.add_parser("demo", parents=[common], help="try it: server, worker, model and a run to approve")
     p.add_argument("--yes", action="store_true", help="approve without asking")
+    p.add_argument("--inbox", action="store_true", help="also serve the inbox on 127.0.0.1 to decide in a browser")
     p.add_argument("--prompt", default=DEMO_PROMPT, help="what to ask the default agent")
     _who(p)
     add_token_parser(sub, common)
@@ -185,4 +187,5 @@ def build_parser() -> argparse.ArgumentParser:
     _add_keys(sub)
     _add_sign(sub, common)
     add_replay_parser(sub, common)
+    add_inbox_parser(sub, common)
     return parser

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -36,7 +36,8 @@ T = TypeVar("T")
 Listed = list[tuple[str, list[ToolApprovalRequest]]]
 
 
-async def _bounded(jobs: list[Callable[[], Awaitable[T]]]) -> list[T | BaseException]:
+async def bounded(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T | BaseException]:
+    """Run `jobs` at most `AT_ONCE` at a time; each one's result or exception, in order."""
     gate = asyncio.Semaphore(AT_ONCE)
 
     async def one(job: Callable[[], Awaitable[T]]) -> T:
@@ -57,7 +58,7 @@ async def matching_calls(client: Client, args: argparse.Namespace) -> Listed:
     """The waiting runs the query matches, each with its pending calls that pass the filters."""
     executions = await waiting_runs(client, f"({args.query}) AND {WAITING_QUERY}")
     ids = sorted({e.id for e in executions})
-    answers = await _bounded([lambda i=i: talk.pending(client.get_workflow_handle(i)) for i in ids])  # type: ignore[misc]
+    answers = await bounded([lambda i=i: talk.pending(client.get_workflow_handle(i)) for i in ids])  # type: ignore[misc]
     now = datetime.now(UTC)
     listed: Listed = []
     for workflow_id, answer in zip(ids, answers, strict=True):
@@ -99,7 +100,7 @@ async def _decide_each(ctx: Context, client: Client, listed: Listed, fields: dic
         for w, calls in listed
     ]  # fmt: skip
     refused = 0
-    for (workflow_id, _), outcome in zip(listed, await _bounded(jobs), strict=True):  # type: ignore[arg-type]
+    for (workflow_id, _), outcome in zip(listed, await bounded(jobs), strict=True):
         console = ctx.console
         if isinstance(outcome, BaseException):
             refused += 1

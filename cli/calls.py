@@ -21,6 +21,7 @@ from signoff.cli.text import (
 )
 from signoff.contract import DecisionAck
 from signoff.howto import decide_commands
+from signoff.links import inbox_link
 from signoff.policy import DEFAULT_POLICY, ApprovalPolicy
 
 PAD = "    "
@@ -94,14 +95,18 @@ def _about(request: ToolApprovalRequest, width: int | None) -> list[str]:
 
 
 def approval_block(request: ToolApprovalRequest, workflow_id: str, link: str | None, style: Style,
-                   options: str = "", width: int | None = None) -> list[str]:
-    """What a person needs to decide one call: the call whole, where it is, how to decide."""
+                   options: str = "", width: int | None = None, inbox: str | None = None) -> list[str]:
+    """What a person needs to decide one call: the call whole, where it is, how to decide.
+
+    `inbox` is the inbox's root (`SIGNOFF_INBOX_URL`): the block links to the call's page there."""
     approve, deny = decide_commands(workflow_id, request.call_id, request.arguments_digest, options)
     tool = style.paint(safe(request.name), "bold") + (f"  {safe(request.description)}" if request.description else "")
     lines = [f"{style.sym('wait', 'yellow')} {style.paint('Approval needed', 'yellow', 'bold')}", *row("tool", tool)]
     lines += call_rows(request, width)
     lines += row("run", safe(workflow_id)) + row("call", safe(request.call_id))
     lines += row("Web UI", link) if link else []
+    page = inbox_link(workflow_id, request.call_id, inbox)
+    lines += row("inbox", style.paint(page, "cyan")) if page else []
     lines += row("approve", style.paint(safe(approve), "cyan")) + row("deny", style.paint(safe(deny), "cyan"))
     return lines
 
@@ -128,15 +133,17 @@ def shown_call(workflow_id: str, request: ToolApprovalRequest, style: Style, wid
 
 
 def render_pending(rows: Iterable[PendingRow], style: Style, width: int | None = None,
-                   now: datetime | None = None) -> list[str]:
-    """Every waiting call, whole, one block each."""
+                   now: datetime | None = None, inbox: str | None = None) -> list[str]:
+    """Every waiting call, whole, one block each (with its page in the inbox at `inbox`)."""
     lines: list[str] = []
     for item in rows:
         if item.request is None:
             tools = ", ".join(safe(t) for t in item.tools) or "?"
             lines += [f"{safe(item.workflow_id)}  ?  {tools}  {item.note}", ""]
         else:
-            lines += [*shown_call(item.workflow_id, item.request, style, width, now), ""]
+            page = inbox_link(item.workflow_id, item.request.call_id, inbox)
+            lines += [*shown_call(item.workflow_id, item.request, style, width, now), *(row("inbox", page) if page
+                                                                                        else []), ""]  # fmt: skip
     return lines[:-1] if lines else ["No run is awaiting approval."]
 
 

@@ -59,13 +59,17 @@ def demo_workspace(parent: Path = DEMO_WORKSPACES) -> Path:
     return workspace
 
 
+INBOX_HINT = "add --inbox to decide in a browser (or: signoff inbox --local-user NAME)"
+
+
 def demo_banner(style: Style, address: str, started: bool, ui: str | None, model: str, workspace: Path,
-                task_queue: str) -> list[str]:
-    """What the demo is made of: server, Web UI, model, workspace, worker."""
+                task_queue: str, inbox: str | None = None) -> list[str]:
+    """What the demo is made of: server, Web UI, inbox, model, workspace, worker."""
     server = "embedded dev server, started for this demo" if started else "already running"
     rows = [
         ("Temporal", f"{address} ({server})"),
         ("Web UI", ui or "-"),
+        ("inbox", f"{inbox} (decide there, or here)" if inbox else INBOX_HINT),
         ("model", model),
         ("workspace", str(workspace)),
         ("worker", f"in this process, task queue {task_queue}"),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from temporalio.client import Client
 
 from signoff.chat.base import ChatClient
+from signoff.cli.args import identity
 from signoff.cli.demo import configured_model, demo_banner, demo_model, demo_workspace
 from signoff.cli.follow import (
     Decider,
@@ -22,6 +23,7 @@ from signoff.cli.follow import (
     elsewhere,
     follow_to_end,
 )
+from signoff.cli.inbox import inbox_beside
 from signoff.cli.runs import announce, start
 from signoff.cli.style import Console
 from signoff.cli.talk import CommandError
@@ -49,12 +51,22 @@ def demo_decider(args: argparse.Namespace, console: Console) -> Decider:
 
 async def run_demo(client: Client, ctx: Context, args: argparse.Namespace, model: str,
                    chat: Callable[[], ChatClient], started: bool) -> int:
-    """Serve the demo's run with an in-process worker; on Ctrl-C cancel the run cleanly."""
+    """Serve the demo's run (and, with --inbox, the inbox beside it); on Ctrl-C cancel the run cleanly."""
+    async with contextlib.AsyncExitStack() as stack:
+        inbox = None
+        if args.inbox:
+            inbox = await stack.enter_async_context(inbox_beside(client, ctx, identity(args)[0] or "you"))
+        return await _demo_run(client, ctx, args, model, chat, started, inbox)
+
+
+async def _demo_run(client: Client, ctx: Context, args: argparse.Namespace, model: str,
+                    chat: Callable[[], ChatClient], started: bool, inbox: str | None) -> int:  # fmt: skip
     from signoff.runtime.worker import build_worker  # the worker stack: only the demo needs it
 
     workspace, task_queue = demo_workspace(), f"signoff-demo-{uuid.uuid4().hex[:8]}"
     ui = ui_root(ctx.settings.address, ctx.ui_base)
-    ctx.console.print(*demo_banner(ctx.console.style, ctx.settings.address, started, ui, model, workspace, task_queue))
+    ctx.console.print(*demo_banner(ctx.console.style, ctx.settings.address, started, ui, model, workspace, task_queue,
+                                   inbox))  # fmt: skip
     agents = {"default": default_agent(WorkspaceScope(workspace))}
     async with build_worker(client, agents, task_queue, default_client=chat):
         run_id = f"signoff-demo-{uuid.uuid4().hex[:8]}"

@@ -30,6 +30,7 @@ from signoff.cli.style import Console
 from signoff.cli.talk import CommandError, Handle
 from signoff.cli.who import Who
 from signoff.contract import AgentRunResult
+from signoff.links import inbox_root
 from signoff.messages import ApprovalDecisionEvent, ApprovalRequestEvent
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ class Follower:
             return
         self.waiting.add(request.call_id)
         console.print(*approval_block(request, self.handle.id, ctx.link(self.handle.id), console.style,
-                                      ctx.options, console.width))
+                                      ctx.options, console.width, inbox_root()))
         ctx.shown.record(self.handle.id, [request])
         if self.decider is not None:
             await self.decider(self.handle, request)
@@ -179,8 +180,8 @@ def elsewhere(console: Console) -> Decider:
     """Leaves the decision to the Web UI or another terminal, and says so."""
 
     async def wait(handle: Handle, request: ToolApprovalRequest) -> None:
-        console.print(console.style.paint("waiting for a decision made elsewhere (Web UI or another terminal); "
-                                          "Ctrl-C to stop", "dim"))
+        console.print(console.style.paint("waiting for a decision made elsewhere (the inbox, the Web UI or another "
+                                          "terminal); Ctrl-C to stop", "dim"))
 
     return wait
 

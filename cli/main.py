@@ -34,6 +34,7 @@ from signoff.cli.codec import cmd_codec_server
 from signoff.cli.decide import cmd_decide
 from signoff.cli.demo_run import cmd_demo
 from signoff.cli.govern import cmd_extend, cmd_grants, cmd_revoke
+from signoff.cli.inbox import cmd_inbox
 from signoff.cli.keys import cmd_keys, cmd_sign
 from signoff.cli.replay import cmd_replay
 from signoff.cli.runs import cmd_pending, cmd_result, cmd_run, cmd_watch
@@ -94,6 +95,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Context], Coroutine[Any, Any, 
     "grants": cmd_grants,
     "revoke": cmd_revoke,
     "demo": cmd_demo,
+    "inbox": cmd_inbox,
     "sign": cmd_sign,
     "replay": cmd_replay,
 }

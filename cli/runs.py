@@ -27,6 +27,7 @@ from signoff.contract import (
     AgentRunResult,
     RunOptions,
 )
+from signoff.links import inbox_root
 from signoff.workflows.record import SIGNOFF_PENDING_TOOLS
 from signoff.workflows.run_input import format_validation_error
 
@@ -127,7 +128,7 @@ async def cmd_pending(args: argparse.Namespace, ctx: Context) -> int:
                  {"name": ",".join(r.tools) or None, "note": r.note})} for r in rows]  # fmt: skip
         ctx.console.print(json.dumps(data, indent=2, ensure_ascii=True))
     else:
-        ctx.console.print(*render_pending(rows, ctx.console.style, ctx.console.width))
+        ctx.console.print(*render_pending(rows, ctx.console.style, ctx.console.width, inbox=inbox_root()))
     return 0
 
 

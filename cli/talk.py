@@ -26,8 +26,10 @@ from signoff.contract import (
     QUERY_EVENTS,
     QUERY_GRANTS,
     QUERY_PENDING,
+    QUERY_STATUS,
     UPDATE_APPROVAL,
     DecisionAck,
+    RunStatus,
 )
 from signoff.messages import AgentEvent
 from signoff.workflows.queries import AuditTrail
@@ -84,6 +86,10 @@ def _typed(adapter: TypeAdapter[M], raw: Any, what: str) -> M:
 
 async def pending(handle: Handle) -> list[ToolApprovalRequest]:
     return _typed(_PENDING, await query(handle, QUERY_PENDING), "its pending calls")
+
+
+async def status(handle: Handle) -> RunStatus:
+    return _typed(TypeAdapter(RunStatus), await query(handle, QUERY_STATUS), "its status")
 
 
 async def grants(handle: Handle) -> list[Grant]:

@@ -53,7 +53,7 @@ def codec_app(
         refusal = _refusal(request, token, namespaces)
         if refusal is not None:
             return refusal
-        body = await _body(request)
+        body = await read_body(request)
         if body is None:
             return PlainTextResponse(f"at most {MAX_BODY_BYTES} bytes in one request", status_code=413)
         payloads = Payloads()
@@ -81,12 +81,12 @@ def codec_app(
     return Starlette(routes=routes, middleware=[cors])
 
 
-async def _body(request: Request) -> bytes | None:
-    """The request's body, or None once it is over `MAX_BODY_BYTES` (read no further)."""
+async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes | None:
+    """The request's body, or None once it is over `limit` bytes (read no further)."""
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > MAX_BODY_BYTES:
+        if size > limit:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
@@ -104,4 +104,4 @@ def _refusal(request: Request, token: str | None, namespaces: Sequence[str]) -> 
     return None
 
 
-__all__ = ["MAX_BODY_BYTES", "codec_app"]
+__all__ = ["MAX_BODY_BYTES", "codec_app", "read_body"]

@@ -48,6 +48,8 @@ class Notice(BaseModel):
     """The audit record, for `approval_decided` and `approval_timed_out`."""
     text: str
     ui_url: str | None = None
+    inbox_url: str | None = None
+    """The call's page in the inbox (`SIGNOFF_INBOX_URL`), where people decide it."""
     commands: list[str] = Field(default_factory=list)
     sent_at: datetime
 
@@ -74,6 +76,7 @@ def notice_text(
     decision: dict[str, Any] | None,
     ui_url: str | None = None,
     commands: Sequence[str] = (),
+    inbox_url: str | None = None,
 ) -> str:
     """The human summary: what happened to which call, and how to act on it."""
     call = request or decision or {}
@@ -83,9 +86,38 @@ def notice_text(
     if request is not None and kind in WAITING_KINDS:
         lines += _rules(request)
     lines += [f"{'approve' if c.startswith('signoff approve') else 'deny'}: `{_line(c)}`" for c in commands]
+    if inbox_url:  # built by signoff with the ids percent-encoded: its `&` is its own
+        lines.append(f"Inbox: {_line(inbox_url).replace(_ESCAPES['&'], '&')}")
     if ui_url:
         lines.append(f"Web UI: {_line(ui_url)}")
     return "\n".join(lines)
+
+
+SLACK_TEXT_CHARS = 3000
+"""Slack's limit for a section block's text."""
+
+
+def slack_message(notice: Notice) -> dict[str, Any]:
+    """The notice as a Slack-compatible message (Block Kit): its `text` in a section, and
+    link buttons to the call's page in the inbox and to the run in the Web UI.
+
+    `text` is already inert for chat tools (no `<`, `>`, `&`, `@` or backtick from a stranger
+    survives unescaped), so Slack's mrkdwn reads no mention, link or code-span end in it.
+    """
+    text = notice.text if len(notice.text) <= SLACK_TEXT_CHARS else notice.text[: SLACK_TEXT_CHARS - 1] + "…"
+    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
+    buttons = [
+        {"type": "button", "text": {"type": "plain_text", "text": label}, "url": url, **extra}
+        for label, url, extra in (
+            ("Decide in the inbox" if notice.event in WAITING_KINDS else "Open in the inbox", notice.inbox_url,
+             {"style": "primary"}),
+            ("Temporal Web UI", notice.ui_url, {}),
+        )
+        if url
+    ]  # fmt: skip
+    if buttons:
+        blocks.append({"type": "actions", "elements": buttons})
+    return {"text": text, "blocks": blocks}
 
 
 def _headline(kind: NoticeKind, where: str, request: dict[str, Any] | None, decision: dict[str, Any] | None) -> str:

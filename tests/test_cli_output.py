@@ -185,6 +185,14 @@ def test_approval_block_has_everything_needed_to_decide() -> None:
         assert text in block
 
 
+def test_with_an_inbox_the_block_and_the_pending_list_link_to_the_calls_page() -> None:
+    page = "https://inbox.example.com/call?run=run+1&id=call_1"
+    block = approval_block(CALL, "run 1", None, PLAIN, inbox="https://inbox.example.com")
+    assert f"    inbox      {page}" in block
+    assert f"    inbox      {page}" in render_pending([PendingRow("run 1", CALL)], PLAIN, inbox="https://inbox.example.com")
+    assert not any("inbox" in line for line in approval_block(CALL, "run 1", None, PLAIN))
+
+
 def test_decide_commands_quote_for_the_shell() -> None:
     assert decide_commands("my run", "c;1")[0] == "signoff approve 'my run' 'c;1'"
 

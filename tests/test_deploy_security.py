@@ -51,7 +51,9 @@ def test_every_published_port_listens_on_localhost_only(config: dict[str, Any]) 
     ports = {name: [published(p) for p in service.get("ports", [])] for name, service in config["services"].items()}
     assert ports["temporal"] == [("127.0.0.1", "7233")]
     assert ports["temporal-ui"] == [("127.0.0.1", "8080")]
-    assert {name for name, bound in ports.items() if bound} == {"temporal", "temporal-ui"}  # MinIO, DB: none
+    assert ports["oauth2-proxy"] == [("127.0.0.1", "4180")]
+    published_services = {name for name, bound in ports.items() if bound}
+    assert published_services == {"temporal", "temporal-ui", "oauth2-proxy"}  # MinIO, DB, the inbox itself: none
 
 
 def test_keys_reach_the_worker_as_secret_files_not_environment(config: dict[str, Any]) -> None:
@@ -60,7 +62,8 @@ def test_keys_reach_the_worker_as_secret_files_not_environment(config: dict[str,
     assert env["SIGNOFF_LLM_API_KEY_FILE"] == "/run/secrets/llm_api_key"
     assert env["SIGNOFF_S3_SECRET_ACCESS_KEY_FILE"] == "/run/secrets/minio_password"
     assert env["SIGNOFF_STATE_KEY_FILE"] == "/run/secrets/state_key"
-    assert {s["source"] for s in worker["secrets"]} == {"llm_api_key", "minio_password", "state_key"}
+    assert {s["source"] for s in worker["secrets"]} == {"llm_api_key", "minio_password", "state_key",
+                                                        "inbox_signing_key"}
     for service in config["services"].values():
         assert not {"SIGNOFF_LLM_API_KEY", "AWS_SECRET_ACCESS_KEY", "MINIO_ROOT_PASSWORD"} & set(
             service.get("environment") or {}
@@ -83,3 +86,22 @@ def test_gitignore_keeps_secret_files_out_of_the_repository() -> None:
 
 def test_secret_files_never_enter_the_image_build_context() -> None:
     assert "secrets" in (ROOT / ".dockerignore").read_text().splitlines()
+
+
+def test_the_inbox_trusts_only_its_proxy_which_signs_people_in_and_its_key_verifies_on_the_worker(
+    config: dict[str, Any],
+) -> None:
+    services = config["services"]
+    inbox, proxy, worker = services["inbox"], services["oauth2-proxy"], services["worker"]
+    proxy_ip = proxy["networks"]["inbox"]["ipv4_address"]
+    inbox_ip = inbox["networks"]["inbox"]["ipv4_address"]
+    assert inbox["environment"]["SIGNOFF_INBOX_TRUSTED_PROXIES"] == proxy_ip
+    assert f"--upstream=http://{inbox_ip}:8765/" in proxy["command"]
+    assert "--pass-user-headers=true" in proxy["command"]
+    assert any(arg.startswith("--client-secret-file=/run/secrets/") for arg in proxy["command"])
+    assert inbox["command"][:2] == ["signoff", "inbox"]
+    key = "/run/secrets/inbox_signing_key"
+    assert inbox["environment"]["SIGNOFF_INBOX_SIGNING_KEY_FILE"] == key
+    assert worker["environment"]["SIGNOFF_APPROVER_KEYS"] == key
+    assert inbox["environment"]["SIGNOFF_PAYLOAD_STORE"] == worker["environment"]["SIGNOFF_PAYLOAD_STORE"]
+    assert worker["environment"]["SIGNOFF_INBOX_URL"] == "http://localhost:4180"

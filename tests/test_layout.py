@@ -43,7 +43,8 @@ def test_the_wheel_installs_one_top_level_package(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"signoff"}
-    for part in ("workflows/agent_run.py", "activities/tool.py", "cli/main.py", "runtime/worker.py"):
+    for part in ("workflows/agent_run.py", "activities/tool.py", "cli/main.py", "runtime/worker.py",
+                 "inbox/templates/call.html", "inbox/static/inbox.js", "inbox/static/inbox.css"):  # fmt: skip
         assert f"signoff/{part}" in names
 
 

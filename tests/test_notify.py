@@ -140,3 +140,37 @@ async def test_a_channel_removed_from_the_worker_is_recorded_not_retried(
 
 async def _one(receiver: Receiver) -> None:
     assert len(receiver.deliveries) == 1
+
+
+async def test_a_slack_channel_gets_block_kit_with_a_button_to_the_calls_page_in_the_inbox(
+    client: Client, task_queue: str
+) -> None:
+    inbox = "https://inbox.example.com"
+    with Receiver() as plain, Receiver() as slack, ScriptedModelServer(turns([deploy("call_d")])) as model:
+        notify = NotifyConfig(urls=(plain.url, f"slack+{slack.url}"), secret=SECRET, ui_root=UI, inbox_root=inbox)
+        async with running_worker(client, task_queue, model, {"ops": ops_agent(deploy=ApprovalPolicy())},
+                                  notify=notify):  # fmt: skip
+            handle = await start_run(client, task_queue, agent="ops")
+            await assert_eventually(lambda: _arrived(slack, 1))
+            await handle.execute_update("submit_tool_approval", {"call_id": "call_d", "approved": True,
+                                                                 "approver": "alice"})  # fmt: skip
+            await handle.result()
+            await assert_eventually(lambda: _arrived(slack, 2))
+    page = f"{inbox}/call?run={handle.id}&id=call_d"
+    requested = plain.of("approval_requested", "call_d")[0].json
+    assert requested["inbox_url"] == page and f"Inbox: {page}" in requested["text"]
+    asked, decided = slack.deliveries
+    assert asked.headers["x-signoff-event"] == "approval_requested" and asked.signed_with(SECRET)
+    message = asked.json
+    assert set(message) == {"text", "blocks"} and message["text"] == requested["text"]
+    section, actions = message["blocks"]
+    assert section == {"type": "section", "text": {"type": "mrkdwn", "text": requested["text"]}}
+    assert [(b["text"]["text"], b["url"]) for b in actions["elements"]] == [
+        ("Decide in the inbox", page), ("Temporal Web UI", requested["ui_url"])]
+    assert decided.headers["x-signoff-event"] == "approval_decided"
+    assert "approved by alice" in decided.json["text"]
+    assert decided.json["blocks"][1]["elements"][0]["text"]["text"] == "Open in the inbox"
+
+
+async def _arrived(receiver: Receiver, count: int) -> None:
+    assert len(receiver.deliveries) >= count

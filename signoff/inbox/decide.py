@@ -1,0 +1,198 @@
+"""Deciding from the inbox: who may, what is sent, and what came of it, call by call.
+
+Every decision names one call by its id *and* the digest of the arguments the person was
+shown, so a call that changed since (timed out and asked again, say) is refused by the run,
+never decided blind. A selection is decided call by call, each bound to its own digest
+(and, with a signing key, its own token), so each call gets its own result.
+
+What the page hides is what the run would refuse: the rules are the run's own
+(`signoff.authority`) applied to the call's policy as the run holds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import jsonschema
+from temporalio.client import Client
+
+from signoff.approvals import GrantSpec, ToolApprovalRequest, ToolApprovalResponse
+from signoff.authority import Decider, grant_problem, refusal, vote_problem
+from signoff.cli import talk
+from signoff.cli.bulk import bounded
+from signoff.cli.talk import CommandError
+from signoff.inbox.calls import WaitingCall, how_decided, run_calls, tool_schema
+from signoff.inbox.signer import InboxSigner
+from signoff.inbox.who import Viewer
+from signoff.signatures import decision_claim
+
+Outcome = Literal["approved", "denied", "vote", "refused"]
+MAX_SCHEMA_ERRORS = 5
+
+
+@dataclass(frozen=True)
+class Target:
+    """A call as the person saw it: run, call id, arguments digest."""
+
+    workflow_id: str
+    call_id: str
+    digest: str
+
+
+@dataclass(frozen=True)
+class Action:
+    """What the person chose: approve (maybe with edited arguments, maybe granting) or deny."""
+
+    approved: bool
+    reason: str | None = None
+    arguments: dict[str, Any] | None = None
+    grant: GrantSpec | None = None
+
+
+@dataclass(frozen=True)
+class Result:
+    """What came of one call: `approved`, `denied`, `vote` (towards a quorum) or `refused`."""
+
+    target: Target
+    outcome: Outcome
+    message: str
+    tool: str = ""
+
+
+def decider(viewer: Viewer, signing: bool) -> Decider:
+    """The viewer as the run will see them: verified (with groups) when the inbox signs."""
+    if signing:
+        return Decider(name=viewer.name, groups=viewer.groups, verified=True)
+    return Decider.claimed(viewer.name)  # a claimed name: the run trusts no claimed groups
+
+
+def schema_problem(schema: dict[str, Any] | None, arguments: dict[str, Any]) -> str | None:
+    """Why `arguments` do not fit the tool's JSON schema, or None when they do (or it has none)."""
+    if not schema:
+        return None
+    try:
+        validator_class = jsonschema.validators.validator_for(schema)
+        validator_class.check_schema(schema)
+    except jsonschema.SchemaError:
+        return None  # a tool's own odd schema: the tool itself will check what it is given
+    errors = sorted(validator_class(schema).iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return None
+    shown = [f"{'/'.join(map(str, e.absolute_path)) or '(the arguments)'}: {e.message}" for e in errors]
+    more = f" (and {len(shown) - MAX_SCHEMA_ERRORS} more)" if len(shown) > MAX_SCHEMA_ERRORS else ""
+    return "the edited arguments do not fit the tool's schema: " + "; ".join(shown[:MAX_SCHEMA_ERRORS]) + more
+
+
+class Decisions:
+    """Decides calls for the inbox's viewers, signing each decision when it has a key."""
+
+    def __init__(self, client: Client, signer: InboxSigner | None = None) -> None:
+        self.client, self.signer = client, signer
+
+    def refusal(self, call: WaitingCall, viewer: Viewer, approving: bool = True) -> str | None:
+        """Why the run would refuse this viewer's decision on `call` (None: it would not)."""
+        request = call.request
+        if request.policy.verified and self.signer is None:
+            return (f"call {request.call_id!r} ({request.name}) needs a verified approver, and this inbox has no "
+                    "signing key (SIGNOFF_INBOX_SIGNING_KEY_FILE)")  # fmt: skip
+        who = decider(viewer, self.signer is not None)
+        return refusal(request, who, call.requested_by) or (vote_problem(request, who) if approving else None)
+
+    def may_edit(self, request: ToolApprovalRequest) -> bool:
+        return request.policy.quorum <= 1 and isinstance(request.arguments, dict)
+
+    async def decide(self, viewer: Viewer, target: Target, action: Action) -> Result:
+        """Decide one call as `viewer` saw it; a refusal is a result, never an exception."""
+        try:
+            call = await self._current(target)
+        except CommandError as exc:
+            return Result(target, "refused", str(exc))
+        if isinstance(call, str):
+            return Result(target, "refused", call)
+        try:
+            response = await self._response(viewer, call, action)
+        except ValueError as exc:
+            return Result(target, "refused", str(exc), call.request.name)
+        try:
+            ack = await talk.submit(self.client.get_workflow_handle(target.workflow_id), [response])
+        except CommandError as exc:
+            return Result(target, "refused", str(exc), call.request.name)
+        outcome = next((d.outcome for d in ack.decided if d.call_id == target.call_id), "approved")
+        return Result(target, _outcome(outcome), _said(outcome, response), call.request.name)
+
+    async def decide_all(self, viewer: Viewer, targets: Sequence[Target], action: Action) -> list[Result]:
+        """Decide exactly `targets`, each bound to its digest; one result each, in order.
+
+        The calls of one run are decided one after the other (a run takes a few updates at
+        once); runs are decided side by side.
+        """
+        runs: dict[str, list[Target]] = {}
+        for target in dict.fromkeys(targets):
+            runs.setdefault(target.workflow_id, []).append(target)
+
+        async def one_run(calls: list[Target]) -> list[Result]:
+            return [await self.decide(viewer, t, action) for t in calls]
+
+        answers = await bounded([lambda c=c: one_run(c) for c in runs.values()])  # type: ignore[misc]
+        results: dict[Target, Result] = {}
+        for calls, answer in zip(runs.values(), answers, strict=True):
+            if isinstance(answer, BaseException):
+                results.update({t: Result(t, "refused", f"not decided: {answer}") for t in calls})
+            else:
+                results.update({r.target: r for r in answer})
+        return [results[t] for t in dict.fromkeys(targets)]
+
+    async def _current(self, target: Target) -> WaitingCall | str:
+        """The call as it waits now, or why it cannot be decided as seen."""
+        calls = await run_calls(self.client, target.workflow_id)
+        call = next((c for c in calls if c.request.call_id == target.call_id), None)
+        if call is None:
+            decided = await how_decided(self.client, target.workflow_id, target.call_id, target.digest)
+            return f"call {target.call_id!r} no longer waits: {decided.text}"
+        if call.request.arguments_digest != target.digest:
+            return (f"call {target.call_id!r} changed since you saw it (its arguments are not the ones shown): "
+                    "nothing was decided; open it again to see it as it is now")  # fmt: skip
+        return call
+
+    async def _response(self, viewer: Viewer, call: WaitingCall, action: Action) -> ToolApprovalResponse:
+        """The decision to send; ValueError says why it cannot be sent."""
+        request = call.request
+        arguments = action.arguments if action.approved and action.arguments != request.arguments else None
+        if (problem := self.refusal(call, viewer, action.approved)) is not None:
+            raise ValueError(problem)
+        if arguments is not None:
+            if not self.may_edit(request):
+                raise ValueError(f"call {request.call_id!r}: its arguments cannot be edited (a quorum decides "
+                                 "it, or the model's arguments are not a JSON object)")  # fmt: skip
+            schema = await tool_schema(self.client, call.workflow_id, request.name)
+            if (problem := schema_problem(schema, arguments)) is not None:
+                raise ValueError(problem)
+        response = ToolApprovalResponse(
+            call_id=request.call_id, approved=action.approved, reason=action.reason or None,
+            arguments_digest=request.arguments_digest, arguments=arguments,
+            grant=action.grant if action.approved else None,
+            approver=None if self.signer else viewer.name,
+        )  # fmt: skip
+        if (problem := grant_problem(request, response)) is not None:
+            raise ValueError(problem)
+        if self.signer is None:
+            return response
+        if request.binding is None:
+            raise ValueError(f"call {request.call_id!r} names no binding to sign (a worker older than signed "
+                             "decisions asked for it): decide it with the CLI")  # fmt: skip
+        token = self.signer.sign(viewer, decision_claim(request.binding, response))
+        return response.model_copy(update={"token": token})
+
+
+def _outcome(text: str) -> Outcome:
+    return "denied" if text == "denied" else "vote" if text == "vote" else "approved"
+
+
+def _said(outcome: str, response: ToolApprovalResponse) -> str:
+    if outcome == "vote":
+        return "your approval is counted; the call waits for more approvers (quorum)"
+    if outcome == "denied":
+        return f"denied: the model is told Rejected: {response.reason or 'User denied'}"
+    return "approved with your edited arguments" if response.arguments is not None else "approved"

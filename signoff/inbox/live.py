@@ -1,0 +1,146 @@
+"""Live updates: the namespace's waiting calls, watched while someone looks, as server-sent events.
+
+While at least one page listens (`GET /events`), the watcher lists the waiting calls every
+`interval` seconds (visibility, then each waiting run's `status` query) and, when the set
+changed, sends every listener the whole state: the keys of the calls that wait (with their
+vote counts) and how the calls that stopped waiting were decided (the run's `audit`
+query), with when the scan began. Each message is the whole state, not a change: a page that reloads or reconnects
+gets it at once and reconciles, so nothing is lost (calls that came meanwhile appear) and
+nothing is resurrected (a call decided meanwhile shows as decided, by whom). A page
+ignores a state older than itself (a call it lists may be newer than that scan).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
+
+from temporalio.client import Client
+
+from signoff.cli.bulk import bounded
+from signoff.cli.talk import CommandError
+from signoff.inbox.calls import Decided, WaitingCall, every_waiting_call, how_decided
+from signoff.neutral import neutralise
+
+DECIDED_KEPT = 1000
+WATCHED = 5000
+"""The most waiting calls the watcher follows (the list itself pages through any number)."""
+KEEPALIVE_SECONDS = 15.0
+FRESH_SECONDS = 0.2
+
+
+class Watcher:
+    """Watches the waiting calls while someone listens; tells every listener the state."""
+
+    def __init__(self, client: Client, interval: float = 1.0, limit: int = WATCHED) -> None:
+        self.client, self.interval, self.limit = client, interval, limit
+        self.waiting: dict[str, WaitingCall] | None = None
+        self.decided: OrderedDict[str, Decided] = OrderedDict()
+        self.problem: str | None = None
+        self.scanned_at = 0.0
+        """When the last scan started (seconds since 1970): a page rendered later knows more."""
+        self._listeners: set[asyncio.Queue[dict[str, Any]]] = set()
+        self._task: asyncio.Task[None] | None = None
+        self._scan_lock = asyncio.Lock()
+
+    def note(self, key: str, decided: Decided) -> None:
+        """Remember how a call was decided (by this inbox: known before the next scan)."""
+        self.decided[key] = decided
+        self.decided.move_to_end(key)
+        while len(self.decided) > DECIDED_KEPT:
+            self.decided.popitem(last=False)
+
+    def state(self) -> dict[str, Any]:
+        """The whole state: waiting keys with their votes, the decided with how; all inert."""
+        waiting = self.waiting or {}
+        return {
+            "waiting": {key: len(call.request.votes) for key, call in waiting.items()},
+            "decided": {key: {"text": neutralise(d.text), "approved": d.approved} for key, d in self.decided.items()
+                        if key not in waiting},
+            "problem": self.problem,
+            "at": self.scanned_at,
+        }  # fmt: skip
+
+    async def scan(self) -> None:
+        """List the waiting calls once; note how each call that stopped waiting was decided."""
+        async with self._scan_lock:
+            started = time.time()
+            try:
+                calls, _ = await every_waiting_call(self.client, self.limit)
+            except CommandError as exc:
+                self.problem = f"cannot list waiting calls: {exc}"
+                return
+            except Exception as exc:  # Temporal unreachable: say so, keep the last state
+                self.problem = f"cannot reach Temporal: {exc}"
+                return
+            self.problem = None
+            now = {call.key: call for call in calls}
+            gone = [c for key, c in (self.waiting or {}).items() if key not in now and key not in self.decided]
+            answers = await bounded([lambda c=c: how_decided(self.client, c.workflow_id, c.request.call_id,
+                                                             c.request.arguments_digest) for c in gone])  # type: ignore[misc]  # fmt: skip
+            for call, answer in zip(gone, answers, strict=True):
+                self.note(call.key, answer if isinstance(answer, Decided) else Decided("no longer waiting"))
+            self.waiting, self.scanned_at = now, started
+
+    async def listen(self) -> AsyncGenerator[dict[str, Any], None]:
+        """The state now, then each time it changes, until the listener goes away."""
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1)
+        self._listeners.add(queue)
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._watch())
+        try:
+            if time.time() - self.scanned_at > FRESH_SECONDS:  # a new page: no state older than it
+                await self.scan()
+            last = self.state()
+            yield last
+            while True:
+                state = await queue.get()
+                if state != last:
+                    last = state
+                    yield state
+        finally:
+            self._listeners.discard(queue)
+
+    async def _watch(self) -> None:
+        while self._listeners:
+            await self.scan()
+            state = self.state()
+            for queue in list(self._listeners):
+                with contextlib.suppress(asyncio.QueueEmpty):
+                    queue.get_nowait()  # a slow listener needs only the newest state
+                queue.put_nowait(state)
+            await asyncio.sleep(self.interval)
+        self._task = None
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+async def event_stream(watcher: Watcher) -> AsyncIterator[str]:
+    """`text/event-stream`: a `state` event per change, a comment every 15 s to keep proxies open."""
+    yield "retry: 2000\n\n"
+    states = watcher.listen()
+    pending: asyncio.Task[dict[str, Any]] | None = None
+    try:
+        while True:
+            pending = pending or asyncio.ensure_future(anext(states))
+            done, _ = await asyncio.wait({pending}, timeout=KEEPALIVE_SECONDS)
+            if not done:
+                yield ": keepalive\n\n"
+                continue
+            state, pending = pending.result(), None
+            yield f"event: state\ndata: {json.dumps(state, ensure_ascii=True, separators=(',', ':'))}\n\n"
+    finally:
+        if pending is not None:
+            pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await pending
+        await states.aclose()

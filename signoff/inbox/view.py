@@ -1,0 +1,87 @@
+"""How the inbox's pages show things: Jinja2 with autoescaping, and inert text filters.
+
+Everything a model, a tool or an approver wrote (arguments, previews, transcript, reasons,
+names, ids) reaches HTML through autoescaping (no markup), is never read as markdown, and
+is `neutralise`d first: control characters, escape sequences and bidi overrides appear as
+visible escapes (`\\x1b`, `\\u202e`), as the CLI shows them. The edited-arguments field is
+JSON with every non-ASCII character escaped, so what it holds parses back to exactly the
+arguments (nothing hidden is in it, and nothing is lost).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from signoff.approvals import ToolApprovalRequest
+from signoff.authority import allowed_approvers
+from signoff.cli.calls import policy_text, votes_text
+from signoff.cli.text import format_age, format_deadline
+from signoff.links import inbox_path
+from signoff.neutral import neutralise
+from signoff.render import arguments_text
+
+HERE = Path(__file__).parent
+SUMMARY_CHARS = 160
+
+
+def inert(value: Any) -> str:
+    """Any value as inert text (None as empty)."""
+    return "" if value is None else neutralise(value if isinstance(value, str) else str(value))
+
+
+def pretty(value: Any) -> str:
+    """Arguments whole, as indented JSON (the raw text when not JSON), inert."""
+    return neutralise(arguments_text(value, indent=2))
+
+
+def summary(value: Any, limit: int = SUMMARY_CHARS) -> str:
+    """Arguments on one line, cut to `limit` characters (the call page shows them whole)."""
+    text = " ".join(neutralise(arguments_text(value)).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def editable(value: Any) -> str:
+    """The arguments as the edit field holds them: pretty JSON, ASCII only (exact round trip)."""
+    return json.dumps(value, indent=2, ensure_ascii=True)
+
+
+def diff_lines(preview: str) -> list[tuple[str, str]]:
+    """A preview's lines with a class each: `add`, `del`, `hunk`, `file` for a unified diff."""
+    lines = neutralise(preview).splitlines()
+    is_diff = any(line.startswith("@@") for line in lines) or (len(lines) > 1 and lines[0].startswith("--- "))
+    if not is_diff:
+        return [("", line) for line in lines]
+
+    def kind(line: str) -> str:
+        if line.startswith(("+++ ", "--- ")):
+            return "file"
+        return {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "")
+
+    return [(kind(line), line) for line in lines]
+
+
+def who_may(request: ToolApprovalRequest) -> str:
+    """`alice, group:sre (2 of them)` or `anyone`."""
+    approvers = allowed_approvers(request.policy, request.escalated)
+    who = ", ".join(inert(a) for a in approvers) or "anyone"
+    quorum = f" ({request.policy.quorum} of them)" if request.policy.quorum > 1 else ""
+    return who + quorum + (", verified" if request.policy.verified else "")
+
+
+def stamp(moment: datetime | None) -> str:
+    return moment.isoformat() if moment else ""
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)  # fmt: skip
+    env.filters.update(inert=inert, pretty=pretty, summary=summary, editable=editable, diff_lines=diff_lines,
+                       age=format_age, deadline=format_deadline, stamp=stamp, policy_text=policy_text,
+                       votes_text=votes_text, who_may=who_may)  # fmt: skip
+    env.globals["inbox_path"] = inbox_path
+    return env

@@ -1,0 +1,148 @@
+"""Who is deciding: the person a trusted proxy vouches for, or the one local user.
+
+The inbox authenticates nobody itself. Behind an authenticating reverse proxy (oauth2-proxy,
+a company SSO gateway) it reads the user and their groups from headers the proxy sets
+(`SIGNOFF_INBOX_USER_HEADER`, `SIGNOFF_INBOX_GROUPS_HEADER`), and only on connections *from*
+the proxy (`SIGNOFF_INBOX_TRUSTED_PROXIES`, addresses or CIDRs): the same header from anyone
+else is ignored, as anyone can send it. For one person on one machine, `--local-user NAME`
+names everyone who reaches the port (so it listens on loopback only); it is one or the
+other, never both, so a connection that bypasses the proxy is never someone by default.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from signoff.errors import ConfigError
+from signoff.names import name_problem
+
+USER_HEADER_ENV = "SIGNOFF_INBOX_USER_HEADER"
+GROUPS_HEADER_ENV = "SIGNOFF_INBOX_GROUPS_HEADER"
+TRUSTED_PROXIES_ENV = "SIGNOFF_INBOX_TRUSTED_PROXIES"
+DEFAULT_USER_HEADER = "X-Forwarded-User"
+DEFAULT_GROUPS_HEADER = "X-Forwarded-Groups"
+"""What oauth2-proxy sets (`--pass-user-headers`, its default in proxy mode)."""
+MAX_GROUPS = 100
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """The person using the page.
+
+    Attributes:
+        name: who they are (the proxy's user header, or `--local-user`).
+        groups: their groups (the proxy's groups header; none for a local user).
+        via: how the inbox knows: `proxy` or `local`.
+    """
+
+    name: str
+    groups: tuple[str, ...] = ()
+    via: Literal["proxy", "local"] = "local"
+
+
+def parse_networks(text: str) -> tuple[Network, ...]:
+    """`10.0.0.5, 172.28.0.0/24, ::1`: the proxies' addresses.
+
+    Raises:
+        ConfigError: an entry is not an IP address or network.
+    """
+    networks = []
+    for entry in (e.strip() for e in text.split(",")):
+        if not entry:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            raise ConfigError(f"{TRUSTED_PROXIES_ENV}: {entry!r} is not an IP address or CIDR (e.g. 10.0.0.5 or "
+                              "172.28.0.0/24); name the proxy by address, not by host name") from None  # fmt: skip
+    return tuple(networks)
+
+
+def _header_name(value: str, env: str) -> str:
+    name = value.strip()
+    if not name or not all(c.isalnum() or c in "-_" for c in name):
+        raise ConfigError(f"{env}: {value!r} is not an HTTP header name")
+    return name.lower()
+
+
+def _person(value: str) -> str | None:
+    """`value` when it can name a person (`signoff.names`: printable, at most 256, not
+    `group:...`), else None."""
+    value = value.strip()
+    return value if name_problem("user", value) is None else None
+
+
+class WhoIsAsking:
+    """Tells the viewer of each request from its peer address and headers."""
+
+    def __init__(self, proxies: Sequence[Network] = (), user_header: str = DEFAULT_USER_HEADER,
+                 groups_header: str = DEFAULT_GROUPS_HEADER, local_user: str | None = None) -> None:  # fmt: skip
+        self.proxies = tuple(proxies)
+        self.user_header = _header_name(user_header, USER_HEADER_ENV)
+        self.groups_header = _header_name(groups_header, GROUPS_HEADER_ENV)
+        self.local_user = None if local_user is None else _person(local_user)
+        if local_user is not None and self.local_user is None:
+            raise ConfigError(f"--local-user {local_user!r} cannot name a person: {name_problem('user', local_user)}")
+        if self.proxies and self.local_user is not None:
+            raise ConfigError(f"choose one way to know who is deciding: {TRUSTED_PROXIES_ENV} (a proxy) or "
+                              "--local-user (one person on this machine), not both")  # fmt: skip
+        if not self.proxies and self.local_user is None:
+            raise ConfigError(
+                f"the inbox must know who is deciding: put it behind an authenticating proxy and set "
+                f"{TRUSTED_PROXIES_ENV} (the proxy's address) and {USER_HEADER_ENV} (default {DEFAULT_USER_HEADER}), "
+                "or, for one person on this machine, pass --local-user NAME"
+            )
+
+    @classmethod
+    def from_env(cls, local_user: str | None = None, environ: Mapping[str, str] | None = None) -> WhoIsAsking:
+        env = os.environ if environ is None else environ
+        return cls(
+            parse_networks(env.get(TRUSTED_PROXIES_ENV, "")),
+            env.get(USER_HEADER_ENV, "").strip() or DEFAULT_USER_HEADER,
+            env.get(GROUPS_HEADER_ENV, "").strip() or DEFAULT_GROUPS_HEADER,
+            local_user,
+        )
+
+    def trusts(self, peer: str | None) -> bool:
+        """Whether `peer` (the connection's address) is one of the proxies."""
+        if peer is None:
+            return False
+        try:
+            address = ipaddress.ip_address(peer)
+        except ValueError:
+            return False
+        return any(address in network for network in self.proxies)
+
+    def viewer(self, peer: str | None, headers: Mapping[str, Sequence[str]]) -> Viewer | None:
+        """Who is asking, or None when nobody the inbox trusts says.
+
+        Args:
+            peer: the address the request came from (the proxy's, behind one).
+            headers: the request's header values by lower-case name (all values of each).
+        """
+        if self.local_user is not None:
+            return Viewer(self.local_user, (), "local")
+        if self.trusts(peer):
+            users = headers.get(self.user_header, [])
+            if len(users) != 1 or (name := _person(users[0])) is None:
+                return None  # the proxy did not say who (or said it twice): nobody
+            return Viewer(name, _groups(headers.get(self.groups_header, [])), "proxy")
+        return None  # not from the proxy: its headers say nothing
+
+    def describe(self) -> str:
+        if self.local_user is not None:
+            return f"everyone who reaches it is {self.local_user!r} (--local-user)"
+        proxies = ", ".join(str(n) for n in self.proxies)
+        return f"users from header {self.user_header} (groups: {self.groups_header}) sent by {proxies} only"
+
+
+def _groups(values: Sequence[str]) -> tuple[str, ...]:
+    """`sre, release` (oauth2-proxy joins groups with commas): each usable name, at most 100."""
+    names = [g.strip() for value in values for g in value.split(",")]
+    usable = [g for g in names if g and name_problem("group", g) is None]
+    return tuple(dict.fromkeys(usable))[:MAX_GROUPS]

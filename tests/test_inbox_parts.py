@@ -1,0 +1,152 @@
+"""The inbox's parts that need no server: who is asking, its signed tokens, inert rendering."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+
+from signoff.approvals import Binding, ToolApprovalRequest, Vote
+from signoff.errors import ConfigError
+from signoff.identity import ApproverKeys
+from signoff.inbox.calls import WaitingCall
+from signoff.inbox.decide import Decisions
+from signoff.inbox.signer import InboxSigner
+from signoff.inbox.view import diff_lines, editable, pretty, summary
+from signoff.inbox.who import Viewer, WhoIsAsking, parse_networks
+from signoff.policy import ApprovalPolicy
+from signoff.signatures import DecisionClaim
+from signoff.signing import new_key_pair
+from tests.approver_keys import ed25519_key, jwk, write_jwks, write_secret
+
+HEADERS = "x-forwarded-user", "x-forwarded-groups"
+BINDING = Binding(workflow_id="w", chain_id="r", call_id="c", tool="deploy", arguments_digest="0" * 64)
+
+
+def asked(who: WhoIsAsking, peer: str | None, user: list[str], groups: list[str] | None = None) -> Viewer | None:
+    return who.viewer(peer, {HEADERS[0]: user, HEADERS[1]: groups or []})
+
+
+def test_the_user_header_counts_only_from_a_trusted_proxy() -> None:
+    who = WhoIsAsking(parse_networks("10.0.0.5, 172.28.0.0/24, ::1"))
+    assert asked(who, "10.0.0.5", ["alice"], ["sre, release"]) == Viewer("alice", ("sre", "release"), "proxy")
+    assert asked(who, "172.28.0.77", ["bob"]) == Viewer("bob", (), "proxy")
+    assert asked(who, "::1", ["carol"]) == Viewer("carol", (), "proxy")
+    for stranger in ("10.0.0.6", "127.0.0.1", "not-an-ip", None):
+        assert asked(who, stranger, ["alice"], ["sre"]) is None
+
+
+def test_a_proxy_that_names_nobody_or_two_people_or_a_group_or_a_hidden_name_names_nobody() -> None:
+    who = WhoIsAsking(parse_networks("10.0.0.5"))
+    for users in ([], [""], ["alice", "mallory"], ["group:sre"], ["eve\u200b"], ["a" * 300]):
+        assert asked(who, "10.0.0.5", users) is None
+    assert asked(who, "10.0.0.5", ["alice"], ["sre,,\u202eadmin, ok"]) == Viewer("alice", ("sre", "ok"), "proxy")
+
+
+def test_the_local_user_is_everyone_and_excludes_a_proxy() -> None:
+    assert asked(WhoIsAsking(local_user="alice"), "10.9.9.9", ["mallory"]) == Viewer("alice", (), "local")
+    with pytest.raises(ConfigError, match="not both"):
+        WhoIsAsking(parse_networks("10.0.0.5"), local_user="alice")
+    with pytest.raises(ConfigError, match="must know who is deciding"):
+        WhoIsAsking()
+    with pytest.raises(ConfigError, match="cannot name a person"):
+        WhoIsAsking(local_user="group:admins")
+    with pytest.raises(ConfigError, match="not an IP address"):
+        parse_networks("proxy.internal")
+
+
+def test_the_inbox_token_verifies_with_the_shared_secret_and_names_the_user_and_groups(tmp_path: Path) -> None:
+    write_secret(tmp_path / "inbox.key")
+    signer = InboxSigner.load(tmp_path / "inbox.key")
+    claim = DecisionClaim(**BINDING.model_dump(), approved=True)
+    token = signer.sign(Viewer("alice", ("sre",), "proxy"), claim)
+    identity = ApproverKeys.load(tmp_path / "inbox.key").verify(token)
+    assert (identity.subject, identity.groups) == ("alice", ("sre",))
+    assert identity.expires_at is not None
+    assert (identity.expires_at - datetime.now(UTC)).total_seconds() <= signer.ttl.total_seconds()
+    payload = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
+    assert payload["signoff"] == claim.model_dump(mode="json") and identity.claim == claim
+
+
+def test_a_private_key_signs_with_its_kid_for_the_workers_jwks(tmp_path: Path) -> None:
+    key = ed25519_key()
+    (tmp_path / "inbox.pem").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))  # fmt: skip
+    write_jwks(tmp_path / "keys.json", jwk(key, "inbox-1", signoff_service=True))
+    signer = InboxSigner.from_env({"SIGNOFF_INBOX_SIGNING_KEY_FILE": str(tmp_path / "inbox.pem"),
+                                   "SIGNOFF_INBOX_SIGNING_KID": "inbox-1"})  # fmt: skip
+    assert signer is not None and signer.algorithm == "EdDSA"
+    token = signer.sign(Viewer("bob"), DecisionClaim(**BINDING.model_dump(), approved=False))
+    assert ApproverKeys.load(tmp_path / "keys.json").verify(token).subject == "bob"  # a service key signs for anyone
+
+
+def test_a_service_key_made_by_signoff_keys_new_signs_for_the_inbox_users_with_its_own_kid(tmp_path: Path) -> None:
+    pem, entry = new_key_pair("inbox", service=True)
+    (tmp_path / "inbox.pem").write_bytes(pem)
+    write_jwks(tmp_path / "keys.json", entry)
+    signer = InboxSigner.load(tmp_path / "inbox.pem")
+    assert signer.key.kid == entry["kid"]
+    token = signer.sign(Viewer("carol", ("release",), "proxy"), DecisionClaim(**BINDING.model_dump(), approved=True))
+    identity = ApproverKeys.load(tmp_path / "keys.json").verify(token)
+    assert (identity.subject, identity.groups, identity.key_id) == ("carol", ("release",), entry["kid"])
+
+
+def test_a_signing_key_file_that_is_no_key_is_refused_naming_the_setting(tmp_path: Path) -> None:
+    (tmp_path / "public.pem").write_text("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
+    (tmp_path / "short.key").write_text("too short\n")
+    for path in ("public.pem", "short.key", "missing.key"):
+        with pytest.raises(ConfigError, match="SIGNOFF_INBOX_SIGNING_KEY_FILE"):
+            InboxSigner.load(tmp_path / path)
+
+
+HOSTILE = {"command": "</textarea><script>alert(1)</script>\u202eexe.txt \x1b[2J", "n": [1, {"deep": "\u200b"}]}
+
+
+def test_shown_arguments_are_inert_and_the_edit_field_round_trips_exactly() -> None:
+    shown = pretty(HOSTILE)
+    assert "\u202e" not in shown and "\x1b" not in shown and "\u200b" not in shown
+    assert "\\u202eexe.txt" in shown and "\\u200b" in shown
+    field = editable(HOSTILE)
+    assert field.isascii() and json.loads(field) == HOSTILE
+    assert len(summary({"x": "y" * 1000})) == 160
+    assert summary("raw\nnot json\u202e") == "raw not json\\u202e"
+
+
+def test_a_diff_preview_is_classed_by_line_and_other_previews_are_plain() -> None:
+    diff = "--- a/config.toml\n+++ b/config.toml\n@@ -1,2 +1,2 @@\n-debug = true\n+debug = false\n keep\n"
+    assert [kind for kind, _ in diff_lines(diff)] == ["file", "file", "hunk", "del", "add", ""]
+    assert diff_lines("would remove 3 files\n- a\n- b") == [("", "would remove 3 files"), ("", "- a"), ("", "- b")]
+
+
+def waiting(policy: ApprovalPolicy, requested_by: str | None = None, **request: Any) -> WaitingCall:
+    call = ToolApprovalRequest(call_id="call_1", name="deploy", arguments={"target": "web"}, policy=policy, **request)
+    return WaitingCall("run-1", "ops", call, requested_by)
+
+
+def test_the_page_offers_only_what_the_policy_would_let_the_viewer_do(tmp_path: Path) -> None:
+    write_secret(tmp_path / "inbox.key")
+    signing, plain = Decisions(None, InboxSigner.load(tmp_path / "inbox.key")), Decisions(None)  # type: ignore[arg-type]
+    alice, bob = Viewer("alice", ("sre",), "proxy"), Viewer("bob", ("dev",), "proxy")
+    sre = ApprovalPolicy(approvers=("group:sre",))
+    assert signing.refusal(waiting(sre), alice) is None
+    assert "not among its approvers" in (signing.refusal(waiting(sre), bob) or "")
+    assert plain.refusal(waiting(sre), alice) is not None  # without a signature the run trusts no claimed group
+    verified = ApprovalPolicy(verified=True)
+    assert signing.refusal(waiting(verified), bob) is None
+    assert "no signing key" in (plain.refusal(waiting(verified), bob) or "")
+    separate = ApprovalPolicy(separate_requester=True)
+    assert "separate_requester" in (plain.refusal(waiting(separate, requested_by="bob"), bob) or "")
+    assert plain.refusal(waiting(separate, requested_by="alice"), bob) is None
+    escalating = ApprovalPolicy(approvers=("alice",), escalate_after_seconds=60, escalate_to=("bob",))
+    assert plain.refusal(waiting(escalating), bob) is not None
+    assert plain.refusal(waiting(escalating, escalated=True), bob) is None
+    quorum = ApprovalPolicy(quorum=2)
+    voted = waiting(quorum, votes=[Vote(approver="bob")])
+    assert "already approved" in (plain.refusal(voted, bob) or "")
+    assert plain.refusal(voted, bob, approving=False) is None  # may still deny
+    assert not plain.may_edit(voted.request) and plain.may_edit(waiting(sre).request)
