@@ -22,6 +22,7 @@ FULL = [
     ("observability", ["--runs", "30"]),
     ("mcp_calls", ["--runs", "20", "--rounds", "10"]),
     ("verification", ["--calls", "2000"]),
+    ("scale", ["--runs", "10000", "--cache", "200", "--sample", "50", "--handover", "200"]),
 ]
 QUICK = [
     ("round_overhead", ["--runs", "5", "--warmup", "1"]),
@@ -34,6 +35,7 @@ QUICK = [
     ("observability", ["--runs", "3", "--warmup", "1"]),
     ("mcp_calls", ["--runs", "2", "--rounds", "2", "--calls", "20"]),
     ("verification", ["--calls", "100"]),
+    ("scale", ["--runs", "60", "--cache", "30", "--sample", "3", "--handover", "5"]),
 ]
 
 

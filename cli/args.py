@@ -14,6 +14,7 @@ from signoff.cli.binding import MIN_PREFIX, digest_text
 from signoff.cli.codec import add_codec_parser
 from signoff.cli.demo import DEMO_PROMPT
 from signoff.cli.inbox import add_inbox_parser
+from signoff.cli.replay import add_replay_parser
 from signoff.cli.token import ENV_TOKEN, add_token_parser, parse_duration
 from signoff.signing import ENV_KEY_FILE, ENV_KID
 
@@ -198,5 +199,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_codec_parser(sub)
     _add_keys(sub)
     _add_sign(sub, common)
+    add_replay_parser(sub, common)
     add_inbox_parser(sub, common)
     return parser

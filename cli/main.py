@@ -8,7 +8,7 @@ TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and SIGNOFF_TASK_QUEUE; `--address` and
 
 One module per concept: `runs` (run, pending, watch, result), `decide` and `bulk`
 (approve, deny), `audit`, `govern` (extend, grants, revoke), `demo_run`, `token`, `keys`
-(keys new, sign) and `who` (the name, token or key a decision is made with);
+(keys new, sign), `replay` and `who` (the name, token or key a decision is made with);
 `follow` follows a run; `render` and `calls` say how things look; `style` is the inert
 console; `shown` remembers what this operator saw; `talk` speaks to a run.
 """
@@ -37,6 +37,7 @@ from signoff.cli.demo_run import cmd_demo
 from signoff.cli.govern import cmd_extend, cmd_grants, cmd_revoke
 from signoff.cli.inbox import cmd_inbox
 from signoff.cli.keys import cmd_keys, cmd_sign
+from signoff.cli.replay import cmd_replay
 from signoff.cli.runs import cmd_pending, cmd_result, cmd_run, cmd_watch
 from signoff.cli.shown import ShownCalls
 from signoff.cli.style import Console
@@ -97,6 +98,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Context], Coroutine[Any, Any, 
     "demo": cmd_demo,
     "inbox": cmd_inbox,
     "sign": cmd_sign,
+    "replay": cmd_replay,
 }
 
 

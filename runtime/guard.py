@@ -42,6 +42,7 @@ from temporalio.converter import (
 )
 
 from signoff.runtime.filestore import UnresolvablePayload, not_a_payload
+from signoff.runtime.storage import storage_problem
 from signoff.workflows.refusal import quiet
 
 NO_STORE_DRIVER = "signoff.none"
@@ -53,17 +54,26 @@ class StoreUnavailable(RuntimeError):
     """A payload store failed for a reason of its own (not the reference's): retry later."""
 
 
+@dataclasses.dataclass(frozen=True)
 class GuardedConverter(DataConverter):
-    """A worker's data converter: a payload that cannot be resolved reads as `not_a_payload`."""
+    """A worker's data converter: a payload that cannot be resolved reads as `not_a_payload`.
+
+    `replaying`: the converter of a replay (`signoff replay`), where a reference the store
+    cannot resolve (missing, or of a driver this process lacks) is this process's
+    configuration to fix and says so, rather than being read as refused; only payloads
+    that are no reference at all (malformed, falsely marked) read as `not_a_payload` then.
+    """
+
+    replaying: bool = False
 
     async def _decode_reference_payload_sequence(self, payloads: Sequence[Payload]) -> list[Payload]:
-        return await _each(super()._decode_reference_payload_sequence, payloads)
+        return await _each(super()._decode_reference_payload_sequence, payloads, self.replaying)
 
     async def _external_retrieve_payload_sequence(self, payloads: Sequence[Payload]) -> list[Payload]:
-        return await _each(super()._external_retrieve_payload_sequence, payloads)
+        return await _each(super()._external_retrieve_payload_sequence, payloads, self.replaying)
 
 
-async def _each(step: Step, payloads: Sequence[Payload]) -> list[Payload]:
+async def _each(step: Step, payloads: Sequence[Payload], replaying: bool) -> list[Payload]:
     """`step` over all payloads; when it fails, over each alone, each that cannot be resolved
     becoming `not_a_payload`."""
     try:
@@ -71,9 +81,11 @@ async def _each(step: Step, payloads: Sequence[Payload]) -> list[Payload]:
     except StoreUnavailable:
         raise
     except Exception as exc:
+        if replaying and storage_problem(exc) is not None:
+            raise
         if len(payloads) == 1:
             return [not_a_payload(f"this payload cannot be resolved: {exc}")]
-    return [(await _each(step, [payload]))[0] for payload in payloads]
+    return [(await _each(step, [payload], replaying))[0] for payload in payloads]
 
 
 class _Guarded(StorageDriver):
@@ -122,13 +134,14 @@ class _NoStore(StorageDriver):
         raise UnresolvablePayload("this worker has no payload store (SIGNOFF_PAYLOAD_STORE)")
 
 
-def guarded(converter: DataConverter) -> GuardedConverter:
+def guarded(converter: DataConverter, *, replaying: bool = False) -> GuardedConverter:
     """`converter` for a worker: the same conversion and store, with unresolvable payloads read
-    as `not_a_payload`; without a store, every reference reads so (nothing is ever stored)."""
+    as `not_a_payload`; without a store, every reference reads so (nothing is ever stored).
+    `replaying`: for a replay (see `GuardedConverter`)."""
     if isinstance(converter, GuardedConverter):
         return converter
     storage = converter.external_storage
-    if storage is None:
+    if storage is None:  # replaying, a reference to a store then says none is configured (storage_problem)
         storage = ExternalStorage(drivers=[_NoStore()], driver_selector=lambda context, payload: None)
     else:
         drivers = [_Guarded(driver) for driver in storage.drivers]
@@ -138,7 +151,7 @@ def guarded(converter: DataConverter) -> GuardedConverter:
         storage = dataclasses.replace(storage, drivers=drivers, driver_selector=selector)
     fields = {f.name: getattr(converter, f.name) for f in dataclasses.fields(converter) if f.init}
     fields["failure_converter_class"] = quiet(converter.failure_converter_class)  # refusals without tracebacks
-    return GuardedConverter(**{**fields, "external_storage": storage})
+    return GuardedConverter(**{**fields, "external_storage": storage, "replaying": replaying})
 
 
 def _same(by_name: dict[str, StorageDriver], driver: StorageDriver | None) -> StorageDriver | None:

@@ -1,4 +1,5 @@
-"""What a worker reads at start besides its connection: limits, policies, keys.
+"""What a worker reads at start besides its connection: limits, policies, keys, its Worker
+Deployment version (`runtime/deployment.py`) and how many runs it keeps in memory.
 
 Each is checked when the worker starts, so a configuration that cannot work stops it
 with a message instead of failing runs later: a policy file that does not parse, a
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from signoff.gate import tool_gate, tool_policy
 from signoff.identity import ENV_KEYS, ApproverKeys
 from signoff.limits import Limits
 from signoff.policy import DEFAULT_KEY, POLICY_FILE_ENV, PolicyBook
+from signoff.runtime.deployment import DeploymentSettings
 from signoff.runtime.devserver import DATA_DIR
 from signoff.runtime.filestore import make_private_dir
 from signoff.snapshot import SnapshotTool
@@ -33,11 +35,13 @@ from signoff.tools.mcp import MCPServer
 from signoff.tools.mcp.listing import PREFIX
 
 LOCAL_STATE_KEY = DATA_DIR / "state.key"
+CACHE_ENV = "SIGNOFF_MAX_CACHED_WORKFLOWS"
+MAX_CACHE = 100_000
 
 
 @dataclass(frozen=True)
 class WorkerSetup:
-    """The worker's limits, approval policies, approver keys and state key."""
+    """The worker's limits, approval policies, approver keys, state key and deployment version."""
 
     limits: Limits
     policies: PolicyBook
@@ -46,13 +50,18 @@ class WorkerSetup:
     state_key_from: str = ""
     """Where the state key came from, for the start-up log."""
     notes: tuple[str, ...] = ()
+    deployment: DeploymentSettings | None = None
+    cache: int | None = None
+    """Runs kept in memory between their workflow tasks (None: the SDK's 1,000); the others
+    replay their history when their next task comes (a decision, a timer)."""
 
     @classmethod
     def from_env(
         cls, agents: Mapping[str, ChatClientAgent], env: Mapping[str, str] | None = None, *, local: bool = False
     ) -> WorkerSetup:
         """Read and check `SIGNOFF_MAX_*`/`SIGNOFF_TRANSCRIPT_BUDGET`, `SIGNOFF_POLICY_FILE`,
-        `SIGNOFF_APPROVER_KEYS` (with its issuer and audience) and `SIGNOFF_STATE_KEY_FILE`.
+        `SIGNOFF_APPROVER_KEYS` (with its issuer and audience), `SIGNOFF_STATE_KEY_FILE`,
+        `SIGNOFF_DEPLOYMENT_NAME` with `SIGNOFF_BUILD_ID`, and `SIGNOFF_MAX_CACHED_WORKFLOWS`.
 
         Args:
             local: no Temporal address, TLS or API key is configured (the embedded or a
@@ -72,7 +81,10 @@ class WorkerSetup:
             state_key, source = local_state_key(Path.cwd() / LOCAL_STATE_KEY), str(LOCAL_STATE_KEY)
         else:
             state_key, source = None, ""
-        setup = cls(Limits.from_env(env), PolicyBook.from_env(env), ApproverKeys.from_env(env), state_key, source)
+        setup = cls(
+            Limits.from_env(env), PolicyBook.from_env(env), ApproverKeys.from_env(env), state_key, source,
+            deployment=DeploymentSettings.from_env(values), cache=_cache(values.get(CACHE_ENV, "")),
+        )
         return setup.check(agents)
 
     def _tools(self, agents: Mapping[str, ChatClientAgent]) -> Iterator[tuple[str, Tool, SnapshotTool]]:
@@ -119,15 +131,22 @@ class WorkerSetup:
             )  # fmt: skip
         notes = tuple(f"policy for {where} has no effect: the tool never asks for approval; add always = true "
                       "to gate every call" for where in idle)  # fmt: skip
-        return WorkerSetup(self.limits, self.policies, self.keys, self.state_key, self.state_key_from, notes)
+        return replace(self, notes=notes)
 
     def worker_options(self) -> dict[str, Any]:
         """Keyword arguments for `build_worker`."""
-        return {"limits": self.limits, "policies": self.policies, "verifier": self.keys, "state_key": self.state_key}
+        options: dict[str, Any] = {
+            "limits": self.limits, "policies": self.policies, "verifier": self.keys, "state_key": self.state_key,
+            "deployment": self.deployment,
+        }
+        return options | ({"max_cached_workflows": self.cache} if self.cache is not None else {})
 
     def describe(self, agents: Mapping[str, ChatClientAgent] | None = None) -> list[str]:
         """Lines for the worker's start-up log (never a secret)."""
         lines = [self.keys.describe() if self.keys else "approver tokens: not configured"]
+        lines.append(self.deployment.describe() if self.deployment else "worker deployment: none (unversioned)")
+        if self.cache is not None:
+            lines.append(f"workflow cache: {self.cache:,} runs in memory ({CACHE_ENV}); the others replay when woken")
         if self.policies.policies or self.policies.always:
             lines.append(f"approval policies for: {', '.join(sorted(self.policies.policies))}")
         if gated := sorted(self.policies.always):
@@ -139,6 +158,19 @@ class WorkerSetup:
         if servers:
             lines.append(f"MCP servers: {', '.join(server.describe() for server in servers)}")
         return lines + list(self.notes)
+
+
+def _cache(text: str) -> int | None:
+    if not text.strip():
+        return None
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_CACHE:
+        raise ConfigError(f"{CACHE_ENV} must be a whole number of runs from 0 (replay every task) to {MAX_CACHE:,}, "
+                          f"got {text!r}")  # fmt: skip
+    return value
 
 
 def _servers(agents: Mapping[str, ChatClientAgent]) -> list[MCPServer]:

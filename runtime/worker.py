@@ -44,6 +44,7 @@ from signoff.runtime.connection import (
     open_client,
 )
 from signoff.runtime.connection import connect as connect_with
+from signoff.runtime.deployment import DeploymentSettings, routing_note
 from signoff.runtime.guard import worker_client
 from signoff.runtime.hardening import harden_process
 from signoff.runtime.setup import WorkerSetup
@@ -159,6 +160,7 @@ def build_worker(
     verifier: Verifier | None = None,
     notify: NotifyConfig | None = None,
     state_key: bytes | None = None,
+    deployment: DeploymentSettings | None = None,
     **options: Any,
 ) -> Worker:
     """A worker for `AgentRun` and its activities, serving `agents` (by name).
@@ -175,6 +177,8 @@ def build_worker(
             every worker of the task queue needs the same one). None: nothing is sealed, and a
             continued run is adopted only if the server says it continues an `AgentRun` of
             this task queue.
+        deployment: this worker's Worker Deployment version (`SIGNOFF_DEPLOYMENT_NAME`,
+            `SIGNOFF_BUILD_ID`): versioning on, `AgentRun` pinned. None: unversioned.
         **options: passed to `temporalio.worker.Worker`.
     """
     if payload_budget is FROM_CLIENT:
@@ -186,6 +190,8 @@ def build_worker(
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))
     options["interceptors"] = [SignedDecisionCheck(verifier), *options.get("interceptors", ())]
     options["plugins"] = [*options.get("plugins", ()), activities.plugin()]  # MCP sessions close with the worker
+    if deployment is not None:
+        options["deployment_config"] = deployment.worker_config()
     return Worker(
         client,
         task_queue=task_queue,
@@ -225,6 +231,8 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
         lines = setup.describe(agents) + ([notify.describe()] if notify else []) + _observability(settings)
         for line in lines + ([no_model] if no_model else []):
             print(f"signoff: {line}", flush=True)
+        if setup.deployment is not None:
+            print(f"signoff: {await routing_note(client, setup.deployment)}", flush=True)
         print(f"signoff: worker on task queue {settings.task_queue!r} at {settings.describe()}, "
               f"agents: {', '.join(sorted(agents))}", flush=True)
         async with worker:

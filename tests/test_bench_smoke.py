@@ -28,3 +28,16 @@ def test_mcp_calls_bench_runs_and_validates_results(tmp_path: Path) -> None:
     result = json.loads((tmp_path / "mcp_calls.json").read_text())
     assert set(result["stats"]) == {"plain", "plain, MCP agent", "MCP stdio", "MCP HTTP"}
     assert set(result["direct"]) == {"function", "MCP stdio", "MCP HTTP"}
+
+
+def test_scale_bench_runs_and_classes_runs_by_the_workers_cache_counters(tmp_path: Path) -> None:
+    env = {**os.environ, "BENCH_RESULTS": str(tmp_path)}
+    command = [sys.executable, "-m", "bench.scale", "--runs", "40", "--cache", "20", "--sample", "3", "--handover", "4"]
+    out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    result = json.loads((tmp_path / "scale.json").read_text())
+    samples = result["one_worker"]["samples"]
+    assert len(samples["evicted"]) + len(samples["cached"]) == 6 and samples["evicted"]
+    assert {k: v["n"] for k, v in result["handover"]["approve_to_done_s"].items()} == {
+        "started on A, approved on B": 4, "started and approved on B": 4,
+    }  # fmt: skip

@@ -1,17 +1,22 @@
-"""Determinism: committed histories replay, and a worker without a cache replays every step."""
+"""Determinism: the committed histories (tests/histories/manifest.json) replay on today's code,
+those stated not to resume do not, and no change of workflow code goes unmarked."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHistory
+from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from signoff.runtime.guard import guarded
+from signoff.runtime.fingerprint import workflow_code
+from signoff.runtime.replay import Verdict, load_history
 from signoff.runtime.worker import sandbox_runner
+from signoff.testing import replay_histories
 from signoff.workflows.agent_run import AgentRun
 from tests.helpers import (
     Reply,
@@ -23,34 +28,78 @@ from tests.helpers import (
     start_run,
     wait_pending,
 )
+from tests.histories.manifest import HERE, Entry, Manifest, rule_broken
+from tests.histories.record import RECORDERS
 
-HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+MANIFEST = Manifest.load()
+RESUMING = [e for e in MANIFEST.entries() if e.resumes]
+RETIRED = [e for e in MANIFEST.entries() if not e.resumes]
+RULE = (
+    "Workflow code changed ({changed}). A run in flight resumes only on code that issues the same commands. "
+    "Guard the change with workflow.patched('<id>') (old runs keep the old path), or make it a new version "
+    "(runs of the old one need its workers: README 'Deploys and parked runs'), then record it with "
+    "`python -m tests.histories.accept --why '...'` (--new-version; --no-command-change for a refactor that "
+    "cannot change any command). README: 'Changing workflow code'."
+)
 
 
 def replayer() -> Replayer:
-    """Replays as a worker runs: with its guarded converter (a forged payload in a history reads as refused)."""
-    return Replayer(workflows=[AgentRun], data_converter=guarded(pydantic_data_converter),
-                    workflow_runner=sandbox_runner())  # fmt: skip
+    """A bare replayer as the worker's (tests that replay a history they just made use it)."""
+    return Replayer(workflows=[AgentRun], data_converter=pydantic_data_converter, workflow_runner=sandbox_runner())
 
 
-def test_every_history_shape_is_committed() -> None:
-    assert {p.stem for p in HISTORIES} >= {
-        "approved", "denied", "timed_out", "continued_as_new", "verified", "timeout_grant", "mcp",
-        "signed", "sealed_continued_as_new", "continued_run", "strangers", "paused_deadline",
-    }  # fmt: skip
+def test_every_committed_history_is_in_the_manifest_and_every_current_shape_has_a_recorder() -> None:
+    files = {p.relative_to(HERE).with_suffix("").as_posix() for p in HERE.rglob("*.json") if p.name != "manifest.json"}
+    assert files == {e.name for e in MANIFEST.entries()}
+    assert {e.name for e in MANIFEST.entries() if not e.frozen} == set(RECORDERS)
+    assert all(e.why_not for e in RETIRED), "a history that need not resume says why"
+    assert {e.version for e in MANIFEST.entries()} <= set(range(1, MANIFEST.version + 1))
+
+
+def test_committed_histories_hold_no_stack_traces() -> None:
+    """They would name the recording machine's paths; the recorder empties them (replay never reads them)."""
+    assert not [e.name for e in MANIFEST.entries() if '"stackTrace"' in e.path.read_text()]
+
+
+@pytest.mark.parametrize("entry", RESUMING, ids=[e.name for e in RESUMING])
+def test_committed_history_resumes(entry: Entry) -> None:
+    replay_histories(entry.path, **entry.replay_settings())
+
+
+@pytest.mark.parametrize("entry", RETIRED, ids=[e.name for e in RETIRED])
+def test_history_stated_not_to_resume_does_not(entry: Entry) -> None:
+    (outcome,) = replay_histories(entry.path, check=False, **entry.replay_settings())
+    assert outcome.verdict is Verdict.DIVERGES, f"{entry.name} resumes now: its manifest entry says it does not"
+
+
+def test_workflow_code_is_the_manifests_or_the_change_is_marked() -> None:
+    code, recorded = workflow_code(), MANIFEST.code
+    changed = ", ".join(code.changed_since(recorded["modules"], recorded["activities"]))
+    assert code.fingerprint == recorded["fingerprint"], RULE.format(changed=changed)
+    assert list(code.patches) == recorded["patches"]
+
+
+def test_every_change_in_the_log_was_made_safe() -> None:
+    first, *later = MANIFEST.changes
+    assert first["kind"] == "recorded"
+    for previous, change in zip(MANIFEST.changes, later, strict=False):
+        assert rule_broken(previous, change) is None, change
+    last = MANIFEST.changes[-1]
+    assert (last["fingerprint"], last["patches"], last["version"]) == (
+        MANIFEST.code["fingerprint"], MANIFEST.code["patches"], MANIFEST.version,
+    )  # fmt: skip
 
 
 def test_the_verified_history_holds_its_verifications() -> None:
     """Replay needs no keys: each token's verification is a recorded local-activity marker."""
-    history = WorkflowHistory.from_json("verified", (Path(__file__).parent / "histories" / "verified.json").read_text())
+    history = load_history(HERE / "verified.json")
     markers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
     assert len(markers) == 3  # the refused token and two valid ones
 
 
 def _markers(name: str) -> list[str]:
     """The local activities and patches a committed history recorded, by marker name."""
-    history = WorkflowHistory.from_json(name, (Path(__file__).parent / "histories" / f"{name}.json").read_text())
-    return [e.marker_recorded_event_attributes.marker_name for e in history.events
+    return [e.marker_recorded_event_attributes.marker_name for e in load_history(HERE / f"{name}.json").events
             if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]  # fmt: skip
 
 
@@ -58,12 +107,24 @@ def test_the_v3_histories_hold_the_seal_and_its_check() -> None:
     assert _markers("sealed_continued_as_new") == ["core_patch", "core_local_activity"]  # the patch, the seal
     assert _markers("continued_run") == ["core_patch", "core_local_activity"]  # the patch, the check
     assert set(_markers("signed")) == {"core_local_activity"}  # verifications only: signed decisions need no patch
+    assert _carried("sealed_continued_as_new")["seal"]  # a worker with a state key sealed it
+    assert _carried("continued_as_new")["seal"] == ""  # one without a key seals nothing (the check asks the server)
 
 
-@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
-async def test_committed_history_replays(path: Path) -> None:
-    history = WorkflowHistory.from_json(path.stem, path.read_text())
-    await replayer().replay_workflow(history)
+def _carried(name: str) -> dict[str, Any]:
+    """The state a committed history's run continued as new with."""
+    ended = load_history(HERE / f"{name}.json").events[-1].workflow_execution_continued_as_new_event_attributes
+    return dict(json.loads(ended.input.payloads[0].data))
+
+
+def test_the_continued_histories_continue_as_new() -> None:
+    """Each ends its run by continuing as new (the v1/v2 `continued_as_new` recordings did not)."""
+    for name in ("continued_as_new", "continued_between_rounds", "sealed_continued_as_new"):
+        last = load_history(HERE / f"{name}.json").events[-1]
+        assert last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, name
+    for name in ("continued_as_new_next", "continued_run"):
+        started = load_history(HERE / f"{name}.json").events[0]
+        assert started.workflow_execution_started_event_attributes.continued_execution_run_id, name
 
 
 async def test_run_completes_with_every_step_replayed(client: Client, task_queue: str, tmp_path: Path) -> None:
@@ -80,4 +141,4 @@ async def test_run_completes_with_every_step_replayed(client: Client, task_queue
             result = await handle.result()
         history = await handle.fetch_history()
     assert result.text == "done" and result.messages[2].content == "exit code: 0\na\n"
-    await replayer().replay_workflow(history)
+    replay_histories(history)

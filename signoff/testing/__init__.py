@@ -17,10 +17,29 @@ Generated tool call ids are `call_<round>_<i>` (round = assistant messages in th
 transcript + 1, i from 1), so they are the same every time a conversation is replayed.
 
 `python -m signoff.testing --port N` serves `demo_script` until killed.
+
+`replay_histories(...)` replays saved workflow histories against the installed code, for
+pytest: it raises, naming each run that would not resume and why (`signoff replay` is the
+same from the command line). It is imported on first use, so `import signoff.testing`
+stays free of Temporal.
 """
+
+from typing import Any
 
 from signoff.testing.demo import demo_script
 from signoff.testing.script import CallSpec, Reply, Script, ScriptedRequest
 from signoff.testing.server import ScriptedModelServer
 
-__all__ = ["CallSpec", "Reply", "Script", "ScriptedModelServer", "ScriptedRequest", "demo_script"]
+__all__ = [
+    "CallSpec", "HistoryReplayError", "ReplayOutcome", "Reply", "Script", "ScriptedModelServer", "ScriptedRequest",
+    "demo_script", "replay_histories",
+]  # fmt: skip
+_REPLAY = ("HistoryReplayError", "ReplayOutcome", "replay_histories")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _REPLAY:
+        from signoff.runtime import replay
+
+        return getattr(replay, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

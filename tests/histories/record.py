@@ -1,36 +1,51 @@
-"""Record the histories that tests/test_replay.py replays.
+"""Record the histories tests/test_replay.py replays: one command, every shape in manifest.json.
 
-    python -m tests.histories.record            # all of them
+    python -m tests.histories.record            # every current shape (~2 min; v1/, v2/ stay as they are)
     python -m tests.histories.record verified   # only these (the others stay as committed)
 
-The v2 shapes (`approved` ... `timeout_grant`) were recorded before signed decisions and
-sealed continue-as-new, and are kept: they are what runs in flight at an upgrade replay.
-
-Rerun after a deliberate change of the workflow's history shape; a replay failure
-of an old history otherwise means the change breaks runs already in flight.
+Each shape is a recorder below (`@shape("name", server=...)`) and an entry of
+`manifest.json` (what the run does, which code recorded it, whether it must resume).
+Recording writes `<name>.json` and updates the entry. Rerun a shape only after a
+deliberate change of the history it produces (README, "Changing workflow code"): a
+history that no longer replays otherwise means the change breaks runs in flight.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
+import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from google.protobuf.message import Message
 from temporalio.api.common.v1 import Payload
-from temporalio.client import Client, WorkflowHandle, WorkflowHistory, WorkflowUpdateFailedError
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.failure.v1 import Failure
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowHistory, WorkflowUpdateFailedError
 from temporalio.common import RawValue
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from signoff.activities.notify import NotifyConfig
-from signoff.agent import AgentBuilder
+from signoff.agent import AgentBuilder, ChatClientAgent
 from signoff.contract import RunOptions
 from signoff.identity import ApproverKeys, issue_token
-from signoff.messages import ToolCall
+from signoff.limits import Limits
+from signoff.messages import ChatMessage, ToolCall
 from signoff.policy import ApprovalPolicy, OnTimeout
+from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.devserver import find_temporal_binary
+from signoff.runtime.fingerprint import workflow_code
+from signoff.runtime.storage import close_storage
+from signoff.testing import Script
 from signoff.tools.mcp import MCPServer
 from tests.approver_keys import signed, write_secret
 from tests.conftest import start_dev_server
@@ -46,145 +61,205 @@ from tests.helpers import (
     start_run,
     wait_pending,
 )
+from tests.histories.manifest import HERE, Manifest
 from tests.mcp_helpers import mcp_call, stdio
+from tests.processes import free_port
 from tests.receiver import Receiver
 
-HERE = Path(__file__).parent
+SERVERS: dict[str, tuple[str, ...]] = {
+    "early_can": ("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=40"),
+    "earlier_can": ("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=20"),  # one round crosses it
+    "plain": (),  # no early continue-as-new: these runs are longer
+}
+BUSY = (EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED)
+ENDED = (EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
+         EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT)  # fmt: skip
+STATE_KEY = b"s" * 48
+"""The state key of the worker recording the sealed shapes (a test key: it protects nothing)."""
+STORED_OUTPUT = "head -c 6000 /dev/zero | tr '\\0' x"
+"""Its output is over the stored shape's threshold, so it goes to the payload store."""
+
+
+@dataclass
+class Rig:
+    """What a recorder gets: the server's client, a scratch workspace, an approver key."""
+
+    client: Client
+    workspace: Path
+    key: Path
+
+    @property
+    def address(self) -> str:
+        return self.client.service_client.config.target_host
+
+    @asynccontextmanager
+    async def worker(
+        self, script: Script, agents: dict[str, ChatClientAgent] | None = None, client: Client | None = None,
+        **options: Any,
+    ) -> AsyncIterator[str]:  # fmt: skip
+        """A worker on a fresh task queue (its name is yielded) with the scripted model."""
+        queue = f"record-{uuid.uuid4()}"
+        with ScriptedModelServer(script) as model:
+            async with running_worker(client or self.client, queue, model, agents or agents_for(self.workspace),
+                                      **options):  # fmt: skip
+                yield queue
+
+
+Recorder = Callable[[Rig], Awaitable[dict[str, WorkflowHistory]]]
+RECORDERS: dict[str, tuple[str, Recorder]] = {}
+
+
+def shape(*names: str, server: str = "plain") -> Callable[[Recorder], Recorder]:
+    """Register a recorder of the histories `names` (it returns them by name)."""
+
+    def register(recorder: Recorder) -> Recorder:
+        for name in names:
+            RECORDERS[name] = (server, recorder)
+        return recorder
+
+    return register
 
 
 def script(request: ScriptedRequest) -> Reply:
+    """The default agent's conversation: a gated and an auto call; for `cycle`, auto calls
+    for 24 rounds (a history long enough to continue as new between rounds)."""
+    prompt = next(m.content or "" for m in request.messages if m.role == "user")
+    if prompt == "cycle":
+        return (
+            Reply.tool_calls([call("list_dir", f"call_r{request.round}")])
+            if request.round <= 24
+            else Reply.text("done")
+        )
     if request.last.role == "user":
         return Reply.tool_calls([call("run_command", "call_1", command="echo hi"), call("list_dir", "call_2")])
-    if request.round <= 4 and "cycle" in (request.messages[0].content or ""):
-        return Reply.tool_calls([call("list_dir", f"call_r{request.round}")])
     return Reply.text("done")
 
 
-async def save(handle: WorkflowHandle, name: str) -> None:
-    await handle.result()
-    history = await handle.fetch_history()
-    (HERE / f"{name}.json").write_text(history.to_json())
-    print(f"recorded {name}: {len(history.events)} events")
+async def parked(handle: WorkflowHandle) -> WorkflowHistory:
+    """The history once the run waits for a person: every activity done, its last task completed."""
+
+    async def waiting() -> WorkflowHistory:
+        history = await handle.fetch_history()
+        kinds = [e.event_type for e in history.events]
+        tasks = [i for i, k in enumerate(kinds) if k == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED]
+        assert tasks and not any(k in BUSY for k in kinds[tasks[-1] :]), "the run is not idle yet"
+        assert kinds.count(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) == sum(k in ENDED for k in kinds)
+        return history
+
+    return await assert_eventually(waiting, 30)
 
 
-async def record_governance(client: Client, names: Collection[str], workspace: Path) -> None:
-    """`verified`: approvals with tokens (the identify local activity), one refused.
-    `timeout_grant`: a grant used, a reminder, a deadline approving, notices (one channel failing).
-    `signed`: v3's signed decisions (bound tokens; the marker of the patch that needs them),
-    one plain token refused, a grant signed and used."""
-    key = workspace / "approvers.key"
-    write_secret(key)
-    verified = ApprovalPolicy(verified=True, approvers=("group:sre",))
-    hurried = ApprovalPolicy(timeout_seconds=2, on_timeout=OnTimeout.APPROVE, remind_after_seconds=(1,))
-    script = turns([deploy("call_1")], [deploy("call_2", "api"), restart("call_r")])
-    with ScriptedModelServer(script) as model, Receiver() as channel, Receiver(status=500) as broken:
-        notify = NotifyConfig(urls=(channel.url, broken.url), secret=b"history-secret", retry_seconds=1)
-        queue = f"record-{uuid.uuid4()}"
-        agents = {"ops": ops_agent(deploy=verified, restart=hurried)}
-        async with running_worker(client, queue, model, agents, verifier=ApproverKeys.load(key), notify=notify):
-            if "verified" in names:
-                run = await start_run(client, queue, "deploy", agent="ops")
-                await wait_pending(run)
-                with contextlib.suppress(WorkflowUpdateFailedError):  # refused after verification: recorded
-                    await run.execute_update("submit_tool_approval", approval("call_1", "not.a.token"))
-                await run.execute_update("submit_tool_approval", approval("call_1", issue_token(key, "alice", ["sre"])))
-                await wait_pending(run, 2)
-                await run.execute_update("submit_tool_approval", approval("*", issue_token(key, "bob", ["sre"])))
-                await save(run, "verified")
-            if "signed" in names:
-                await record_signed(client, queue, key)
-            if "timeout_grant" in names:
-                run = await start_run(client, queue, "grant", agent="ops")
-                await wait_pending(run)
-                grant = approval("call_1", issue_token(key, "alice", ["sre"])) | {"grant": {"match": "tool"}}
-                await run.execute_update("submit_tool_approval", grant)
-                await wait_event(run, "notification_failed", 1)
-                await save(run, "timeout_grant")
+async def finished(handle: WorkflowHandle) -> WorkflowHistory:
+    with contextlib.suppress(WorkflowFailureError):  # a failed run's history is as good
+        await handle.result()
+    return await handle.fetch_history()
 
 
-async def record_signed(client: Client, queue: str, key: Path) -> None:
-    # Signed decisions name the workflow id, and tests/test_replay.py replays each history
-    # under its file's name: so the run is started under that name.
-    run = await start_run(client, queue, "deploy", agent="ops", id="signed")
-    (first,) = await wait_pending(run)
-    with contextlib.suppress(WorkflowUpdateFailedError):  # a plain token: refused, recorded
-        await run.execute_update("submit_tool_approval", approval("call_1", issue_token(key, "alice", ["sre"])))
-    grant = {"match": "tool", "ttl_seconds": 3600}
-    await run.execute_update("submit_tool_approval", signed(key, first, "alice", "sre", grant=grant))
-    await save(run, "signed")  # call_2 runs on the grant; the restart call's deadline approves it
+def approval(call_id: str, token: str | None = None, **fields: Any) -> dict[str, Any]:
+    return {"call_id": call_id, "approved": True, **({"token": token} if token else {}), **fields}
 
 
-async def record_mcp(client: Client, workspace: Path) -> None:
-    """`mcp`: a server that cannot start (an event), a trusted read run at once, a write approved."""
-    notes = workspace / "notes"
-    notes.mkdir()
-    (notes / "a.txt").write_text("note a")
-    broken = MCPServer(name="broken", command="/no/such/mcp-server")
-    agent = AgentBuilder("notes").with_mcp_servers([broken, stdio(notes, trusted=True)]).build()
-    rounds = turns([mcp_call("read_note", "call_1", name="a.txt"), mcp_call("write_note", "call_2", name="b.txt",
-                                                                            text="hi")])  # fmt: skip
-    with ScriptedModelServer(rounds) as model:
-        queue = f"record-{uuid.uuid4()}"
-        async with running_worker(client, queue, model, {"notes": agent}):
-            run = await start_run(client, queue, "copy", agent="notes")
-            await wait_pending(run)
-            await run.execute_update("submit_tool_approval", {"call_id": "call_2", "approved": True})
-            await save(run, "mcp")
+# --- the default agent -------------------------------------------------------------------
 
 
-def approval(call_id: str, token: str) -> dict[str, object]:
-    return {"call_id": call_id, "approved": True, "token": token}
+@shape("approved", "denied", "timed_out", "continued_as_new", "continued_as_new_next", "continued_between_rounds",
+       "parked", server="early_can")  # fmt: skip
+async def record_original(rig: Rig) -> dict[str, WorkflowHistory]:
+    """A gated call approved by update; denied by signal (after a signal that is not a
+    decision); timed out; a run that continues as new while it waits (both runs of the
+    chain) and one that does between rounds; one still waiting when saved."""
+    out = {}
+    async with rig.worker(script) as queue:
+        run = await start_run(rig.client, queue, "approve")
+        await wait_pending(run)
+        await run.execute_update("submit_tool_approval", approval("call_1", approver="a"))
+        out["approved"] = await finished(run)
+
+        run = await start_run(rig.client, queue, "deny")
+        await wait_pending(run)
+        await run.signal("tool_approval", {"call_id": "garbage"})
+        await run.signal("tool_approval", {"call_id": "*", "approved": False, "reason": "no"})
+        out["denied"] = await finished(run)
+
+        run = await start_run(rig.client, queue, "wait", options=RunOptions(approval_timeout_seconds=1))
+        out["timed_out"] = await finished(run)
+
+        out |= await continued_while_waiting(rig.client, queue)
+        cycled = await start_run(rig.client, queue, "cycle", options=RunOptions(max_rounds=30))
+        await finished(rig.client.get_workflow_handle(cycled.id))
+        out["continued_between_rounds"] = await rig.client.get_workflow_handle(cycled.id, run_id=cycled.result_run_id
+                                                                               ).fetch_history()  # fmt: skip
+
+        run = await start_run(rig.client, queue, "park")
+        out["parked"] = await parked(run)  # still waiting: what `signoff replay --query` fetches
+        await run.terminate("recorded")
+    return out
 
 
-async def cycle(client: Client, queue: str) -> WorkflowHistory:
-    """A run of list_dir rounds, approved once it waits; the history of its first run."""
-    cycled = await start_run(client, queue, "cycle", options=RunOptions(max_rounds=8))
-    first = client.get_workflow_handle(cycled.id, run_id=cycled.result_run_id)
-    latest = client.get_workflow_handle(cycled.id)
+async def continued_while_waiting(client: Client, queue: str) -> dict[str, WorkflowHistory]:
+    """Signals that are no decision grow the history of a waiting run until the server
+    suggests continue-as-new; the run continues, carrying its pending call, and is approved."""
+    run = await start_run(client, queue, "wait long")
+    await wait_pending(run)
+    latest = client.get_workflow_handle(run.id)
 
-    async def paused() -> None:
-        assert await latest.query("pending_approvals")
+    async def continued() -> None:
+        await latest.signal("tool_approval", {"call_id": "nothing"})
+        assert (await latest.describe()).run_id != run.result_run_id
 
-    await assert_eventually(paused, 30)
-    await latest.execute_update("submit_tool_approval", {"call_id": "*", "approved": True})
-    await cycled.result()
-    return await first.fetch_history()
-
-
-async def record_sealed(client: Client, queue: str) -> None:
-    """`sealed_continued_as_new`: a run sealing the state it continues as new with;
-    `continued_run`: the run it starts, checking that seal before it adopts the state."""
-    history = await cycle(client, queue)
-    (HERE / "sealed_continued_as_new.json").write_text(history.to_json())
-    (ended,) = [e for e in history.events if e.HasField("workflow_execution_continued_as_new_event_attributes")]
-    second = ended.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
-    continued = await client.get_workflow_handle(history.workflow_id, run_id=second).fetch_history()
-    (HERE / "continued_run.json").write_text(continued.to_json())
-    print(f"recorded sealed_continued_as_new ({len(history.events)} events), continued_run "
-          f"({len(continued.events)} events)")
+    await assert_eventually(continued, 30)
+    await wait_pending(latest)
+    await latest.execute_update("submit_tool_approval", approval("call_1"))
+    return {
+        "continued_as_new_next": await finished(latest),
+        "continued_as_new": await client.get_workflow_handle(run.id, run_id=run.result_run_id).fetch_history(),
+    }
 
 
-async def record_all(client: Client, queue: str) -> None:
-    approved = await start_run(client, queue, "approve")
-    await wait_pending(approved)
-    await approved.execute_update("submit_tool_approval", {"call_id": "call_1", "approved": True, "approver": "a"})
-    await save(approved, "approved")
-
-    denied = await start_run(client, queue, "deny")
-    await wait_pending(denied)
-    await denied.signal("tool_approval", {"call_id": "garbage"})
-    await denied.signal("tool_approval", {"call_id": "*", "approved": False, "reason": "no"})
-    await save(denied, "denied")
-
-    timed_out = await start_run(client, queue, "wait", options=RunOptions(approval_timeout_seconds=1))
-    await save(timed_out, "timed_out")
-
-    history = await cycle(client, queue)
-    (HERE / "continued_as_new.json").write_text(history.to_json())
-    print(f"recorded continued_as_new: {len(history.events)} events")
+@shape("sealed_continued_as_new", "continued_run", server="earlier_can")
+async def record_sealed(rig: Rig) -> dict[str, WorkflowHistory]:
+    """A worker with a state key: a run whose gated call is approved, then continues as new
+    before its next model turn, sealing the state it carries; and the run it starts, which
+    has that seal checked before it adopts the state."""
+    async with rig.worker(script, state_key=STATE_KEY) as queue:
+        run = await start_run(rig.client, queue, "seal")
+        await wait_pending(run)
+        await run.execute_update("submit_tool_approval", approval("*"))
+        continued = await finished(rig.client.get_workflow_handle(run.id))
+        first = await rig.client.get_workflow_handle(run.id, run_id=run.result_run_id).fetch_history()
+    return {"sealed_continued_as_new": first, "continued_run": continued}
 
 
-def strangers(request: ScriptedRequest) -> Reply:
+@shape("cancelled", "resumed", "invalid_input", "parallel_limit")
+async def record_lifecycle(rig: Rig) -> dict[str, WorkflowHistory]:
+    """Cancelled while waiting; a transcript resumed with the input's decisions (the
+    prepare activity); a start that is not valid input; more calls than may run at once."""
+    out = {}
+    async with rig.worker(script) as queue:
+        run = await start_run(rig.client, queue, "cancel")
+        await wait_pending(run)
+        await run.cancel()
+        out["cancelled"] = await finished(run)
+
+        transcript = [
+            ChatMessage(role="user", content="resume"),
+            ChatMessage(role="assistant", tool_calls=[call("run_command", "call_1", command="echo hi")]),
+        ]
+        options = RunOptions(tool_approval_responses=[{"call_id": "call_1", "approved": True, "approver": "a"}])
+        run = await start_run(rig.client, queue, None, messages=transcript, options=options)
+        out["resumed"] = await finished(run)
+
+        run = await rig.client.start_workflow("AgentRun", {"prompt": "x", "bogus": 1}, id=f"run-{uuid.uuid4()}",
+                                              task_queue=queue)  # fmt: skip
+        out["invalid_input"] = await finished(run)
+
+    many = turns([call("list_dir", f"call_{i}") for i in range(1, 4)])
+    async with rig.worker(many, limits=Limits(max_parallel_tools=2)) as queue:
+        out["parallel_limit"] = await finished(await start_run(rig.client, queue, "three at once"))
+    return out
+
+
+def strangers_script(request: ScriptedRequest) -> Reply:
     """A model whose first answer has ids twice, `*`, NaN arguments and more calls than the per-turn limit."""
     if request.round > 1:
         return Reply.text("done")
@@ -195,84 +270,216 @@ def strangers(request: ScriptedRequest) -> Reply:
     return Reply.tool_calls(odd + [ToolCall(id=f"c{i}", name="list_dir", arguments="{}") for i in range(70)], chunks=1)
 
 
-async def record_adversarial(client: Client, names: Collection[str], workspace: Path) -> None:
-    """`strangers`: a hostile model answer and forged decisions (an unresolvable reference, a flood).
-    `paused_deadline`: a deadline that passes while the run is paused, and a decision sent meanwhile."""
-    queue = f"record-{uuid.uuid4()}"
-    with ScriptedModelServer(strangers) as model:
-        async with running_worker(client, queue, model, agents_for(workspace)):
-            if "strangers" in names:
-                run = await start_run(client, queue, "strangers")
-                pending = await wait_pending(run, 2)
-                forged = Payload(metadata={"encoding": b"json/protobuf",
-                                           "messageType": b"temporal.api.sdk.v1.ExternalStorageReference"},
-                                 data=b'{"driverName": "nobody", "claimData": {}}')  # fmt: skip
-                await run.signal("tool_approval", RawValue(forged))
-                await run.signal("tool_approval", [{"call_id": "x", "approved": True}] * 101)
-                await run.signal("tool_approval", {"call_id": pending[0]["call_id"], "approved": True})
-                await run.execute_update("submit_tool_approval", {"call_id": "*", "approved": False})
-                await save(run, "strangers")
-    with ScriptedModelServer(script) as model:
-        async with running_worker(client, queue, model, agents_for(workspace)):
-            if "paused_deadline" in names:
-                run = await start_run(client, queue, "pause", options=RunOptions(approval_timeout_seconds=2))
-                await wait_pending(run)
-                await temporal_cli(client, "workflow", "pause", "--workflow-id", run.id)
-                await asyncio.sleep(3)
-                await run.signal("tool_approval", {"call_id": "call_1", "approved": True})
-                await temporal_cli(client, "workflow", "unpause", "--workflow-id", run.id)
-                await save(run, "paused_deadline")
+@shape("strangers", "paused_deadline")
+async def record_strangers(rig: Rig) -> dict[str, WorkflowHistory]:
+    """What strangers send (issue 16): a hostile model answer (ids twice, `*`, NaN, 74 calls)
+    and forged decisions (a payload falsely marked as a stored reference, a flood of 101)
+    before real ones; and a deadline that passes while the run is paused, a decision sent
+    meanwhile (applied first when it is unpaused)."""
+    out = {}
+    async with rig.worker(strangers_script) as queue:
+        run = await start_run(rig.client, queue, "strangers")
+        pending = await wait_pending(run, 2)
+        marked = Payload(metadata={"encoding": b"json/plain", "__temporal_external_storage_reference": b"true"},
+                         data=b"{}")  # fmt: skip
+        await run.signal("tool_approval", RawValue(marked))
+        await run.signal("tool_approval", [{"call_id": "x", "approved": True}] * 101)
+        await run.signal("tool_approval", {"call_id": pending[0]["call_id"], "approved": True})
+        await run.execute_update("submit_tool_approval", {"call_id": "*", "approved": False})
+        out["strangers"] = await finished(run)
+    async with rig.worker(script) as queue:
+        run = await start_run(rig.client, queue, "pause", options=RunOptions(approval_timeout_seconds=2))
+        await wait_pending(run)
+        await temporal_cli(rig.address, "workflow", "pause", "--workflow-id", run.id)
+        await asyncio.sleep(3)
+        await run.signal("tool_approval", {"call_id": "call_1", "approved": True})
+        await temporal_cli(rig.address, "workflow", "unpause", "--workflow-id", run.id)
+        out["paused_deadline"] = await finished(run)
+    return out
 
 
-async def temporal_cli(client: Client, *args: str) -> None:
-    process = await asyncio.create_subprocess_exec(
-        str(find_temporal_binary()), *args, "--address", client.service_client.config.target_host
-    )
+async def temporal_cli(address: str, *args: str) -> None:
+    process = await asyncio.create_subprocess_exec(str(find_temporal_binary()), *args, "--address", address)
     assert await process.wait() == 0
 
 
-ORIGINAL = ("approved", "denied", "timed_out", "continued_as_new")
-SEALED = ("sealed_continued_as_new", "continued_run")
-GOVERNANCE = ("verified", "timeout_grant", "signed")
-MCP = ("mcp",)
-ADVERSARIAL = ("strangers", "paused_deadline")
+# --- governance ----------------------------------------------------------------------------
+
+
+@shape("signed")
+async def record_governance(rig: Rig) -> dict[str, WorkflowHistory]:
+    """Signed decisions (bound tokens) under a verified policy: a plain token refused, a
+    signed approval whose grant a later call uses, a reminder, a deadline approving, notices
+    (one channel failing). The v2 shapes `verified` and `timeout_grant` (plain tokens under a
+    verified policy) have no recorder: this code refuses what they did (manifest.json)."""
+    verified = ApprovalPolicy(verified=True, approvers=("group:sre",))
+    hurried = ApprovalPolicy(timeout_seconds=2, on_timeout=OnTimeout.APPROVE, remind_after_seconds=(1,))
+    model = turns([deploy("call_1")], [deploy("call_2", "api"), restart("call_r")])
+    with Receiver() as channel, Receiver(status=500) as broken:
+        notify = NotifyConfig(urls=(channel.url, broken.url), secret=b"history-secret", retry_seconds=1)
+        agents = {"ops": ops_agent(deploy=verified, restart=hurried)}
+        async with rig.worker(model, agents, verifier=ApproverKeys.load(rig.key), notify=notify) as queue:
+            # Signed decisions name the workflow id; the run is started under the file's name,
+            # which replay falls back to when a history's start event does not say it.
+            run = await start_run(rig.client, queue, "deploy", agent="ops", id="signed")
+            (first,) = await wait_pending(run)
+            plain = approval("call_1", issue_token(rig.key, "alice", ["sre"]))
+            with contextlib.suppress(WorkflowUpdateFailedError):  # a plain token: refused, recorded
+                await run.execute_update("submit_tool_approval", plain)
+            grant = {"match": "tool", "ttl_seconds": 3600}
+            await run.execute_update("submit_tool_approval", signed(rig.key, first, "alice", "sre", grant=grant))
+            return {"signed": await finished(run)}  # call_2 runs on the grant; the restart call's deadline approves it
+
+
+@shape("quorum", "requester", "fail_run")
+async def record_policies(rig: Rig) -> dict[str, WorkflowHistory]:
+    """`quorum`: two votes, a deadline moved, an escalation. `requester`: a verified
+    requester token (checked at start) under separate_requester. `fail_run`: a deadline
+    that fails the run."""
+    out = {}
+    quorum = ApprovalPolicy(approvers=("alice", "bob"), quorum=2, timeout_seconds=60, escalate_after_seconds=1,
+                            escalate_to=("carol",))  # fmt: skip
+    agents = {"ops": ops_agent(deploy=quorum, restart=ApprovalPolicy(timeout_seconds=1, on_timeout=OnTimeout.FAIL_RUN))}
+    async with rig.worker(turns([deploy("call_1")]), agents, verifier=ApproverKeys.load(rig.key)) as queue:
+        run = await start_run(rig.client, queue, "two of them", agent="ops")
+        await wait_pending(run)
+        await run.execute_update("extend_deadline", {"call_id": "call_1", "seconds": 600, "approver": "alice"})
+        await run.execute_update("submit_tool_approval", approval("call_1", approver="alice"))
+        await wait_event(run, "approval_escalated")
+        await run.execute_update("submit_tool_approval", approval("call_1", approver="carol"))
+        out["quorum"] = await finished(run)
+
+    apart = {"ops": ops_agent(deploy=ApprovalPolicy(separate_requester=True))}
+    async with rig.worker(turns([deploy("call_1")]), apart, verifier=ApproverKeys.load(rig.key)) as queue:
+        token = issue_token(rig.key, "rita")
+        run = await start_run(rig.client, queue, "mine", agent="ops", options=RunOptions(requester_token=token))
+        await wait_pending(run)
+        await run.execute_update("submit_tool_approval", approval("call_1", approver="alice"))
+        out["requester"] = await finished(run)
+
+    async with rig.worker(turns([restart("call_1")]), agents, verifier=ApproverKeys.load(rig.key)) as queue:
+        out["fail_run"] = await finished(await start_run(rig.client, queue, "too late", agent="ops"))
+    return out
+
+
+# --- tools from MCP servers ----------------------------------------------------------------
+
+
+@shape("mcp")
+async def record_mcp(rig: Rig) -> dict[str, WorkflowHistory]:
+    """A server that cannot start (an event), a trusted read run at once, a write approved."""
+    notes = rig.workspace / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text("note a")
+    broken = MCPServer(name="broken", command="/no/such/mcp-server")
+    agent = AgentBuilder("notes").with_mcp_servers([broken, stdio(notes, trusted=True)]).build()
+    rounds = turns([mcp_call("read_note", "call_1", name="a.txt"), mcp_call("write_note", "call_2", name="b.txt",
+                                                                            text="hi")])  # fmt: skip
+    async with rig.worker(rounds, {"notes": agent}) as queue:
+        run = await start_run(rig.client, queue, "copy", agent="notes")
+        await wait_pending(run)
+        await run.execute_update("submit_tool_approval", approval("call_2"))
+        return {"mcp": await finished(run)}
+
+
+# --- how the worker runs: metrics, encryption, the payload store ---------------------------
+
+
+@shape("metrics")
+async def record_metrics(rig: Rig) -> dict[str, WorkflowHistory]:
+    """An approved run on a worker serving Prometheus metrics (the workflow records them)."""
+    runtime = Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=f"127.0.0.1:{free_port()}")))
+    client = await Client.connect(rig.address, data_converter=pydantic_data_converter, runtime=runtime)
+    async with rig.worker(script, client=client) as queue:
+        run = await start_run(rig.client, queue, "measured")
+        await wait_pending(run)
+        await run.execute_update("submit_tool_approval", approval("call_1"))
+        return {"metrics": await finished(run)}
+
+
+@shape("encrypted", "stored")
+async def record_encrypted(rig: Rig) -> dict[str, WorkflowHistory]:
+    """Runs under SIGNOFF_CODEC_KEYS (the test key `codec.keys`); `stored` also keeps its
+    large tool output in the payload store `payloads/` (ciphertext, committed with it)."""
+    out = {}
+    env = {"TEMPORAL_ADDRESS": rig.address, "SIGNOFF_CODEC_KEYS": str(HERE / "codec.keys")}
+    settings = ConnectionSettings.load(environ=env)
+    async with rig.worker(script, client=await connect(settings, worker=True)) as queue:
+        client = await connect(settings)
+        run = await start_run(client, queue, "secret")
+        await wait_pending(run)
+        await run.execute_update("submit_tool_approval", approval("call_1"))
+        out["encrypted"] = await finished(run)
+
+    store = HERE / "payloads"
+    shutil.rmtree(store, ignore_errors=True)  # content-addressed: only this run's payloads stay
+    env |= {"SIGNOFF_PAYLOAD_STORE": store.absolute().as_uri(), "SIGNOFF_PAYLOAD_THRESHOLD": "4096"}
+    settings = ConnectionSettings.load(environ=env)
+    large = turns([call("run_command", "call_1", command=STORED_OUTPUT)])
+    worker_client, client = await connect(settings, worker=True), await connect(settings)
+    async with rig.worker(large, client=worker_client) as queue:
+        run = await start_run(client, queue, "large")
+        await wait_pending(run)
+        await run.execute_update("submit_tool_approval", approval("call_1"))
+        out["stored"] = await finished(run)
+    await close_storage(client.data_converter)
+    return out
+
+
+# --- recording ---------------------------------------------------------------------------
+
+
+def without_stack_traces(history: WorkflowHistory) -> WorkflowHistory:
+    """The history with every failure's stack trace emptied: they name this machine's paths, and
+    replay never reads them (a failure's type, message and cause are kept)."""
+    for event in history.events:
+        _clear_traces(event)
+    return history
+
+
+def _clear_traces(message: Message) -> None:
+    if isinstance(message, Failure):
+        message.stack_trace = ""
+    for descriptor, value in message.ListFields():
+        if descriptor.message_type is None or descriptor.message_type.GetOptions().map_entry:
+            continue
+        for item in [value] if isinstance(value, Message) else value:
+            _clear_traces(item)
+
+
+def commit() -> str:
+    done = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=HERE, capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
 
 
 async def main(names: Collection[str]) -> None:
-    with tempfile.TemporaryDirectory() as workspace:
-        if set(names) & set(ORIGINAL):
-            env = await start_dev_server("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=40")
+    manifest = Manifest.load()
+    unknown = set(names) - set(RECORDERS)
+    if unknown:
+        sys.exit(f"no recorder for {', '.join(sorted(unknown))}; shapes: {', '.join(sorted(RECORDERS))}")
+    wanted = set(names) or set(RECORDERS)
+    recorders = {recorder: server for name, (server, recorder) in RECORDERS.items() if name in wanted}
+    code, made_by = workflow_code().fingerprint, commit()
+    with tempfile.TemporaryDirectory() as scratch:
+        for server in SERVERS:
+            mine = [r for r, s in recorders.items() if s == server]
+            if not mine:
+                continue
+            env = await start_dev_server(*SERVERS[server])
             try:
-                with ScriptedModelServer(script) as model:
-                    queue = f"record-{uuid.uuid4()}"
-                    async with running_worker(env.client, queue, model, agents_for(Path(workspace))):
-                        await record_all(env.client, queue)
+                for recorder in mine:
+                    workspace = Path(tempfile.mkdtemp(dir=scratch))
+                    write_secret(workspace / "approvers.key")
+                    recorded = await recorder(Rig(env.client, workspace, workspace / "approvers.key"))
+                    for name, history in recorded.items():
+                        if name in wanted:
+                            (HERE / f"{name}.json").write_text(without_stack_traces(history).to_json())
+                            manifest.recorded(name, len(history.events), code, made_by)
+                            print(f"recorded {name}: {len(history.events)} events")
             finally:
                 await env.shutdown()
-        if set(names) & set(SEALED):  # a threshold the first run crosses (at 40, `continued_as_new` did not)
-            env = await start_dev_server("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=20")
-            try:
-                with ScriptedModelServer(script) as model:
-                    queue = f"record-{uuid.uuid4()}"
-                    agents = agents_for(Path(workspace))
-                    async with running_worker(env.client, queue, model, agents, state_key=b"s" * 48):
-                        await record_sealed(env.client, queue)
-            finally:
-                await env.shutdown()
-        if set(names) & set(GOVERNANCE + ADVERSARIAL):
-            env = await start_dev_server()  # no early continue-as-new: these runs are longer
-            try:
-                await record_governance(env.client, names, Path(workspace))
-                await record_adversarial(env.client, names, Path(workspace))
-            finally:
-                await env.shutdown()
-        if "mcp" in names:
-            env = await start_dev_server()
-            try:
-                await record_mcp(env.client, Path(workspace))
-            finally:
-                await env.shutdown()
+    manifest.save()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1:] or ORIGINAL + SEALED + GOVERNANCE + MCP + ADVERSARIAL))
+    asyncio.run(main(sys.argv[1:]))
