@@ -4,8 +4,10 @@ The first turn of a run takes the agent's snapshot (listing its MCP servers' too
 returns it, to be recorded in history, with the MCP servers it could not reach; later
 turns name it by digest. Which of the answer's calls need approval is
 decided here, worker-side, with the run's snapshot (`signoff.gate`), and so is each
-gated call's preview. An answer too large to record fails the run at once rather than
-being retried: every retry would be another billed request with the same outcome.
+gated call's preview. What the model said is checked first (`signoff.answer`: unique,
+well-formed call ids; texts that can be recorded), and only the calls within the per-turn
+limit are gated and previewed. An answer too large to record fails the run at once rather
+than being retried: every retry would be another billed request with the same outcome.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from signoff.activities.memory import RunMemory
 from signoff.activities.models import ChatInput, ChatTurn, Requester
 from signoff.activities.served import ServedAgents, Taken
 from signoff.activities.tool import Callers
+from signoff.answer import checked_answer, within_limit
 from signoff.authority import requester_problem
 from signoff.chat.base import ChatOptions
 from signoff.errors import ProviderError
@@ -47,8 +50,10 @@ async def model_turn(
             response = await client.complete(system + transcript, snapshot.specs, options)
     except ProviderError as exc:
         raise provider_failure(exc) from None
+    # From here on nothing the model said may fail the activity: a retry is another paid request.
+    response = checked_answer(response, len(transcript))
     memory.keep_answer(response.message.model_copy(update={"role": "assistant"}))
-    calls = response.message.tool_calls or []
+    calls = within_limit(response.message, snapshot.limits.max_calls_per_turn)
     gated = gated_call_ids(snapshot, registry, calls)
     if gated:
         callers.prefetch()

@@ -16,15 +16,16 @@ of the JSON body: Slack's incoming webhooks, and chat tools that take its format
 Headers: `X-Signoff-Event` (the notice's kind), `X-Signoff-Delivery`
 (`<workflow_id>/<run_id>/<event seq>`: the same on every retry, so receivers can drop
 duplicates) and, with `SIGNOFF_NOTIFY_SECRET_FILE`, `X-Signoff-Signature:
-sha256=<hex HMAC-SHA256 of the body bytes>`.
+t=<unix>,v1=<hex>` over the time of sending, the delivery id and the body
+(`signoff.notify_signature`), made anew for each attempt.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -40,6 +41,7 @@ from signoff.errors import ConfigError
 from signoff.howto import decide_commands
 from signoff.links import inbox_link, inbox_root, ui_link, ui_root
 from signoff.notices import WAITING_KINDS, Notice, notice_text, slack_message
+from signoff.notify_signature import SIGNATURE_HEADER, signature
 from signoff.runtime.devserver import DEFAULT_ADDRESS
 from signoff.smallfile import read_small_file
 from signoff.snapshot import NotifyPlan
@@ -48,7 +50,6 @@ URLS_ENV = "SIGNOFF_NOTIFY_URLS"
 SECRET_ENV = "SIGNOFF_NOTIFY_SECRET_FILE"
 EVENT_HEADER = "X-Signoff-Event"
 DELIVERY_HEADER = "X-Signoff-Delivery"
-SIGNATURE_HEADER = "X-Signoff-Signature"
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
 MAX_SECRET_BYTES = 4096
 MAX_RETRY_AFTER = timedelta(minutes=5)
@@ -169,11 +170,6 @@ def read_notify_secret(path: Path) -> bytes:
     return data
 
 
-def sign(secret: bytes, body: bytes) -> str:
-    """`sha256=<hex>`: the HMAC-SHA256 of the exact body bytes."""
-    return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
-
-
 def compose(config: NotifyConfig, input: NotifyInput, workflow_id: str, run_id: str) -> Notice:
     """The notice for one event of a run, with its link and decide commands."""
     request = input.request
@@ -205,12 +201,13 @@ async def deliver(config: NotifyConfig | None, input: NotifyInput) -> NotifyOutp
     notice = compose(config, input, workflow_id, run_id)
     url, slack = target(url)
     body = json.dumps(slack_message(notice)).encode() if slack else notice.model_dump_json().encode()
+    delivery = f"{workflow_id}/{run_id}/{input.seq}"
     headers = {
         "Content-Type": "application/json", "User-Agent": "signoff-notify/1", EVENT_HEADER: input.event,
-        DELIVERY_HEADER: f"{workflow_id}/{run_id}/{input.seq}",
+        DELIVERY_HEADER: delivery,
     }  # fmt: skip
     if config.secret:
-        headers[SIGNATURE_HEADER] = sign(config.secret, body)
+        headers[SIGNATURE_HEADER] = signature(config.secret, int(time.time()), delivery, body)
     return await _post(url, body, headers, config.request_timeout)
 
 

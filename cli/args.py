@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import importlib.metadata
 import os
 from datetime import timedelta
 from typing import Any
 
-from signoff.approvals import GrantMatch
+from signoff.approvals import MAX_SECONDS, GrantMatch
 from signoff.cli.binding import MIN_PREFIX, digest_text
 from signoff.cli.codec import add_codec_parser
 from signoff.cli.demo import DEMO_PROMPT
@@ -16,6 +17,13 @@ from signoff.cli.inbox import add_inbox_parser
 from signoff.cli.replay import add_replay_parser
 from signoff.cli.token import ENV_TOKEN, add_token_parser, parse_duration
 from signoff.signing import ENV_KEY_FILE, ENV_KID
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("signoff")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
 
 
 def default_approver() -> str | None:
@@ -46,7 +54,7 @@ def _positive(text: str) -> float:
         value = float(text)
     except ValueError:
         value = 0
-    if not 0 < value <= 366 * 86400:
+    if not 0 < value <= MAX_SECONDS:
         raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds between 0 and 366 days")
     return value
 
@@ -102,8 +110,10 @@ def _add_decide(sub: Any, common: argparse.ArgumentParser, name: str) -> None:
     bulk.add_argument("--query", metavar="VISIBILITY_QUERY", help="decide in every waiting run this query matches")
     bulk.add_argument("--tool", help="with --query: only calls of this tool")
     bulk.add_argument("--older-than", type=_age, metavar="AGE", help="with --query: only calls waiting longer (1h)")
+    p.add_argument("--json", action="store_true", help="print the run's answer as JSON")
     if name == "approve":
-        p.add_argument("--edit", metavar="JSON", help="run the tool with these arguments (a JSON object) instead")
+        p.add_argument("--edit", metavar="JSON",
+                       help="run the tool with these arguments (a JSON object, checked against its schema) instead")
         p.add_argument("--grant", choices=[m.value for m in GrantMatch],
                        help="also approve later calls of this run: of the tool, or with these exact arguments")
         p.add_argument("--grant-ttl", type=parse_duration, metavar="TTL", help="the grant lasts this long (1h)")
@@ -125,6 +135,7 @@ def _add_governance(sub: Any, common: argparse.ArgumentParser) -> None:
     p = _add_reader(sub, common, "extend", "move a waiting call's deadline later")
     p.add_argument("call", help="call id")
     p.add_argument("--seconds", type=_positive, required=True, metavar="N", help="move the deadline N seconds later")
+    p.add_argument("--json", action="store_true", help="print the run's answer as JSON")
     _who(p)
     p = _add_reader(sub, common, "grants", "list a run's grants (approve-and-remember)")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -166,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The parser; `command` names the subcommand chosen."""
     common = _connection_flags()
     parser = argparse.ArgumentParser(prog="signoff", description="Operate signoff agent runs on Temporal.")
+    parser.add_argument("--version", action="version", version=f"signoff {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(sub, common)
     p = sub.add_parser("pending", parents=[common], help="list the calls awaiting approval, whole")
@@ -174,8 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_decide(sub, common, "approve")
     _add_decide(sub, common, "deny")
     _add_reader(sub, common, "watch", "follow a run's events until it finishes")
-    p = _add_reader(sub, common, "result", "wait for and print a run's result")
+    p = _add_reader(sub, common, "result", "print a run's result (waiting for it, saying what it waits for)")
     p.add_argument("--json", action="store_true", help="print the raw result JSON")
+    p.add_argument("--no-wait", action="store_true", help="if the run has not finished, say so and exit 1")
     _add_governance(sub, common)
     p = sub.add_parser("demo", parents=[common], help="try it: server, worker, model and a run to approve")
     p.add_argument("--yes", action="store_true", help="approve without asking")

@@ -21,8 +21,9 @@ from signoff.approvals import ToolApprovalRequest, ToolApprovalResponse
 from signoff.cli import talk
 from signoff.cli.calls import render_ack
 from signoff.cli.input import terminal_asker
-from signoff.cli.runs import WAITING_QUERY, waiting_runs
+from signoff.cli.runs import waiting_runs
 from signoff.cli.shown import show
+from signoff.cli.style import print_json
 from signoff.cli.talk import CommandError
 from signoff.cli.text import safe
 from signoff.cli.who import Who
@@ -56,14 +57,13 @@ def _wanted(request: ToolApprovalRequest, args: argparse.Namespace, now: datetim
 
 async def matching_calls(client: Client, args: argparse.Namespace) -> Listed:
     """The waiting runs the query matches, each with its pending calls that pass the filters."""
-    executions = await waiting_runs(client, f"({args.query}) AND {WAITING_QUERY}")
-    ids = sorted({e.id for e in executions})
+    ids = sorted({run.workflow_id for run in await waiting_runs(client, args.query) if not run.paused})
     answers = await bounded([lambda i=i: talk.pending(client.get_workflow_handle(i)) for i in ids])  # type: ignore[misc]
     now = datetime.now(UTC)
     listed: Listed = []
     for workflow_id, answer in zip(ids, answers, strict=True):
         if isinstance(answer, BaseException):
-            continue  # decided or finished since it was listed, or no worker: nothing to decide there
+            continue  # decided, finished or paused since it was listed, or no worker: nothing to decide there
         calls = [r for r in answer if _wanted(r, args, now)]
         if calls:
             listed.append((workflow_id, calls))
@@ -88,10 +88,12 @@ async def decide_by_query(args: argparse.Namespace, ctx: Context, fields: dict[s
             raise CommandError(f"nothing decided: no terminal to confirm; to {verb} these, add --yes", 2)
         if not ask(f"{verb.capitalize()} these {count} call(s)?"):
             raise CommandError("nothing decided", 1)
-    return await _decide_each(ctx, client, listed, fields, who)
+    return await _decide_each(ctx, client, listed, fields, who, args.json)
 
 
-async def _decide_each(ctx: Context, client: Client, listed: Listed, fields: dict[str, Any], who: Who) -> int:
+async def _decide_each(
+    ctx: Context, client: Client, listed: Listed, fields: dict[str, Any], who: Who, as_json: bool
+) -> int:
     jobs = [
         lambda w=w, calls=calls: talk.submit(client.get_workflow_handle(w), [
             who.decision(r, ToolApprovalResponse(call_id=r.call_id, arguments_digest=r.arguments_digest, **fields))
@@ -99,13 +101,19 @@ async def _decide_each(ctx: Context, client: Client, listed: Listed, fields: dic
         ])
         for w, calls in listed
     ]  # fmt: skip
-    refused = 0
+    refused, answers = 0, []
     for (workflow_id, _), outcome in zip(listed, await bounded(jobs), strict=True):
         console = ctx.console
         if isinstance(outcome, BaseException):
             refused += 1
-            console.print(f"{safe(workflow_id)}: {console.style.paint('refused', 'red')}: {safe(str(outcome))}")
+            answers.append({"workflow_id": workflow_id, "refused": str(outcome)})
+            if not as_json:
+                console.print(f"{safe(workflow_id)}: {console.style.paint('refused', 'red')}: {safe(str(outcome))}")
             continue
-        ack = render_ack(outcome, console.style, console.width)
-        console.print(f"{safe(workflow_id)}:", *("  " + line for line in ack))
+        answers.append({"workflow_id": workflow_id, **outcome.model_dump(mode="json")})
+        if not as_json:
+            ack = render_ack(outcome, console.style, console.width)
+            console.print(f"{safe(workflow_id)}:", *("  " + line for line in ack))
+    if as_json:
+        print_json(answers)
     return 1 if refused else 0

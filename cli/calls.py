@@ -38,6 +38,7 @@ class PendingRow:
     request: ToolApprovalRequest | None = None
     note: str = ""
     tools: list[str] = field(default_factory=list)
+    paused: bool = False
 
 
 def row(name: str, value: str | Sequence[str]) -> list[str]:
@@ -153,8 +154,13 @@ def render_ack(ack: DecisionAck, style: Style, width: int | None = None) -> list
     for call in ack.decided:
         verb, colour = _OUTCOMES.get(call.outcome, (call.outcome, "yellow"))
         head = f"{style.paint(safe(verb), colour)} {safe(call.call_id)}: {safe(call.name)} "
-        arguments = value_lines(call.arguments, width, len(head), PAD)
+        runs = call.edited_arguments if call.edited_arguments is not None else call.arguments
+        arguments = value_lines(runs, width, len(head), PAD)
         lines += [head + arguments[0], *arguments[1:]]
+        if call.edited_arguments is not None:  # what runs is the edit; say what it replaced
+            asked = value_lines(call.arguments, width, len(PAD) + 20, PAD)
+            lines += [f"{PAD}(edited; the model asked {asked[0]}", *asked[1:]]
+            lines[-1] += ")"
     decided = {call.call_id for call in ack.decided}
     lines += [f"decided {safe(call_id)}" for call_id in ack.accepted if call_id not in decided]
     pending = f"still pending: {', '.join(safe(p) for p in ack.pending)}" if ack.pending else "nothing else pending"

@@ -10,20 +10,25 @@ refused by the run; the CLI says so and shows it as it is now.
 from __future__ import annotations
 
 import argparse
-import json
+import dataclasses
+import sys
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from signoff import strict_json
 from signoff.approvals import GrantSpec, ToolApprovalResponse
 from signoff.cli import talk
 from signoff.cli.binding import Plan, Refusal, Target, plan
 from signoff.cli.bulk import decide_by_query
+from signoff.cli.by_signal import send_by_signal, shown_responses
 from signoff.cli.calls import render_ack
+from signoff.cli.edits import check_edit
 from signoff.cli.input import terminal_asker
 from signoff.cli.shown import show
+from signoff.cli.style import Console, print_json
 from signoff.cli.talk import CommandError, Handle
-from signoff.cli.text import safe
+from signoff.cli.text import safe, value_lines
 from signoff.cli.who import Who
 
 if TYPE_CHECKING:
@@ -40,8 +45,8 @@ def answer_fields(args: argparse.Namespace, approved: bool) -> dict[str, Any]:
     """`approved`, `reason`, edited `arguments` and `grant` from the flags (`--edit`, `--grant`...)."""
     edit = getattr(args, "edit", None)
     try:
-        arguments = json.loads(edit) if edit is not None else None
-    except ValueError as exc:
+        arguments = strict_json.loads(edit) if edit is not None else None
+    except strict_json.NotStrictJSON as exc:
         raise CommandError(f"--edit is not valid JSON: {exc}", 2) from None
     if edit is not None and not isinstance(arguments, dict):
         raise CommandError('--edit must be a JSON object, e.g. \'{"command": "ls"}\'', 2)
@@ -74,16 +79,24 @@ def _check_usage(args: argparse.Namespace) -> None:
 async def cmd_decide(args: argparse.Namespace, ctx: Context) -> int:
     """`approve` / `deny` in one run (or, with --query, in many: `cli.bulk`)."""
     fields = decision_fields(args)
+    if args.json:  # the answer alone on standard output; what is shown to a person goes to standard error
+        ctx = dataclasses.replace(ctx, console=Console(sys.stderr))
     who = Who.from_args(args)
     if args.query is not None:
         return await decide_by_query(args, ctx, fields, who)
     handle = (await ctx.connect()).get_workflow_handle(args.run)
-    pending = await talk.pending(handle)
+    try:
+        pending = await talk.pending(handle)
+    except talk.Unanswered as silent:  # paused, or no worker: only what the operator was shown can be decided
+        responses = shown_responses(ctx, args, fields, who, str(silent))
+        return await send_by_signal(ctx, args, handle, responses, str(silent))
     try:
         chosen = plan(args.run, pending, ctx.shown.digests(args.run), args.call, args.all, args.digest)
     except Refusal as refusal:
         show(ctx, args.run, refusal.show, record=ctx.console.tty)
         raise CommandError(str(refusal), refusal.code) from None
+    if fields["arguments"] is not None:
+        await _check_edit(ctx, handle, chosen, fields["arguments"])
     targets = chosen.targets + _unseen(ctx, args, chosen)
     if not targets:
         raise CommandError(f"nothing decided in run {args.run}: no pending call was shown to you before", 2)
@@ -91,11 +104,27 @@ async def cmd_decide(args: argparse.Namespace, ctx: Context) -> int:
                  for t in targets]  # fmt: skip
     try:
         ack = await talk.submit(handle, responses)
+    except talk.UpdateNotTaken as exc:  # paused, too many updates in flight, no worker: a signal always lands
+        return await send_by_signal(ctx, args, handle, responses, str(exc))
     except CommandError:
         await _explain_changed(ctx, handle, targets)
         raise
-    ctx.console.print(*render_ack(ack, ctx.console.style, ctx.console.width))
+    if args.json:
+        print_json(ack.model_dump(mode="json"))
+    else:
+        ctx.console.print(*render_ack(ack, ctx.console.style, ctx.console.width))
     return 0
+
+
+async def _check_edit(ctx: Context, handle: Handle, chosen: Plan, edited: dict[str, Any]) -> None:
+    """Refuse an edit that does not fit the tool's schema; show what will run instead of what was asked."""
+    request = next((t.request for t in chosen.targets if t.request), None) or next(iter(chosen.unseen), None)
+    if request is None:
+        return  # a call bound by digest that is not pending: the run refuses it, saying why
+    await check_edit(handle, request.name, edited)
+    ctx.console.print(ctx.console.style.paint(f"{safe(request.call_id)} will run {safe(request.name)} with the "
+                                              "edited arguments:", "bold"),
+                      *value_lines(edited, ctx.console.width, 4, "    "))  # fmt: skip
 
 
 def _unseen(ctx: Context, args: argparse.Namespace, chosen: Plan) -> list[Target]:
@@ -121,7 +150,8 @@ def _unseen(ctx: Context, args: argparse.Namespace, chosen: Plan) -> list[Target
             f"nothing decided. It is printed above; to {verb} it as printed, name it: "
             f"signoff {verb} {run} {only.call_id} --digest {only.arguments_digest}", 2,
         )  # fmt: skip
-    if (chosen.mode == "named" and args.yes) or ask(f"{verb.capitalize()} {ids} as shown above?"):
+    edited = " with the edited arguments" if getattr(args, "edit", None) is not None else ""
+    if (chosen.mode == "named" and args.yes) or ask(f"{verb.capitalize()} {ids} as shown above{edited}?"):
         return now
     raise CommandError("nothing decided", 1)
 

@@ -6,9 +6,10 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import signal
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from temporalio.client import Client
@@ -18,6 +19,7 @@ from signoff.cli.args import identity
 from signoff.cli.demo import configured_model, demo_banner, demo_model, demo_workspace
 from signoff.cli.follow import (
     Decider,
+    InputEnded,
     Prompter,
     auto_approver,
     elsewhere,
@@ -26,7 +28,7 @@ from signoff.cli.follow import (
 from signoff.cli.inbox import inbox_beside
 from signoff.cli.runs import announce, start
 from signoff.cli.style import Console
-from signoff.cli.talk import CommandError
+from signoff.cli.talk import CommandError, Handle
 from signoff.cli.who import Who
 from signoff.contract import AgentRunInput
 from signoff.defaults import default_agent
@@ -40,18 +42,25 @@ if TYPE_CHECKING:
     from signoff.cli.main import Context
 
 
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+"""Signals that end the demo like Ctrl-C does: its run is cancelled first."""
+
+
 def demo_decider(args: argparse.Namespace, console: Console) -> Decider:
-    """--yes approves; a terminal asks; otherwise a decision made elsewhere is awaited."""
+    """--yes approves; a terminal asks (and its end of input, Ctrl-D, ends the demo); otherwise a
+    decision made elsewhere is awaited."""
     if args.yes:
         return auto_approver(console, Who.from_args(args))
     if sys.stdin.isatty():
-        return Prompter(console, Who.from_args(args))
+        return Prompter(console, Who.from_args(args), end_on_eof=True)
     return elsewhere(console)
 
 
 async def run_demo(client: Client, ctx: Context, args: argparse.Namespace, model: str,
                    chat: Callable[[], ChatClient], started: bool) -> int:
-    """Serve the demo's run (and, with --inbox, the inbox beside it); on Ctrl-C cancel the run cleanly."""
+    """Serve the demo's run (and, with --inbox, the inbox beside it) until it finishes. However the
+    demo ends otherwise (Ctrl-C, SIGTERM or SIGHUP, the end of input at its prompt, a reader of
+    its output gone), it cancels the run first: nobody will serve its task queue again."""
     async with contextlib.AsyncExitStack() as stack:
         inbox = None
         if args.inbox:
@@ -71,15 +80,62 @@ async def _demo_run(client: Client, ctx: Context, args: argparse.Namespace, mode
     async with build_worker(client, agents, task_queue, default_client=chat):
         run_id = f"signoff-demo-{uuid.uuid4().hex[:8]}"
         handle = await start(client, AgentRunInput(prompt=args.prompt), run_id, task_queue)
-        announce(ctx, handle.id)
+        finished, ended = False, _Ended()
         try:
-            return await follow_to_end(handle, ctx, demo_decider(args, ctx.console))
-        except asyncio.CancelledError:  # Ctrl-C: nobody will serve this task queue again
-            ctx.console.print("", "Cancelling the demo run: no worker will serve it once the demo ends.")
-            with contextlib.suppress(Exception):
-                await handle.cancel()
-                await asyncio.wait_for(handle.result(), timeout=10)
-            raise
+            with ended.by_signals():
+                announce(ctx, handle.id)
+                code = await follow_to_end(handle, ctx, demo_decider(args, ctx.console), client)
+            finished = True
+            return code
+        except InputEnded:
+            return 1
+        except asyncio.CancelledError:
+            if ended.signal is None:
+                raise  # Ctrl-C: asyncio turns it into KeyboardInterrupt
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()  # the signal's cancellation is handled here
+            return 128 + ended.signal  # as if the signal had ended the process
+        finally:
+            if not finished:
+                await _cancel(ctx, handle)
+
+
+async def _cancel(ctx: Context, handle: Handle) -> None:
+    with contextlib.suppress(OSError):  # the terminal, or the reader of a pipe, may be gone
+        ctx.console.print("", "Cancelling the demo run: no worker will serve it once the demo ends.")
+    with contextlib.suppress(Exception):
+        await asyncio.shield(_cancelled(handle))
+
+
+async def _cancelled(handle: Handle) -> None:
+    await handle.cancel()
+    await asyncio.wait_for(handle.result(), timeout=10)
+
+
+class _Ended:
+    """Which of `ENDING_SIGNALS` ended the demo, if one did."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+
+    @contextlib.contextmanager
+    def by_signals(self) -> Iterator[None]:
+        """SIGTERM and SIGHUP cancel the running task, as Ctrl-C does, so the demo cleans up."""
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        assert task is not None
+
+        def end(sig: int) -> None:
+            self.signal = sig
+            task.cancel()
+
+        for sig in ENDING_SIGNALS:
+            loop.add_signal_handler(sig, end, sig)
+        try:
+            yield
+        finally:
+            for sig in ENDING_SIGNALS:
+                loop.remove_signal_handler(sig)
 
 
 async def _temporal_for_demo(ctx: Context) -> tuple[Client, EmbeddedServer | None]:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from temporalio.client import WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.service import RPCError
 
 from signoff.approvals import ToolApprovalRequest, ToolApprovalResponse
@@ -29,6 +29,7 @@ from signoff.cli.render import (
 from signoff.cli.style import Console
 from signoff.cli.talk import CommandError, Handle
 from signoff.cli.who import Who
+from signoff.cli.workers import describe_run, no_worker
 from signoff.contract import AgentRunResult
 from signoff.links import inbox_root
 from signoff.messages import ApprovalDecisionEvent, ApprovalRequestEvent
@@ -65,8 +66,8 @@ async def wait_until_decided(handle: Handle, call_id: str) -> None:
 class Follower:
     """Prints a run's events as they come and hands approval requests to a decider."""
 
-    def __init__(self, handle: Handle, ctx: Context, decider: Decider | None) -> None:
-        self.handle, self.ctx, self.decider = handle, ctx, decider
+    def __init__(self, handle: Handle, ctx: Context, decider: Decider | None, client: Client | None = None) -> None:
+        self.handle, self.ctx, self.decider, self.client = handle, ctx, decider, client
         self.console = ctx.console
         self.seq = 0
         self.waiting: set[str] = set()
@@ -88,12 +89,26 @@ class Follower:
 
     async def _events(self) -> list[Seen]:
         try:
-            return await talk.events(self.handle, self.seq)
+            events = await talk.events(self.handle, self.seq)
         except CommandError as exc:
             if not self.warned:
-                self.console.print(self.console.style.paint(f"(no events yet: {exc}; still waiting)", "dim"))
+                why = await self._why_silent(exc)
+                self.console.print(self.console.style.paint(f"(no events yet: {why}; still waiting)", "dim"))
                 self.warned = True
             return []
+        self.warned = False  # if it falls silent again, say so again
+        return events
+
+    async def _why_silent(self, exc: CommandError) -> str:
+        """Why the run does not answer: no worker polls its task queue, it is paused, or what the query said."""
+        if self.client is not None and not isinstance(exc, talk.RunPaused):
+            try:
+                info = await describe_run(self.client, self.handle.id)
+            except CommandError:
+                return str(exc)
+            if (problem := await no_worker(self.client, info.task_queue)) is not None:
+                return problem
+        return str(exc)
 
     async def _show(self, events: list[Seen]) -> None:
         # Shown once, elsewhere: the final answer with the result, a gated call as its request.
@@ -129,17 +144,23 @@ class Follower:
             await self.decider(self.handle, request)
 
 
+class InputEnded(Exception):
+    """Standard input ended at a prompt whose owner ends with it (`signoff demo`)."""
+
+
 class Prompter:
     """Decides at the prompt: a line of standard input per call (a terminal or not).
 
     While it waits for the line it also watches the run, so a decision made elsewhere
-    ends the question; once input ends it leaves the decision to others.
+    ends the question; once input ends it leaves the decision to others, or (`end_on_eof`)
+    raises InputEnded.
     """
 
-    def __init__(self, console: Console, who: Who, reader: LineReader | None = None) -> None:
+    def __init__(self, console: Console, who: Who, reader: LineReader | None = None, end_on_eof: bool = False) -> None:
         self.console, self.who = console, who
         self.reader = reader or LineReader()
         self.echo = not sys.stdin.isatty()
+        self.end_on_eof = end_on_eof
 
     async def __call__(self, handle: Handle, request: ToolApprovalRequest) -> None:
         while (line := await self._ask(handle, request)) is not None:
@@ -161,6 +182,8 @@ class Prompter:
             if self.echo:
                 self.console.print(answer)  # piped answers are not echoed by a terminal: show them
             return answer
+        if gone not in done and self.end_on_eof:
+            raise InputEnded("standard input ended")
         why = "decided elsewhere" if gone in done else "no more input; waiting for a decision made elsewhere"
         self.console.print("", self.console.style.paint(f"({why})", "dim"))
         return None
@@ -186,11 +209,12 @@ def elsewhere(console: Console) -> Decider:
     return wait
 
 
-async def follow_to_end(handle: Handle, ctx: Context, decider: Decider | None) -> int:
-    """Follow a run, then show its result; 1 when the run failed."""
+async def follow_to_end(handle: Handle, ctx: Context, decider: Decider | None, client: Client | None = None) -> int:
+    """Follow a run, then show its result; 1 when the run failed. With `client`, a run nobody
+    answers for is explained (no worker polls its task queue)."""
     style = ctx.console.style
     try:
-        raw = await Follower(handle, ctx, decider).run()
+        raw = await Follower(handle, ctx, decider, client).run()
     except WorkflowFailureError as exc:
         ctx.console.print(style.paint(f"the run failed: {talk.failure_text(exc)}", "red", "bold"))
         return 1
@@ -200,10 +224,10 @@ async def follow_to_end(handle: Handle, ctx: Context, decider: Decider | None) -
     return 0
 
 
-async def follow_or_leave(handle: Handle, ctx: Context, decider: Decider | None) -> int:
+async def follow_or_leave(handle: Handle, ctx: Context, decider: Decider | None, client: Client | None = None) -> int:
     """`follow_to_end`; on Ctrl-C, say that the run goes on and how to follow it again."""
     try:
-        return await follow_to_end(handle, ctx, decider)
+        return await follow_to_end(handle, ctx, decider, client)
     except asyncio.CancelledError:
         ctx.console.print("", f"The run goes on. Follow it again with: signoff watch {handle.id}{ctx.options}")
         raise

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from signoff.approvals import Grant
 from signoff.cli import talk
-from signoff.cli.style import Style
+from signoff.cli.style import Style, print_json
 from signoff.cli.talk import CommandError
 from signoff.cli.text import format_deadline, safe
 from signoff.cli.who import Who
@@ -41,7 +41,10 @@ async def cmd_extend(args: argparse.Namespace, ctx: Context) -> int:
         raise CommandError(format_validation_error(exc), 2) from None
     ack: DeadlineAck = await talk.update(handle, UPDATE_EXTEND_DEADLINE, ask.model_dump(mode="json",
                                                                                        exclude_none=True), DeadlineAck)
-    ctx.console.print(f"{safe(ack.call_id)} now waits until {format_deadline(ack.expires_at)}")
+    if args.json:
+        print_json(ack.model_dump(mode="json"))
+    else:
+        ctx.console.print(f"{safe(ack.call_id)} now waits until {format_deadline(ack.expires_at)}")
     return 0
 
 

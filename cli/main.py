@@ -20,6 +20,7 @@ import asyncio
 import dataclasses
 import functools
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Coroutine, Sequence
@@ -154,6 +155,16 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("signoff: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `signoff pending | head`: the reader has what it wanted
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """Leave quietly when standard output's reader has gone, as a process SIGPIPE ended would (141)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush must not fail again
+    os.close(devnull)
+    return 128 + signal.SIGPIPE
 
 
 def _exit(code: int) -> None:
@@ -164,7 +175,10 @@ def _exit(code: int) -> None:
     turned about one exit in five into code 134 (temporalio/sdk-python#300). Everything of
     ours is closed by now: the event loop, servers the demo started, the worker.
     """
-    sys.stdout.flush()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = _reader_gone()
     sys.stderr.flush()
     os._exit(code)
 

@@ -9,9 +9,10 @@ import uuid
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
-from temporalio.client import Client, WorkflowExecution, WorkflowFailureError
+from temporalio.api.workflowservice.v1 import ListWorkflowExecutionsRequest
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from signoff.cli import talk
 from signoff.cli.calls import PendingRow, render_pending
@@ -19,6 +20,7 @@ from signoff.cli.follow import Prompter, follow_or_leave
 from signoff.cli.render import render_result
 from signoff.cli.talk import CommandError, Handle
 from signoff.cli.who import Who
+from signoff.cli.workers import RunInfo, describe_run, no_worker, run_info, waiting_for
 from signoff.contract import (
     SA_STATUS,
     STATUS_AWAITING,
@@ -28,13 +30,16 @@ from signoff.contract import (
     RunOptions,
 )
 from signoff.links import inbox_root
-from signoff.workflows.record import SIGNOFF_PENDING_TOOLS
 from signoff.workflows.run_input import format_validation_error
 
 if TYPE_CHECKING:
     from signoff.cli.main import Context
 
 WAITING_QUERY = f'WorkflowType="{WORKFLOW_TYPE}" AND ExecutionStatus="Running" AND {SA_STATUS}="{STATUS_AWAITING}"'
+WAITING_OR_PAUSED_QUERY = WAITING_QUERY.replace(
+    'ExecutionStatus="Running"', '(ExecutionStatus="Running" OR ExecutionStatus="Paused")'
+)
+"""Servers before 1.30 know no `Paused` status and refuse this one: `waiting_runs` then asks `WAITING_QUERY`."""
 SUMMARY_CHARS = 80
 
 
@@ -85,20 +90,35 @@ async def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
     announce(ctx, workflow_id)
     if not args.wait:
         return 0
-    return await follow_or_leave(handle, ctx, Prompter(ctx.console, who))
+    return await follow_or_leave(handle, ctx, Prompter(ctx.console, who), client)
 
 
-async def _rows(client: Client, workflow_id: str, execution: WorkflowExecution | None = None) -> list[PendingRow]:
+PAUSED_NOTE = ("(paused: it shows its calls again when unpaused; `signoff approve|deny` of a call you were shown "
+               "sends the decision by signal, applied then)")
+
+
+async def _rows(
+    client: Client, workflow_id: str, listed: RunInfo | None = None, unserved: str | None = None
+) -> list[PendingRow]:
+    """The run's pending calls; when it cannot answer, what its search attributes say it waits on.
+
+    `unserved`: why no worker will answer (none polls its task queue), so it is not asked."""
+    if listed is not None and listed.paused:
+        return [PendingRow(workflow_id, note=PAUSED_NOTE, tools=listed.tools, paused=True)]
+    if listed is not None and unserved is not None:
+        return [PendingRow(workflow_id, note=f"({unserved})", tools=listed.tools)]
     handle = client.get_workflow_handle(workflow_id)
     try:
         return [PendingRow(workflow_id, request) for request in await talk.pending(handle)]
+    except talk.RunPaused:
+        tools = (listed or await describe_run(client, workflow_id)).tools
+        return [PendingRow(workflow_id, note=PAUSED_NOTE, tools=tools, paused=True)]
     except CommandError:
-        if execution is None:
+        if listed is None:
             raise
         # No worker answered; the search attribute still names the tools.
-        tools = execution.typed_search_attributes.get(SIGNOFF_PENDING_TOOLS) or []
-        note = f"(no worker answered; is one serving task queue {execution.task_queue!r}?)"
-        return [PendingRow(workflow_id, note=note, tools=list(tools))]
+        note = f"(no worker answered; is one serving task queue {listed.task_queue!r}?)"
+        return [PendingRow(workflow_id, note=note, tools=listed.tools)]
 
 
 def _requested(row: PendingRow) -> float:
@@ -106,12 +126,35 @@ def _requested(row: PendingRow) -> float:
     return at.timestamp() if at else 0.0
 
 
-async def waiting_runs(client: Client, query: str = WAITING_QUERY) -> list[WorkflowExecution]:
+async def waiting_runs(client: Client, within: str | None = None) -> list[RunInfo]:
+    """Every run waiting for approval, paused ones included (`within`: a visibility query to narrow it).
+
+    Read from visibility directly: the SDK's listing cannot read a paused run's status."""
     try:
-        return [e async for e in client.list_workflows(query)]
+        try:
+            return await _list(client, _narrowed(WAITING_OR_PAUSED_QUERY, within))
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.INVALID_ARGUMENT:
+                raise
+            return await _list(client, _narrowed(WAITING_QUERY, within))  # a server that knows no Paused status
     except RPCError as exc:
         raise CommandError(f"cannot list runs: {exc.message}\n(signoff's search attributes are registered "
                            "by `python worker.py` when it starts)") from None
+
+
+def _narrowed(query: str, within: str | None) -> str:
+    return f"({within}) AND {query}" if within else query
+
+
+async def _list(client: Client, query: str) -> list[RunInfo]:
+    runs, token = [], b""
+    while True:
+        request = ListWorkflowExecutionsRequest(namespace=client.namespace, query=query, next_page_token=token)
+        page = await client.workflow_service.list_workflow_executions(request)
+        runs += [run_info(info) for info in page.executions]
+        token = page.next_page_token
+        if not token:
+            return runs
 
 
 async def cmd_pending(args: argparse.Namespace, ctx: Context) -> int:
@@ -120,12 +163,16 @@ async def cmd_pending(args: argparse.Namespace, ctx: Context) -> int:
     if args.run:
         rows = await _rows(client, args.run)
     else:
-        groups = await asyncio.gather(*(_rows(client, e.id, e) for e in await waiting_runs(client)))
+        runs = await waiting_runs(client)
+        # A run whose task queue no worker polls would keep its query waiting for seconds: it is not asked.
+        queues = sorted({r.task_queue for r in runs})
+        unserved = dict(zip(queues, await asyncio.gather(*(no_worker(client, q) for q in queues)), strict=True))
+        groups = await asyncio.gather(*(_rows(client, r.workflow_id, r, unserved[r.task_queue]) for r in runs))
         rows = sorted((r for g in groups for r in g), key=_requested)
     ctx.shown.record_all((r.workflow_id, r.request) for r in rows if r.request)
     if args.json:
         data = [{"workflow_id": r.workflow_id, **(r.request.model_dump(mode="json") if r.request else
-                 {"name": ",".join(r.tools) or None, "note": r.note})} for r in rows]  # fmt: skip
+                 {"name": ",".join(r.tools) or None, "note": r.note, "paused": r.paused})} for r in rows]  # fmt: skip
         ctx.console.print(json.dumps(data, indent=2, ensure_ascii=True))
     else:
         ctx.console.print(*render_pending(rows, ctx.console.style, ctx.console.width, inbox=inbox_root()))
@@ -134,13 +181,22 @@ async def cmd_pending(args: argparse.Namespace, ctx: Context) -> int:
 
 async def cmd_watch(args: argparse.Namespace, ctx: Context) -> int:
     """Follow a run's events until it finishes, without deciding anything."""
-    handle = (await ctx.connect()).get_workflow_handle(args.run)
-    return await follow_or_leave(handle, ctx, None)
+    client = await ctx.connect()
+    await describe_run(client, args.run)  # a mistyped id says so at once, not "still waiting"
+    return await follow_or_leave(client.get_workflow_handle(args.run), ctx, None, client)
 
 
 async def cmd_result(args: argparse.Namespace, ctx: Context) -> int:
-    """Wait for a run's result; print it readably, or as the raw JSON with --json."""
-    handle = (await ctx.connect()).get_workflow_handle(args.run)
+    """Print a run's result, readably or (--json) as raw JSON; for a run still going, say what it waits
+    for, then wait (or, with --no-wait, stop: exit 1)."""
+    client = await ctx.connect()
+    info = await describe_run(client, args.run)
+    handle = client.get_workflow_handle(args.run)
+    if info.open:
+        waits = f"run {args.run} has not finished: it waits for {await waiting_for(client, handle, info)}"
+        if args.no_wait:
+            raise CommandError(waits)
+        ctx.console.note(f"{waits}. Waiting for its result (Ctrl-C to stop; --no-wait returns at once).")
     result = asyncio.ensure_future(handle.result())
     while not result.done():
         await ctx.console.spinner.wait(3600, f"waiting for {args.run} to finish", until=result)

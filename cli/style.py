@@ -10,6 +10,7 @@ set the title or write the clipboard.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import sys
@@ -99,6 +100,12 @@ def inert(text: str, colour: bool) -> str:
     return "".join(parts) + neutralise(text[last:])
 
 
+def print_json(data: Any) -> None:
+    """A command's answer as JSON on standard output (ASCII escapes only, so inert as it is)."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=True) + "\n")
+    sys.stdout.flush()
+
+
 class Console:
     """Where the CLI writes: a stream with its style, width and spinner; inert output."""
 
@@ -119,6 +126,10 @@ class Console:
         """Text without a newline (a prompt)."""
         self.stream.write(inert(text, self.style.colour))
         self.stream.flush()
+
+    def note(self, text: str) -> None:
+        """A line about the command itself, on standard error: the output stays what was asked for."""
+        print(inert(text, False), file=sys.stderr, flush=True)
 
 
 class Spinner:

@@ -16,6 +16,7 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -27,6 +28,7 @@ from signoff.contract import (
     QUERY_GRANTS,
     QUERY_PENDING,
     QUERY_STATUS,
+    SIGNAL_APPROVAL,
     UPDATE_APPROVAL,
     DecisionAck,
     RunStatus,
@@ -35,6 +37,8 @@ from signoff.messages import AgentEvent
 from signoff.workflows.queries import AuditTrail
 
 QUERY_TIMEOUT = timedelta(seconds=5)
+UPDATE_TIMEOUT = timedelta(seconds=15)
+"""How long an update may take to be taken up before its decisions go by signal instead."""
 Handle = WorkflowHandle[Any, Any]
 M = TypeVar("M")
 _EVENT: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
@@ -49,6 +53,21 @@ class CommandError(Exception):
         super().__init__(message)
         self.code = code
 
+
+class Unanswered(CommandError):
+    """The run cannot answer now: no worker answered in time, or it is paused (`RunPaused`)."""
+
+
+class RunPaused(Unanswered):
+    """The run is paused (`temporal workflow pause`): it answers no query and takes no update."""
+
+
+class UpdateNotTaken(CommandError):
+    """The run did not take the update (paused, 10 updates in flight, or no worker in time):
+    what it carried may still go by signal, which a run always accepts."""
+
+
+PAUSED = "the run is paused (temporal workflow pause): it answers no queries and takes no updates until unpaused"
 
 def failure_text(exc: BaseException) -> str:
     """The innermost message of a Temporal failure chain (the validator's or the run's)."""
@@ -68,13 +87,21 @@ def rpc_text(exc: RPCError, workflow_id: str) -> str:
 
 
 async def query(handle: Handle, name: str, *args: Any) -> Any:
-    """A query's raw answer; CommandError when the run or a worker cannot answer."""
+    """A query's raw answer; CommandError when the run or a worker cannot answer (RunPaused when paused)."""
     try:
         return await handle.query(name, *args, rpc_timeout=QUERY_TIMEOUT)
     except RPCError as exc:
+        late = exc.status == RPCStatusCode.DEADLINE_EXCEEDED or "timeout" in exc.message.lower()
+        if late or "timed out" in exc.message.lower():
+            raise Unanswered(f"{handle.id}: no worker answered within {QUERY_TIMEOUT.seconds} s "
+                             "(is one serving the run's task queue?)") from None
         raise CommandError(rpc_text(exc, handle.id)) from None
     except WorkflowQueryFailedError as exc:
         raise CommandError(f"{handle.id}: query {name!r} failed: {exc}") from None
+    except ValueError as exc:  # the SDK cannot name the status a refused query reports: Paused (8)
+        if "WorkflowExecutionStatus" in str(exc):
+            raise RunPaused(f"{handle.id}: {PAUSED}") from None
+        raise
 
 
 def _typed(adapter: TypeAdapter[M], raw: Any, what: str) -> M:
@@ -136,18 +163,36 @@ def _unelide(data: Any, loc: tuple[int | str, ...]) -> bool:
 
 
 async def update(handle: Handle, name: str, payload: Any, result: type[BaseModel]) -> Any:
-    """Execute an update; CommandError says why the run refused it."""
+    """Execute an update; CommandError says why the run refused it, UpdateNotTaken why it could not take it."""
     try:
-        raw = await handle.execute_update(name, payload)
+        raw = await handle.execute_update(name, payload, rpc_timeout=UPDATE_TIMEOUT)
     except WorkflowUpdateFailedError as exc:
         raise CommandError(failure_text(exc)) from None
+    except WorkflowUpdateRPCTimeoutOrCancelledError:
+        raise UpdateNotTaken(f"{handle.id}: no worker took the update within {UPDATE_TIMEOUT.seconds} s "
+                             "(is one serving the run's task queue?)") from None
     except RPCError as exc:
+        if "paused" in exc.message.lower():
+            raise UpdateNotTaken(f"{handle.id}: {PAUSED}") from None
+        if exc.status == RPCStatusCode.RESOURCE_EXHAUSTED:
+            raise UpdateNotTaken(f"{handle.id}: the run takes no more updates now ({exc.message})") from None
         raise CommandError(rpc_text(exc, handle.id)) from None
     return result.model_validate(raw)
 
 
+def _payload(responses: list[ToolApprovalResponse]) -> list[dict[str, Any]]:
+    return [r.model_dump(mode="json", exclude_none=True) for r in responses]
+
+
 async def submit(handle: Handle, responses: list[ToolApprovalResponse]) -> DecisionAck:
     """Send decisions (explicit call ids, each with a digest) in one validated update."""
-    payload = [r.model_dump(mode="json", exclude_none=True) for r in responses]
-    ack: DecisionAck = await update(handle, UPDATE_APPROVAL, payload, DecisionAck)
+    ack: DecisionAck = await update(handle, UPDATE_APPROVAL, _payload(responses), DecisionAck)
     return ack
+
+
+async def signal(handle: Handle, responses: list[ToolApprovalResponse]) -> None:
+    """Send decisions by signal: always accepted, applied when the run goes on (or recorded as ignored)."""
+    try:
+        await handle.signal(SIGNAL_APPROVAL, _payload(responses))
+    except RPCError as exc:
+        raise CommandError(rpc_text(exc, handle.id)) from None

@@ -29,6 +29,9 @@ from signoff.runtime.filestore import make_private_dir
 DEFAULT_ADDRESS = "localhost:7233"
 DATA_DIR = Path(".signoff")
 UI_PORT = 8233
+DYNAMIC_CONFIG = ("frontend.WorkflowPauseEnabled=true",)
+"""Server settings of the embedded server: Workflow Pause (`temporal workflow pause`, Server 1.30+)
+is off by default in the dev server."""
 
 
 def find_temporal_binary() -> Path:
@@ -95,6 +98,8 @@ class EmbeddedServer:
         ]  # fmt: skip
         for name, kind in SEARCH_ATTRIBUTES.items():
             args += ["--search-attribute", f"{name}={kind}"]
+        for setting in DYNAMIC_CONFIG:
+            args += ["--dynamic-config-value", setting]
         log_fd = os.open(self.data_dir / "temporal.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         with open(log_fd, "ab") as log:
             self.process = subprocess.Popen(

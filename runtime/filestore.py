@@ -43,6 +43,13 @@ class PayloadStoreError(ConfigError):
     """A stored payload cannot be read back: missing, altered, or a malformed reference."""
 
 
+class UnresolvablePayload(PayloadStoreError):
+    """A reference that can never be read: nothing is stored under it, or what is was altered.
+
+    A worker reads it as `not_a_payload` (runtime/guard.py); other failures of a store
+    (no permission, a network error) may pass, so they fail the workflow task instead."""
+
+
 def make_private_dir(path: Path) -> None:
     """Create `path` and its missing parents owner-only (0700); existing ones stay as they are."""
     missing: list[Path] = []
@@ -117,14 +124,14 @@ class FileStorageDriver(StorageDriver):
                     raise PayloadStoreError(f"{path} in the payload store {self.url} is not a regular file")
                 data = file.read()
         except FileNotFoundError:
-            raise PayloadStoreError(
+            raise UnresolvablePayload(
                 f"stored payload {HASH_ALGORITHM}:{digest} is missing: {path} does not exist in the payload "
                 f"store {self.url}. {SAME_STORE} (this process uses {self.url})."
             ) from None
         except OSError as exc:  # a symlink (ELOOP), no permission...
             raise PayloadStoreError(f"cannot read {path} from the payload store {self.url}: {exc.strerror}") from None
         if hashlib.sha256(data).hexdigest() != digest:
-            raise PayloadStoreError(f"{path} in the payload store {self.url} does not match its digest: "
+            raise UnresolvablePayload(f"{path} in the payload store {self.url} does not match its digest: "
                                     "the file was altered")
         payload = Payload()
         payload.ParseFromString(data)
@@ -132,15 +139,23 @@ class FileStorageDriver(StorageDriver):
 
 
 def not_a_payload(reason: str) -> Payload:
-    """What a reference that no store could have written reads as: a value no model accepts.
+    """What a reference that cannot be resolved reads as: a value no model accepts.
 
-    Such references come only from outside (a crafted workflow input or signal): read as
-    this JSON object, the input fails the run as invalid and the signal is recorded as
-    ignored, where raising would fail the workflow task again on every retry, for ever.
+    Such references come from outside (a crafted workflow input, signal or update): read
+    as this JSON object, the input fails the run as invalid, the signal is recorded as
+    ignored and the update is rejected, where raising would fail the workflow task again
+    on every retry, for ever.
     """
     payload = Payload(metadata={"encoding": b"json/plain"})
-    payload.data = json.dumps({INVALID_REFERENCE: reason}).encode()
+    payload.data = json.dumps({INVALID_REFERENCE: reason[:1_000]}).encode()
     return payload
+
+
+def unresolvable(value: object) -> str | None:
+    """Why `value` is a payload that could not be resolved (`not_a_payload`), or None."""
+    if isinstance(value, dict) and len(value) == 1 and isinstance(value.get(INVALID_REFERENCE), str):
+        return f"a payload-store reference that cannot be resolved ({value[INVALID_REFERENCE]})"
+    return None
 
 
 def _sync_directory(directory: Path) -> None:

@@ -51,6 +51,7 @@ from signoff.contract import WORKFLOW_TYPE
 from signoff.errors import UsageError
 from signoff.runtime.codec import ENCODING, KEY_ID, CodecKeys, EncryptionCodec
 from signoff.runtime.filestore import SAME_STORE
+from signoff.runtime.guard import NO_STORE_DRIVER, guarded
 from signoff.runtime.storage import PayloadStore, data_converter, storage_problem
 from signoff.runtime.worker import sandbox_runner
 from signoff.workflows.agent_run import AgentRun
@@ -85,7 +86,7 @@ _MISMATCH = re.compile(r"Activity (type|id) of (?:scheduled event|recorded marke
                        r"activity \1 of (?:local )?activity command '([^']*)'")  # fmt: skip
 _LOCAL_ACTIVITY = re.compile(r"Missing associated machine for LocalActivity")
 _PATCH = re.compile(r"patch marker encountered for change (\S+), but there is no corresponding change command")
-_UNREADABLE_TYPE = re.compile(r'r#type: "(PayloadStoreError|PayloadDecryptError)"')
+_UNREADABLE_TYPE = re.compile(r'r#type: "(PayloadStoreError|PayloadDecryptError|UnresolvablePayload)"')
 _EVENT_ID = re.compile(r"HistoryEvent\(id: (\d+)")
 _CHANGED = ("The workflow code changed since this run started in a way that changes what it does at that point. "
             "Guard such a change with workflow.patched(...), or keep workers of the old code for runs like this "
@@ -173,8 +174,10 @@ def load_history(path: str | os.PathLike[str]) -> WorkflowHistory:
 
 
 def replay_data_converter(store: PayloadStore | None, keys: CodecKeys | None) -> DataConverter:
-    """The data converter of a worker with these settings (its codec is lenient, as a worker's)."""
-    return data_converter(store, EncryptionCodec(keys, strict=False) if keys else None)
+    """The data converter of a worker with these settings: its codec lenient, and a payload that is no
+    reference at all (a forged signal) read as the worker reads it (`runtime/guard.py`); a reference
+    this process cannot resolve says which store it lacks."""
+    return guarded(data_converter(store, EncryptionCodec(keys, strict=False) if keys else None), replaying=True)
 
 
 @dataclass
@@ -237,7 +240,7 @@ class HistoryReplayer:
             have = f"it holds {', '.join(sorted(held))}" if held else "SIGNOFF_CODEC_KEYS is not set"
             return (f"its payloads are encrypted with the key(s) {', '.join(sorted(needed - held))}, which this "
                     f"process does not have ({have}): set SIGNOFF_CODEC_KEYS to the workers' key file")  # fmt: skip
-        if drivers and self.converter.external_storage is None:
+        if drivers and not _has_store(self.converter):
             return (
                 f"some of its payloads are kept in an external payload store ({', '.join(sorted(drivers))}), "
                 "and this process has none: set SIGNOFF_PAYLOAD_STORE as the workers have it"
@@ -354,6 +357,12 @@ def _payloads(message: Message) -> Iterator[Payload]:
         for item in values:
             if isinstance(item, Message):
                 yield from _payloads(item)
+
+
+def _has_store(converter: DataConverter) -> bool:
+    """Whether `converter` reads from a payload store (a worker without one has only the guard's no-store driver)."""
+    storage = converter.external_storage
+    return storage is not None and any(driver.name() != NO_STORE_DRIVER for driver in storage.drivers)
 
 
 def _is_reference(payload: Payload) -> bool:

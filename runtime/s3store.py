@@ -22,7 +22,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import StorageDriverClaim, StorageDriverRetrieveContext
 
 from signoff.errors import ConfigError
-from signoff.runtime.filestore import not_a_payload
+from signoff.runtime.filestore import UnresolvablePayload, not_a_payload
 from signoff.smallfile import read_small_file
 
 try:
@@ -136,7 +136,12 @@ class ScopedS3Driver(S3StorageDriver):
                 ours.append((index, claim))
             else:
                 results[index] = not_a_payload(problem)
-        read = await super().retrieve(context, [claim for _, claim in ours]) if ours else []
+        try:
+            read = await super().retrieve(context, [claim for _, claim in ours]) if ours else []
+        except Exception as exc:
+            if _never_readable(exc):  # a well-formed key with nothing under it, or content that does not match
+                raise UnresolvablePayload(f"a payload of the store s3://{self.bucket} cannot be read: {exc}") from exc
+            raise
         for (index, _), payload in zip(ours, read, strict=True):  # the SDK reads one payload per claim
             results[index] = payload
         return [payload for payload in results if payload is not None]
@@ -152,6 +157,17 @@ class ScopedS3Driver(S3StorageDriver):
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+
+def _never_readable(exc: BaseException) -> bool:
+    """Whether the SDK's S3 error says the object is missing or not what the reference says."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        code = getattr(seen, "response", {}).get("Error", {}).get("Code") if hasattr(seen, "response") else None
+        if isinstance(seen, ValueError) or code in ("NoSuchKey", "404"):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 def scoped_s3_driver(bucket: str, prefix: str) -> ScopedS3Driver:

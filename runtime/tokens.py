@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from temporalio import workflow
+from temporalio.common import RawValue
 from temporalio.worker import (
     HandleUpdateInput,
     Interceptor,
@@ -31,13 +32,21 @@ from signoff.activities.identify import NO_KEYS, Verifier
 from signoff.contract import UPDATE_APPROVAL, UPDATE_EXTEND_DEADLINE
 from signoff.errors import TokenError
 from signoff.identity import is_bound
+from signoff.workflows.refusal import UNVERIFIED, Refusal
 
 CHECKED = (UPDATE_APPROVAL, UPDATE_EXTEND_DEADLINE)
 
 
 def bound_tokens(args: Sequence[Any]) -> Iterator[str]:
-    """The tokens with a `signoff` claim in an update's input (one decision or a list)."""
+    """The tokens with a `signoff` claim in an update's input (one decision or a list; the handlers
+    take it raw, so it is decoded here: input that does not decode holds no token, and the
+    validator refuses it)."""
     for arg in args[:1]:
+        if isinstance(arg, RawValue):
+            try:
+                arg = workflow.payload_converter().from_payload(arg.payload)
+            except Exception:
+                return
         for item in arg if isinstance(arg, list) else [arg]:
             token = item.get("token") if isinstance(item, dict) else None
             if isinstance(token, str) and is_bound(token):
@@ -51,11 +60,11 @@ class _Inbound(WorkflowInboundInterceptor):
         if input.update in CHECKED:
             for token in bound_tokens(input.args):
                 if self.verifier is None:
-                    raise ValueError(f"approver token rejected: {NO_KEYS}")
+                    raise Refusal(f"approver token rejected: {NO_KEYS}", UNVERIFIED)
                 try:
                     self.verifier.verify(token, workflow.now())
                 except TokenError as exc:
-                    raise ValueError(f"approver token rejected: {exc}") from None
+                    raise Refusal(f"approver token rejected: {exc}", UNVERIFIED) from None
         super().handle_update_validator(input)
 
 

@@ -30,7 +30,7 @@ from signoff.activities.identify import Verifier
 from signoff.activities.notify import NotifyConfig
 from signoff.agent import ChatClientAgent
 from signoff.chat.base import ChatClient
-from signoff.chat.config import LLMConfig
+from signoff.chat.config import ENV_BASE_URL, ENV_MODEL, LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.contract import DEFAULT_TASK_QUEUE
 from signoff.defaults import default_agent
@@ -45,6 +45,7 @@ from signoff.runtime.connection import (
 )
 from signoff.runtime.connection import connect as connect_with
 from signoff.runtime.deployment import DeploymentSettings, routing_note
+from signoff.runtime.guard import worker_client
 from signoff.runtime.hardening import harden_process
 from signoff.runtime.setup import WorkerSetup
 from signoff.runtime.storage import close_storage
@@ -98,6 +99,30 @@ def load_agents(modules: Iterable[str] = (), include_default: bool = True) -> di
 def default_chat_client() -> ChatClient:
     """The provider of `SIGNOFF_LLM_*`; ConfigError names the variable that is missing."""
     return OpenAIChatClient(LLMConfig.from_env())
+
+
+NO_MODEL = (
+    f"no model configured ({ENV_BASE_URL} is not set): runs of {{agents}} will fail at their first model turn. "
+    "Set SIGNOFF_LLM_BASE_URL and SIGNOFF_LLM_MODEL (and SIGNOFF_LLM_API_KEY) for a provider; or, to try signoff "
+    "without one, serve the scripted model in another terminal: `python -m signoff.testing --port 8400`, then "
+    f"start the worker with {ENV_BASE_URL}=http://127.0.0.1:8400/v1 {ENV_MODEL}=scripted"
+)
+
+
+def model_check(agents: Mapping[str, ChatClientAgent], environ: Mapping[str, str] | None = None) -> str | None:
+    """A warning when agents need the worker's model and none is configured; None when all is well.
+
+    Raises:
+        ConfigError: a model is configured but cannot work (a missing model name, a key set twice).
+    """
+    env = os.environ if environ is None else environ
+    needing = sorted(name for name, agent in agents.items() if agent.chat_client is None)
+    if not needing:
+        return None
+    if env.get(ENV_BASE_URL, "").strip():
+        LLMConfig.from_env(env)  # fails now, naming the variable, not at the first model turn
+        return None
+    return NO_MODEL.format(agents=", ".join(needing))
 
 
 def sandbox_runner() -> SandboxedWorkflowRunner:
@@ -158,6 +183,7 @@ def build_worker(
     """
     if payload_budget is FROM_CLIENT:
         payload_budget = None if client.data_converter.external_storage is not None else DEFAULT_PAYLOAD_BUDGET
+    client = worker_client(client)  # a payload it cannot resolve never fails a workflow task (runtime/guard.py)
     settings = ActivitySettings(limits or Limits(), policies or PolicyBook(), payload_budget, verifier, notify,
                                 state_key)  # fmt: skip
     activities = AgentActivities(agents, default_client, settings)
@@ -187,6 +213,7 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
     settings = settings or ConnectionSettings.load()
     agents = load_agents(agent_modules)
     setup = WorkerSetup.from_env(agents, local=not settings.configured)  # what cannot work stops the worker here
+    no_model = model_check(agents)
     runtime = settings.telemetry.runtime()  # binds SIGNOFF_METRICS_ADDRESS now, or says why it cannot
     client, server = await open_client(settings, runtime=runtime, worker=True)
     pending: asyncio.Task[None] | None = None
@@ -201,7 +228,8 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
         )  # fmt: skip
         if runtime is not None:
             pending = asyncio.create_task(PendingGauge(client, runtime.metric_meter, settings.task_queue).run())
-        for line in setup.describe(agents) + ([notify.describe()] if notify else []) + _observability(settings):
+        lines = setup.describe(agents) + ([notify.describe()] if notify else []) + _observability(settings)
+        for line in lines + ([no_model] if no_model else []):
             print(f"signoff: {line}", flush=True)
         if setup.deployment is not None:
             print(f"signoff: {await routing_note(client, setup.deployment)}", flush=True)

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
+from signoff.answer import checked_answer, within_limit
 from signoff.chat.base import ChatClient, ChatOptions
 from signoff.dispatch import execute_call
 from signoff.errors import RunFailedError, UsageError
@@ -241,7 +242,8 @@ class ChatClientAgent:
         finally:
             task.cancel()
             stop.cancel()
-        calls = response.message.tool_calls or []
+        response = checked_answer(response, len(loop.messages))
+        calls = within_limit(response.message, model.limits.max_calls_per_turn)
         gated = gated_call_ids(model, snapshot.registry, calls)
         shown = await previews(snapshot.registry, calls, gated)
         loop.apply_model_turn(response, gated, _now(), text_streamed=True, previews=shown)

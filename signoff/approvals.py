@@ -6,19 +6,23 @@ reads them as plain JSON.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from enum import Enum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from signoff import strict_json
 from signoff.names import MAX_NAME_CHARS, name_problem
 from signoff.policy import ApprovalPolicy, OnTimeout
 
 MAX_REASON_CHARS = 4096
 MAX_APPROVER_CHARS = MAX_NAME_CHARS
 MAX_TOKEN_CHARS = 16384
+MAX_SECONDS = 366 * 86400
+"""The longest time a decision may name (a grant's `ttl_seconds`, a deadline's extension)."""
+MAX_USES = 10_000
+"""The most calls one grant may approve (`max_uses`)."""
 DIGEST_PATTERN = r"^[0-9a-f]{64}$"
 
 
@@ -89,8 +93,8 @@ class GrantSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     match: GrantMatch = GrantMatch.ARGUMENTS
-    ttl_seconds: float | None = Field(None, gt=0)
-    max_uses: int | None = Field(None, ge=1)
+    ttl_seconds: float | None = Field(None, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
+    max_uses: int | None = Field(None, ge=1, le=MAX_USES)
 
 
 class ToolApprovalResponse(BaseModel):
@@ -110,6 +114,12 @@ class ToolApprovalResponse(BaseModel):
     token: str | None = Field(None, max_length=MAX_TOKEN_CHARS)
     grant: GrantSpec | None = None
 
+    @field_validator("arguments")
+    @classmethod
+    def _strict_arguments(cls, arguments: dict[str, Any] | None) -> dict[str, Any] | None:
+        if arguments is not None:
+            strict_json.check(arguments)  # NaN, Infinity or deep nesting could be neither digested nor run
+        return arguments
     @field_validator("approver")
     @classmethod
     def _a_name(cls, approver: str | None) -> str | None:
@@ -193,16 +203,30 @@ class ApprovalRecord(BaseModel):
 
 
 def parse_arguments(raw: str) -> Any:
-    """The model's argument text as JSON, or the raw text when it is not valid JSON."""
+    """The model's argument text as JSON, or the raw text when it is not strict JSON
+    (`signoff.strict_json`: no NaN or Infinity, nesting at most 64 deep)."""
     try:
-        return json.loads(raw) if raw.strip() else {}
-    except ValueError:
+        return strict_json.loads(raw) if raw.strip() else {}
+    except strict_json.NotStrictJSON:
         return raw
+
+
+def arguments_problem(name: str, raw: str) -> str | None:
+    """Why a call's argument text cannot be run (not strict JSON, or not an object), or None."""
+    try:
+        arguments = strict_json.loads(raw) if raw.strip() else {}
+    except strict_json.NotStrictJSON as exc:
+        return f"invalid JSON arguments for {name}: {exc}"
+    if not isinstance(arguments, dict):
+        return f"arguments for {name} are not a JSON object: {raw[:200]!r}"
+    return None
 
 
 __all__ = [
     "MAX_APPROVER_CHARS",
     "MAX_REASON_CHARS",
+    "MAX_SECONDS",
+    "MAX_USES",
     "ApprovalRecord",
     "Binding",
     "Grant",
@@ -212,5 +236,6 @@ __all__ = [
     "ToolApprovalRequest",
     "ToolApprovalResponse",
     "Vote",
+    "arguments_problem",
     "parse_arguments",
 ]  # fmt: skip

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from signoff.approvals import (
     MAX_APPROVER_CHARS,
+    MAX_SECONDS,
     MAX_TOKEN_CHARS,
     ApprovalRecord,
     Grant,
@@ -43,6 +44,8 @@ STATUS_FINISHED = "Finished"
 SEARCH_ATTRIBUTES = {"SignoffStatus": "Keyword", "SignoffAgent": "Keyword", "SignoffPendingTools": "KeywordList"}
 """Search attributes and their Temporal types."""
 SA_STATUS, SA_AGENT, SA_PENDING_TOOLS = SEARCH_ATTRIBUTES
+MAX_DECISIONS = 100
+"""The most decisions one signal or update may carry (CONTRACT v3 "Input limits")."""
 METRIC_PENDING = "signoff_pending_approvals"
 METRIC_WAIT = "signoff_approval_wait_seconds"
 METRIC_DECISIONS = "signoff_decisions_total"
@@ -57,10 +60,10 @@ class RunOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_rounds: int = Field(DEFAULT_MAX_ROUNDS, ge=1, le=MAX_ROUNDS_LIMIT)
-    approval_timeout_seconds: float | None = Field(None, gt=0)
+    approval_timeout_seconds: float | None = Field(None, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     tool_approval_responses: list[ToolApprovalResponse] = Field(default_factory=list, max_length=512)
     model: str | None = Field(None, max_length=256)
-    temperature: float | None = Field(None, ge=0)
+    temperature: float | None = Field(None, ge=0, allow_inf_nan=False)
     max_total_tokens: int | None = Field(None, ge=1)
     requested_by: str | None = Field(None, min_length=1, max_length=MAX_APPROVER_CHARS)
     requester_token: str | None = Field(None, max_length=MAX_TOKEN_CHARS)
@@ -113,6 +116,8 @@ class DecidedCall(BaseModel):
     arguments_digest: str = ""
     outcome: str
     """`approved`, `denied`, or `vote` (counted towards a quorum not yet reached)."""
+    edited_arguments: dict[str, Any] | None = Field(None, exclude_if=lambda value: value is None)
+    """What the call runs with instead of `arguments`, when the approval edited them (absent otherwise)."""
 
 
 class DecisionAck(BaseModel):
@@ -134,7 +139,7 @@ class DeadlineExtension(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     call_id: str = Field(min_length=1, max_length=512)
-    seconds: float = Field(gt=0, le=366 * 86400)
+    seconds: float = Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     approver: str | None = Field(None, max_length=MAX_APPROVER_CHARS)
     token: str | None = Field(None, max_length=MAX_TOKEN_CHARS)
 
@@ -166,7 +171,18 @@ class RunStatus(BaseModel):
     grants: list[Grant] = Field(default_factory=list)
 
 
+class TooManyDecisions(ValueError):
+    """More decisions in one signal or update than `MAX_DECISIONS`."""
+
+
 def parse_responses(payload: Any) -> list[ToolApprovalResponse]:
-    """One response object or a list of them; raises pydantic's ValidationError."""
+    """One response object or a list of at most `MAX_DECISIONS`.
+
+    Raises:
+        TooManyDecisions: the list is longer (counted before any is read).
+        pydantic.ValidationError: a response is not valid.
+    """
     items = payload if isinstance(payload, list) else [payload]
+    if len(items) > MAX_DECISIONS:
+        raise TooManyDecisions(f"{len(items):,} decisions in one request: at most {MAX_DECISIONS} are taken at once")
     return [ToolApprovalResponse.model_validate(item) for item in items]

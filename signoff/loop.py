@@ -41,6 +41,7 @@ from signoff.approvals import (
     Grant,
     ToolApprovalRequest,
     ToolApprovalResponse,
+    arguments_problem,
     parse_arguments,
 )
 from signoff.budget import elide_to_budget
@@ -55,6 +56,7 @@ from signoff.messages import (
     ApprovalRequestEvent,
     ChatMessage,
     ChatResponse,
+    ErrorEvent,
     FinishEvent,
     FinishReason,
     TextEvent,
@@ -133,6 +135,15 @@ class AgentLoop(Decisions, Timers, Resume):
         """The transcript: answered tool messages of the open round, in call order."""
         answered = [p for p in self.state.pending if p.status is CallStatus.DONE]
         return self.state.messages + [ChatMessage.tool(p.result or "", p.call.id) for p in answered]
+
+    def _cut_answers(self) -> list[ChatMessage]:
+        """The tool messages of the calls past the per-turn limit (the last `state.cut` of the open round)."""
+        s = self.state
+        if not s.cut:
+            return []
+        calls = s.messages[-1].tool_calls or []
+        text = _too_many(s.limits.max_calls_per_turn)
+        return [ChatMessage.tool(text, call.id) for call in calls[-s.cut :]]
 
     def pending_requests(self) -> list[ToolApprovalRequest]:
         return [p.request for p in self._waiting() if p.request]
@@ -226,19 +237,24 @@ class AgentLoop(Decisions, Timers, Resume):
         previews: Mapping[str, str],
         answered: Mapping[str | None, str] | None = None,
     ) -> None:
+        """Open a round for the calls within the per-turn limit; those past it are only
+        counted (`state.cut`), answered when the round closes: no work per call, however
+        many the model sent."""
         answered = answered or {}
-        entries = [PendingCall(call=c, status=CallStatus.READY, run_arguments=c.arguments) for c in calls]
-        self.state.pending = entries
-        for call in calls:
-            if call.id not in answered:
-                self._emit(ToolCallEvent(call=call))
         limit = self.state.limits.max_calls_per_turn
-        for position, entry in enumerate(entries):
+        entries = [PendingCall(call=c, status=CallStatus.READY, run_arguments=c.arguments) for c in calls[:limit]]
+        self.state.pending, self.state.cut = entries, max(len(calls) - limit, 0)
+        if self.state.cut:
+            self._emit(ErrorEvent(message=f"the model asked for {len(calls):,} tool calls in one turn: the "
+                                          f"{self.state.cut:,} past the limit of {limit} are answered "
+                                          f"{_too_many(limit)!r}"))  # fmt: skip
+        for entry in entries:
+            if entry.call.id not in answered:
+                self._emit(ToolCallEvent(call=entry.call))
+        for entry in entries:
             call = entry.call
             if call.id in answered:
                 self._settle(entry, answered[call.id], emit=False)
-            elif position >= limit:
-                self._settle(entry, f"Error: too many tool calls in one turn (limit {limit})")
             elif problem := self._invalid_call(call):
                 self._settle(entry, f"Error: {problem}")
             elif call.id in gated:
@@ -273,10 +289,8 @@ class AgentLoop(Decisions, Timers, Resume):
     def _invalid_call(self, call: ToolCall) -> str | None:
         if call.name not in self.state.tools:
             known = ", ".join(sorted(self.state.tools)) or "none"
-            return f"unknown tool {call.name!r} (available tools: {known})"
-        if not isinstance(parse_arguments(call.arguments), dict):
-            return f"arguments for {call.name} are not a JSON object: {call.arguments[:200]!r}"
-        return None
+            return f"unknown tool {call.name[:200]!r} (available tools: {known})"
+        return arguments_problem(call.name, call.arguments)
 
     # --- answering and closing ---------------------------------------------------
 
@@ -294,8 +308,8 @@ class AgentLoop(Decisions, Timers, Resume):
         s = self.state
         if not s.pending or any(p.status is not CallStatus.DONE for p in s.pending):
             return
-        s.messages = self.messages
-        s.pending = []
+        s.messages = self.messages + self._cut_answers()
+        s.pending, s.cut = [], 0
         if elide_to_budget(s.messages, s.limits.transcript_budget):
             s.transcript_epoch += 1
         if s.max_total_tokens is not None and s.usage.total_tokens >= s.max_total_tokens:
@@ -325,3 +339,7 @@ class AgentLoop(Decisions, Timers, Resume):
 
 def _secs(seconds: float) -> timedelta:
     return timedelta(seconds=seconds)
+
+
+def _too_many(limit: int) -> str:
+    return f"Error: too many tool calls in one turn (limit {limit})"

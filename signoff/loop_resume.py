@@ -7,10 +7,12 @@ among them as the requester, under each call's policy like any decision.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 
 from signoff.actions import DecisionError
+from signoff.answer import with_call_ids
 from signoff.approvals import ToolApprovalResponse
 from signoff.authority import Decider, Decision
 from signoff.loop_parts import LoopParts
@@ -40,9 +42,7 @@ class Resume(LoopParts):
             DecisionError: a response names a call that is not open.
         """
         s = self.state
-        index = _last_assistant_with_calls(s.messages)
-        calls = (s.messages[index].tool_calls or []) if index is not None else []
-        answers = {m.tool_call_id: m.content or "" for m in s.messages[(index or 0) + 1 :] if m.role == "tool"}
+        index, calls, answers = _open_message(s.messages)
         open_ids = [c.id for c in calls if c.id not in answers]
         strangers = [r.call_id for r in responses if r.call_id not in open_ids and r.call_id != "*"]
         if responses and (not open_ids or strangers):
@@ -50,7 +50,7 @@ class Resume(LoopParts):
         if not open_ids:
             return
         assert index is not None
-        s.messages = s.messages[: index + 1]
+        s.messages = [*s.messages[:index], s.messages[index].model_copy(update={"tool_calls": calls})]
         # A decision for an open call counts, even where the snapshot would not ask.
         decided = {r.call_id for r in responses} & set(open_ids)
         self._open_round(calls, set(gated) | decided, now, previews=previews or {}, answered=answers)
@@ -76,11 +76,32 @@ def unanswered_calls(messages: list[ChatMessage]) -> list[ToolCall]:
     These are what a stateless resume reopens; drivers ask the run's snapshot which
     of them need approval before calling `resume`.
     """
+    _, calls, answers = _open_message(messages)
+    return [c for c in calls if c.id not in answers]
+
+
+def _open_message(messages: list[ChatMessage]) -> tuple[int | None, list[ToolCall], dict[str | None, str]]:
+    """The trailing assistant message with calls: its index, its calls (each id unique and
+    well formed, `signoff.answer`: a transcript from a client is as untrusted as a model's
+    answer) and the answers the tool messages after it give, by call id.
+
+    A tool message answers the first call not yet answered that it names, by signoff's id
+    or by the id the model gave."""
     index = _last_assistant_with_calls(messages)
     if index is None:
-        return []
-    answered = {m.tool_call_id for m in messages[index + 1 :] if m.role == "tool"}
-    return [c for c in messages[index].tool_calls or [] if c.id not in answered]
+        return None, [], {}
+    calls = with_call_ids(messages[index].tool_calls or [], index)
+    given: dict[str | None, deque[str]] = {}
+    for message in messages[index + 1 :]:
+        if message.role == "tool":
+            given.setdefault(message.tool_call_id, deque()).append(message.content or "")
+    answers: dict[str | None, str] = {}
+    for call in calls:
+        for name in dict.fromkeys((call.id, call.model_id)):
+            if given.get(name):
+                answers[call.id] = given[name].popleft()
+                break
+    return index, calls, answers
 
 
 def _last_assistant_with_calls(messages: list[ChatMessage]) -> int | None:

@@ -85,6 +85,8 @@ class LoopState(BaseModel):
     round: int = 0
     usage: Usage = Field(default_factory=Usage)
     pending: list[PendingCall] = Field(default_factory=list)
+    cut: int = 0
+    """How many calls of the open round were past the per-turn limit (the last ones of its message)."""
     approvals: list[ApprovalRecord] = Field(default_factory=list)
     audit_head: str = GENESIS
     grants: list[Grant] = Field(default_factory=list)

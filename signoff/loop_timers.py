@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from signoff import authority
 from signoff.actions import DecisionError
-from signoff.approvals import ToolApprovalRequest, ToolApprovalResponse
+from signoff.approvals import MAX_SECONDS, ToolApprovalRequest, ToolApprovalResponse
 from signoff.authority import Decider
 from signoff.loop_parts import LoopParts
 from signoff.loop_state import CallStatus, PendingCall
@@ -49,8 +49,12 @@ class Timers(LoopParts):
             raise DecisionError(self._why_not_pending(call_id), waiting)
         if entry.request.expires_at is None:
             raise DecisionError(f"call {call_id!r} has no deadline to extend", waiting)
-        if not 0 < seconds <= 366 * 86400:
-            raise DecisionError("seconds must be positive and at most a year", waiting)
+        if not 0 < seconds <= MAX_SECONDS:
+            raise DecisionError("seconds must be positive and at most 366 days", waiting)
+        try:
+            entry.request.expires_at + timedelta(seconds=seconds)
+        except OverflowError:
+            raise DecisionError(f"call {call_id!r}'s deadline cannot move that far", waiting) from None
         problem = authority.refusal(entry.request, decider, self.state.requested_by)
         if self.state.signed_decisions:
             problem = problem or authority.extension_problem(entry.request, seconds, decider)

@@ -18,11 +18,22 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 
 class ToolCall(BaseModel):
-    """A tool call the model asked for; `arguments` is the model's raw JSON text."""
+    """A tool call the model asked for; `arguments` is the model's raw JSON text.
+
+    `id` is how people, decisions and the audit name the call. `model_id` is set when
+    signoff gave the call that id because the model's own was empty, `*`, malformed or
+    used twice (`signoff.answer`): it is what the model sent, and what it is shown again.
+    """
 
     id: str
     name: str
     arguments: str = ""
+    model_id: str | None = Field(None, exclude_if=lambda value: value is None)  # the contract's shape, unless set
+
+    @property
+    def shown_id(self) -> str:
+        """The id the model knows this call by."""
+        return self.model_id if self.model_id is not None else self.id
 
 
 class ChatMessage(BaseModel):

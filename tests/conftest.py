@@ -15,7 +15,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from signoff.runtime.devserver import find_temporal_binary
+from signoff.runtime.devserver import DYNAMIC_CONFIG, find_temporal_binary
 from signoff.workflows.record import SEARCH_ATTRIBUTE_KEYS
 from tests.processes import Processes
 
@@ -46,11 +46,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 async def start_dev_server(*extra_args: str) -> WorkflowEnvironment:
+    """A dev server set up as the embedded one is (search attributes, Workflow Pause on)."""
+    settings = [arg for setting in DYNAMIC_CONFIG for arg in ("--dynamic-config-value", setting)]
     return await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(find_temporal_binary()),
         search_attributes=SEARCH_ATTRIBUTE_KEYS,
         data_converter=pydantic_data_converter,
-        dev_server_extra_args=list(extra_args),
+        dev_server_extra_args=[*settings, *extra_args],
     )
 
 

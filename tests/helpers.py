@@ -80,3 +80,12 @@ async def wait_pending(handle: WorkflowHandle, count: int = 1, timeout: float = 
 
 
 __all__ = ["Reply", "ScriptedModelServer", "ScriptedRequest", "assert_eventually"]
+
+
+async def task_failures(handle: WorkflowHandle) -> list[str]:
+    """The messages of the run's WorkflowTaskFailed events (a wedged run has them, retried forever)."""
+    return [
+        event.workflow_task_failed_event_attributes.failure.message
+        async for event in handle.fetch_history_events()
+        if event.HasField("workflow_task_failed_event_attributes")
+    ]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
+
+from signoff.notify_signature import verify
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,8 @@ class Delivery:
         return str(source.get("call_id"))
 
     def signed_with(self, secret: bytes) -> bool:
-        expected = "sha256=" + hmac.new(secret, self.body, hashlib.sha256).hexdigest()
-        return hmac.compare_digest(self.headers.get("x-signoff-signature", ""), expected)
+        header, delivery = self.headers.get("x-signoff-signature", ""), self.headers.get("x-signoff-delivery", "")
+        return verify(secret, header, delivery, self.body, now=time.time())
 
 
 class Receiver:

@@ -24,10 +24,10 @@ from tests.helpers import start_run, wait_pending
 class Terminal:
     """`python client.py ARGS` with a pseudo-terminal (120 columns) as its stdin and stdout."""
 
-    def __init__(self, env: dict[str, str], *args: str) -> None:
+    def __init__(self, env: dict[str, str], *args: str, cwd: Path = ROOT) -> None:
         self.master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        self.proc = subprocess.Popen([sys.executable, str(CLIENT), *args], cwd=ROOT, env=env, stdin=slave,
+        self.proc = subprocess.Popen([sys.executable, str(CLIENT), *args], cwd=cwd, env=env, stdin=slave,
                                      stdout=slave, stderr=subprocess.PIPE)  # fmt: skip
         os.close(slave)
         self.seen = ""

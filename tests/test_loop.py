@@ -131,7 +131,28 @@ def test_invalid_json_arguments_answer_error_without_asking() -> None:
     bad = ToolCall(id="c1", name="run_command", arguments='{"command": "ls"')
     loop = start(bad, gated=("c1",))
     assert loop.next_action() == CallModel(1)
-    assert loop.messages[-1].content.startswith("Error: arguments for run_command are not a JSON object")
+    assert loop.messages[-1].content.startswith("Error: invalid JSON arguments for run_command: Expecting ','")
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ('{"command": NaN}', "NaN is not a JSON number"),
+    ('{"command": "ls", "timeout_secs": Infinity}', "Infinity is not a JSON number"),
+    ('{"timeout_secs": 1e999}', "1e999 is too large for a JSON number"),
+    ('{"command": "\\ud800"}', "lone surrogate"),
+    ('{"a": ' * 65 + "1" + "}" * 65, "nested deeper than 64 levels"),
+    ('{"a": ' * 10_000 + "1" + "}" * 10_000, "nested deeper than 64 levels"),
+])  # fmt: skip
+def test_arguments_that_are_not_strict_json_answer_error_without_asking(text: str, why: str) -> None:
+    loop = start(ToolCall(id="c1", name="run_command", arguments=text), gated=("c1",))
+    assert loop.next_action() == CallModel(1)
+    content = loop.messages[-1].content or ""
+    assert content.startswith("Error: invalid JSON arguments for run_command: ") and why in content
+    assert loop.state.approvals == [] and loop.pending_requests() == []
+
+
+def test_json_that_is_not_an_object_answers_error_without_asking() -> None:
+    loop = start(ToolCall(id="c1", name="run_command", arguments="[1, 2]"), gated=("c1",))
+    assert loop.messages[-1].content == "Error: arguments for run_command are not a JSON object: '[1, 2]'"
 
 
 def test_max_rounds_finishes_after_the_last_round_tools() -> None:

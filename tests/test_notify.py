@@ -9,6 +9,7 @@ from pathlib import Path
 from temporalio.client import Client
 
 from signoff.activities.notify import DELIVERY_HEADER, NotifyConfig
+from signoff.notify_signature import TOLERANCE_SECONDS, signature, verify
 from signoff.policy import ApprovalPolicy, OnTimeout
 from tests.governance import (
     activity_types,
@@ -26,6 +27,7 @@ from tests.helpers import (
     wait_pending,
 )
 from tests.receiver import Receiver
+from tests.waiting import wait_until
 
 SECRET = b"notify-secret-for-tests-0123456789"
 UI = "https://temporal.example.com"
@@ -142,6 +144,25 @@ async def _one(receiver: Receiver) -> None:
     assert len(receiver.deliveries) == 1
 
 
+async def test_a_captured_notice_cannot_be_replayed_under_another_delivery_id_or_later(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    agent = ops_agent(deploy=ApprovalPolicy(), restart=ApprovalPolicy())
+    with Receiver() as receiver, ScriptedModelServer(turns([deploy("call_d")])) as model:
+        async with running_worker(client, task_queue, model, {"ops": agent}, notify=config(receiver)):
+            handle = await start_run(client, task_queue, agent="ops")
+            await wait_until(lambda: bool(receiver.of("approval_requested")), 20, "no approval_requested notice")
+            await handle.terminate()
+    [captured] = receiver.of("approval_requested", "call_d")
+    header, delivery = captured.headers["x-signoff-signature"], captured.headers[DELIVERY_HEADER.lower()]
+    sent = int(dict(part.split("=") for part in header.split(","))["t"])
+    assert header == signature(SECRET, sent, delivery, captured.body)  # t=<unix>,v1=<hex over "t.delivery.body">
+    assert verify(SECRET, header, delivery, captured.body, now=sent + 299)
+    assert not verify(SECRET, header, delivery.replace("/0", "/999"), captured.body, now=sent)  # another delivery
+    assert not verify(SECRET, header, delivery, captured.body, now=sent + TOLERANCE_SECONDS + 1)  # too late
+    assert not verify(SECRET, header, delivery, captured.body + b" ", now=sent)  # another body
+    forged_time = header.replace(f"t={sent}", f"t={sent + 3600}")
+    assert not verify(SECRET, forged_time, delivery, captured.body, now=sent + 3600)
 async def test_a_slack_channel_gets_block_kit_with_a_button_to_the_calls_page_in_the_inbox(
     client: Client, task_queue: str
 ) -> None:

@@ -13,10 +13,11 @@ import signoff
 
 ROOT = Path(__file__).parent.parent
 LOOP_MAY_IMPORT = {
-    "__future__", "json", "collections.abc", "dataclasses", "datetime", "enum", "pydantic", "signoff",
-    "signoff.actions", "signoff.approvals", "signoff.audit", "signoff.authority", "signoff.budget", "signoff.digest",
-    "signoff.limits", "signoff.loop_decisions", "signoff.loop_parts", "signoff.loop_resume", "signoff.loop_state",
-    "signoff.loop_timers", "signoff.messages", "signoff.names", "signoff.policy", "signoff.signatures",
+    "__future__", "json", "collections", "collections.abc", "dataclasses", "datetime", "enum", "pydantic", "signoff",
+    "signoff.actions", "signoff.answer", "signoff.approvals", "signoff.audit", "signoff.authority", "signoff.budget",
+    "signoff.digest", "signoff.limits", "signoff.loop_decisions", "signoff.loop_parts", "signoff.loop_resume",
+    "signoff.loop_state", "signoff.loop_timers", "signoff.messages", "signoff.names", "signoff.policy",
+    "signoff.signatures",
 }  # fmt: skip
 LOOP_MODULES = ("loop.py", "loop_decisions.py", "loop_parts.py", "loop_resume.py", "loop_timers.py", "loop_state.py",
                 "actions.py", "authority.py", "audit.py", "budget.py")  # fmt: skip
@@ -51,7 +52,9 @@ def test_loop_imports_nothing_that_does_io_or_reads_clock_or_env(module: str) ->
         assert forbidden not in source
 
 
-WORKFLOW_MAY_IMPORT = {"__future__", "asyncio", "collections.abc", "datetime", "typing", "json", "pydantic"}
+WORKFLOW_MAY_IMPORT = {
+    "__future__", "asyncio", "collections.abc", "datetime", "typing", "json", "re", "shlex", "pydantic",
+}  # fmt: skip
 """Besides these, workflow modules import only `temporalio` and `signoff` (the core and the
 activities' models and names; the activities only run worker-side)."""
 

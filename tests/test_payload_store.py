@@ -200,7 +200,7 @@ async def test_crafted_reference_in_a_start_input_fails_the_run_and_reads_nothin
             )
             with pytest.raises(WorkflowFailureError) as failure:
                 await asyncio.wait_for(handle.result(), 20)
-            assert "invalid_payload_reference" in str(failure.value.cause)
+            assert "payload-store reference that cannot be resolved" in str(failure.value.cause)
     assert model.request_count == 0
 
 

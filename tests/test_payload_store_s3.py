@@ -23,7 +23,7 @@ from signoff.contract import AgentRunInput
 from signoff.errors import ConfigError
 from signoff.runtime.connection import connect
 from signoff.runtime.storage import PayloadStore, check_store, close_storage
-from tests.helpers import ScriptedModelServer, agents_for, running_worker
+from tests.helpers import ScriptedModelServer, agents_for, running_worker, task_failures
 from tests.test_payload_store import (
     PROMPT,
     REFERENCE_TYPE,
@@ -124,7 +124,17 @@ async def test_reference_to_another_bucket_is_not_followed(
         await s3.put_object(Bucket=OTHER_BUCKET, Key=key, Body=data)
     digest = hashlib.sha256(data).hexdigest()
     claim = {"bucket": OTHER_BUCKET, "key": key, "hash_algorithm": "sha256", "hash_value": digest}
+    cause = await crafted_start(client, address, task_queue, model, tmp_path, claim)
+    assert "payload-store reference that cannot be resolved" in str(cause)
+    assert model.request_count == 0
 
+
+async def crafted_start(
+    client: Client, address: str, task_queue: str, model: ScriptedModelServer, tmp_path: Path, claim: dict[str, str]
+) -> BaseException | None:
+    """Start a run whose input is an S3 reference with `claim`, to a worker of this store: why it failed.
+
+    Its history must hold no failed workflow task (a reference never wedges a run)."""
     worker_client = await connect(settings_for(address, f"s3://{BUCKET}/runs"))
     try:
         async with running_worker(worker_client, task_queue, model, agents_for(tmp_path)):
@@ -132,10 +142,10 @@ async def test_reference_to_another_bucket_is_not_followed(
             handle = await client.start_workflow("AgentRun", crafted, id=f"crafted-{task_queue}", task_queue=task_queue)
             with pytest.raises(WorkflowFailureError) as failure:
                 await asyncio.wait_for(handle.result(), 20)
+            assert await task_failures(handle) == []
     finally:
         await close_storage(worker_client.data_converter)
-    assert "invalid_payload_reference" in str(failure.value.cause)
-    assert model.request_count == 0
+    return failure.value.cause
 
 
 async def test_startup_check_names_an_unreachable_bucket(buckets: None, s3_endpoint: str) -> None:
@@ -160,3 +170,13 @@ async def test_secret_key_is_read_from_the_file_a_compose_secret_mounts(
     monkeypatch.setenv("SIGNOFF_S3_SECRET_ACCESS_KEY_FILE", str(tmp_path / "missing"))
     with pytest.raises(ConfigError, match=r"SIGNOFF_S3_SECRET_ACCESS_KEY_FILE=.*cannot read it"):
         Aioboto3Client()
+
+
+async def test_a_reference_to_a_missing_object_of_the_store_fails_the_start_instead_of_wedging_it(
+    buckets: None, client: Client, address: str, task_queue: str, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    digest = "b" * 64  # well formed, inside the store's bucket and prefix, and nothing there
+    claim = {"bucket": BUCKET, "key": f"v0/d/sha256/{digest}", "hash_algorithm": "sha256", "hash_value": digest}
+    cause = await crafted_start(client, address, task_queue, model, tmp_path, claim)
+    assert "payload-store reference that cannot be resolved" in str(cause)
+    assert model.request_count == 0

@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from signoff.workflows.handlers import DecisionHandlers
     from signoff.workflows.queries import RunQueries
     from signoff.workflows.record import SIGNOFF_AGENT
+    from signoff.workflows.refusal import INVALID_INPUT, Refusal
     from signoff.workflows.run_input import ContinuedRun, InvalidInput, Requester, state_digest
 
 
@@ -65,7 +66,7 @@ class AgentRun(DecisionHandlers, RunQueries):
     @workflow.run
     async def run(self, raw: RawValue) -> AgentRunResult:
         if self._input_error is not None:  # a failed run, never a workflow task retried forever
-            raise ApplicationError(self._input_error, type="InvalidInput", non_retryable=True)
+            raise Refusal(self._input_error, INVALID_INPUT)
         if self._continued is not None and workflow.patched(CHECKS_STATE):
             await self._check_continued(self._continued)
         workflow.upsert_search_attributes([SIGNOFF_AGENT.value_set(self._input.agent)])
@@ -102,7 +103,7 @@ class AgentRun(DecisionHandlers, RunQueries):
         try:
             digest = state_digest(state)
         except InvalidInput as exc:
-            raise ApplicationError(f"invalid input: {exc}", type="InvalidInput", non_retryable=True) from None
+            raise Refusal(f"invalid input: {exc}", INVALID_INPUT) from None
         check = UnsealInput(chain_id=info.first_execution_run_id, digest=digest, seal=state.seal,
                             continued_run_id=info.continued_run_id or "")  # fmt: skip
         out: UnsealOutput = await workflow.execute_local_activity_method(
@@ -110,8 +111,7 @@ class AgentRun(DecisionHandlers, RunQueries):
             summary="check the continued state's seal",
         )  # fmt: skip
         if out.error is not None:
-            raise ApplicationError(f"invalid input: {out.error}; nothing of it was adopted", type="InvalidInput",
-                                   non_retryable=True)  # fmt: skip
+            raise Refusal(f"invalid input: {out.error}; nothing of it was adopted", INVALID_INPUT)
 
     async def _start(self) -> None:
         """Verify who asked, then reopen a resumed transcript's unanswered calls, applying
@@ -135,9 +135,7 @@ class AgentRun(DecisionHandlers, RunQueries):
                 prepared.previews,
             )  # fmt: skip
         except DecisionError as exc:
-            raise ApplicationError(
-                f"invalid tool_approval_responses: {exc}", type="InvalidInput", non_retryable=True
-            ) from exc
+            raise Refusal(f"invalid tool_approval_responses: {exc}", INVALID_INPUT) from None
 
     async def _verify_requester(self, token: str, claimed: str | None) -> None:
         """Who asked for the run, from their token; one signed for anything but asking for
@@ -145,11 +143,10 @@ class AgentRun(DecisionHandlers, RunQueries):
         try:
             who = await self._identify(token, claimed, "requester")
         except ApplicationError as exc:
-            raise ApplicationError(f"invalid input: {exc.message}", type="InvalidInput", non_retryable=True) from exc
+            raise Refusal(f"invalid input: {exc.message}", INVALID_INPUT) from None
         wanted = requester_claim(workflow.info().workflow_id)
         if who.claim is not None and (problem := mismatch(who.claim, wanted)) is not None:
-            raise ApplicationError(f"invalid input: requester_token: {problem}", type="InvalidInput",
-                                   non_retryable=True)  # fmt: skip
+            raise Refusal(f"invalid input: requester_token: {problem}", INVALID_INPUT)
         bound = isinstance(who.claim, RequesterClaim)
         self._requester = Requester(name=who.name, groups=who.groups, verified=True, bound=bound)
         self._loop.state.requested_by = who.name

@@ -9,7 +9,11 @@ that continues as new has the worker seal it (`seal`, an HMAC over the workflow 
 chain and `state_digest`), and the run it starts has the worker check that seal before
 it adopts anything (`workflows/agent_run.py`; without a state key, the worker checks with
 the server that the previous run is an `AgentRun` of this task queue instead). Input
-that cannot be decoded at all fails the run at once too.
+that cannot be decoded at all, or a payload-store reference the worker cannot resolve
+(runtime/guard.py), fails the run at once too. Carried state whose stored payload is gone
+is the exception: that is the workers' store to fix (every worker must use the same one),
+so its workflow task fails, to be retried by a worker that has it, rather than the run
+being lost.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from signoff.activities.models import Requester
 from signoff.contract import AgentRunInput
 from signoff.digest import canonical_json, sha256_hex
 from signoff.loop_state import LoopState
+from signoff.runtime.filestore import SAME_STORE, unresolvable
 from signoff.snapshot import RunSnapshot
 
 __all__ = ("ContinuedRun", "InvalidInput", "Requester", "decode", "format_validation_error", "state_digest")
@@ -68,6 +73,10 @@ def decode(raw: RawValue) -> AgentRunInput | ContinuedRun:
         data = workflow.payload_converter().from_payload(raw.payload)
     except Exception as exc:  # bytes that are not JSON, an unknown encoding
         raise InvalidInput(f"invalid input: the workflow input could not be decoded as JSON ({exc})") from None
+    if (problem := unresolvable(data)) is not None:
+        if _continues_a_run():  # our own state, gone from the store: a worker's configuration to fix, not input
+            raise RuntimeError(f"the state this run continues from is {problem}; {SAME_STORE}")
+        raise InvalidInput(f"invalid input: the workflow input is {problem}")
     try:
         if _continues_a_run():
             return ContinuedRun.model_validate(data)

@@ -145,7 +145,7 @@ class OpenAIChatClient:
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": options.model or self.config.model,
-            "messages": [message_to_openai(m) for m in messages],
+            "messages": messages_to_openai(messages),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -164,12 +164,30 @@ class OpenAIChatClient:
         return headers
 
 
+def messages_to_openai(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """A transcript in the OpenAI request shape, with each call under the id the model gave it.
+
+    Where signoff gave a call an id of its own (`ToolCall.model_id`, `signoff.answer`), the
+    model is shown its own id again, in its message's calls and in their tool messages alike:
+    so the ids it reads are the ones it wrote, and match each other."""
+    shown: dict[str, str] = {}
+    data = []
+    for message in messages:
+        if message.role == "assistant" and message.tool_calls:
+            shown = {c.id: c.shown_id for c in message.tool_calls}
+        item = message_to_openai(message)
+        if message.tool_call_id is not None:
+            item["tool_call_id"] = shown.get(message.tool_call_id, message.tool_call_id)
+        data.append(item)
+    return data
+
+
 def message_to_openai(message: ChatMessage) -> dict[str, Any]:
     """One message in the OpenAI request shape, without null fields it does not need."""
     data: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.tool_calls:
         data["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            {"id": c.shown_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
             for c in message.tool_calls
         ]
     elif data["content"] is None:

@@ -137,10 +137,18 @@ def loads(text: str | bytes) -> Any:
 
 
 def _usage(data: Mapping[str, Any]) -> Usage:
-    prompt = int(data.get("prompt_tokens") or 0)
-    completion = int(data.get("completion_tokens") or 0)
-    total = int(data.get("total_tokens") or prompt + completion)
+    prompt = _count(data.get("prompt_tokens"))
+    completion = _count(data.get("completion_tokens"))
+    total = _count(data.get("total_tokens")) or prompt + completion
     return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+
+
+def _count(value: Any) -> int:
+    """A token count as the provider gave it; 0 for one that is not a count (NaN, text, a list)."""
+    try:
+        return max(int(value or 0), 0)
+    except (TypeError, ValueError, OverflowError):
+        return 0
 
 
 def error_text(body: Any) -> str:

@@ -23,12 +23,12 @@ from temporalio.service import RPCError
 from signoff.approvals import ApprovalRecord, ToolApprovalRequest
 from signoff.cli import talk
 from signoff.cli.bulk import bounded
+from signoff.cli.edits import tool_schema
 from signoff.cli.runs import WAITING_QUERY
 from signoff.cli.talk import CommandError
-from signoff.contract import QUERY_MESSAGES, QUERY_SNAPSHOT, SA_AGENT, SA_PENDING_TOOLS
+from signoff.contract import QUERY_MESSAGES, SA_AGENT, SA_PENDING_TOOLS
 from signoff.messages import ChatMessage
 from signoff.render import decided_by
-from signoff.snapshot import RunSnapshot
 from signoff.workflows.record import SIGNOFF_PENDING_TOOLS
 
 PAGE_RUNS = 50
@@ -210,17 +210,6 @@ async def call_view(client: Client, workflow_id: str, call_id: str) -> CallView:
     transcript, earlier = await recent_transcript(handle)
     decided = None if call else await how_decided(client, workflow_id, call_id, "")
     return CallView(workflow_id, call_id, call, schema, transcript, earlier, decided)
-
-
-async def tool_schema(client: Client, workflow_id: str, tool: str) -> dict[str, object] | None:
-    """The JSON schema of `tool`'s arguments as the run was started with it."""
-    try:
-        raw = await talk.query(client.get_workflow_handle(workflow_id), QUERY_SNAPSHOT)
-        snapshot = RunSnapshot.model_validate(raw) if raw else None
-    except (CommandError, ValueError):
-        return None
-    found = snapshot.tool(tool) if snapshot else None
-    return dict(found.spec.parameters) if found else None
 
 
 async def recent_transcript(handle: talk.Handle) -> tuple[list[ChatMessage], int]:

@@ -15,21 +15,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import jsonschema
 from temporalio.client import Client
 
 from signoff.approvals import GrantSpec, ToolApprovalRequest, ToolApprovalResponse
 from signoff.authority import Decider, grant_problem, refusal, vote_problem
 from signoff.cli import talk
 from signoff.cli.bulk import bounded
+from signoff.cli.edits import schema_problem, tool_schema
 from signoff.cli.talk import CommandError
-from signoff.inbox.calls import WaitingCall, how_decided, run_calls, tool_schema
+from signoff.inbox.calls import WaitingCall, how_decided, run_calls
 from signoff.inbox.signer import InboxSigner
 from signoff.inbox.who import Viewer
 from signoff.signatures import decision_claim
 
 Outcome = Literal["approved", "denied", "vote", "refused"]
-MAX_SCHEMA_ERRORS = 5
 
 
 @dataclass(frozen=True)
@@ -66,23 +65,6 @@ def decider(viewer: Viewer, signing: bool) -> Decider:
     if signing:
         return Decider(name=viewer.name, groups=viewer.groups, verified=True)
     return Decider.claimed(viewer.name)  # a claimed name: the run trusts no claimed groups
-
-
-def schema_problem(schema: dict[str, Any] | None, arguments: dict[str, Any]) -> str | None:
-    """Why `arguments` do not fit the tool's JSON schema, or None when they do (or it has none)."""
-    if not schema:
-        return None
-    try:
-        validator_class = jsonschema.validators.validator_for(schema)
-        validator_class.check_schema(schema)
-    except jsonschema.SchemaError:
-        return None  # a tool's own odd schema: the tool itself will check what it is given
-    errors = sorted(validator_class(schema).iter_errors(arguments), key=lambda e: list(e.absolute_path))
-    if not errors:
-        return None
-    shown = [f"{'/'.join(map(str, e.absolute_path)) or '(the arguments)'}: {e.message}" for e in errors]
-    more = f" (and {len(shown) - MAX_SCHEMA_ERRORS} more)" if len(shown) > MAX_SCHEMA_ERRORS else ""
-    return "the edited arguments do not fit the tool's schema: " + "; ".join(shown[:MAX_SCHEMA_ERRORS]) + more
 
 
 class Decisions:

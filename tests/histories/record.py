@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from google.protobuf.message import Message
+from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.failure.v1 import Failure
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowHistory, WorkflowUpdateFailedError
+from temporalio.common import RawValue
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
@@ -37,9 +39,10 @@ from signoff.agent import AgentBuilder, ChatClientAgent
 from signoff.contract import RunOptions
 from signoff.identity import ApproverKeys, issue_token
 from signoff.limits import Limits
-from signoff.messages import ChatMessage
+from signoff.messages import ChatMessage, ToolCall
 from signoff.policy import ApprovalPolicy, OnTimeout
 from signoff.runtime.connection import ConnectionSettings, connect
+from signoff.runtime.devserver import find_temporal_binary
 from signoff.runtime.fingerprint import workflow_code
 from signoff.runtime.storage import close_storage
 from signoff.testing import Script
@@ -254,6 +257,50 @@ async def record_lifecycle(rig: Rig) -> dict[str, WorkflowHistory]:
     async with rig.worker(many, limits=Limits(max_parallel_tools=2)) as queue:
         out["parallel_limit"] = await finished(await start_run(rig.client, queue, "three at once"))
     return out
+
+
+def strangers_script(request: ScriptedRequest) -> Reply:
+    """A model whose first answer has ids twice, `*`, NaN arguments and more calls than the per-turn limit."""
+    if request.round > 1:
+        return Reply.text("done")
+    odd = [ToolCall(id="dup", name="run_command", arguments='{"command": "echo 1"}'),
+           ToolCall(id="dup", name="run_command", arguments='{"command": "echo 2"}'),
+           ToolCall(id="*", name="list_dir", arguments="{}"),
+           ToolCall(id="nan", name="run_command", arguments='{"command": NaN}')]  # fmt: skip
+    return Reply.tool_calls(odd + [ToolCall(id=f"c{i}", name="list_dir", arguments="{}") for i in range(70)], chunks=1)
+
+
+@shape("strangers", "paused_deadline")
+async def record_strangers(rig: Rig) -> dict[str, WorkflowHistory]:
+    """What strangers send (issue 16): a hostile model answer (ids twice, `*`, NaN, 74 calls)
+    and forged decisions (a payload falsely marked as a stored reference, a flood of 101)
+    before real ones; and a deadline that passes while the run is paused, a decision sent
+    meanwhile (applied first when it is unpaused)."""
+    out = {}
+    async with rig.worker(strangers_script) as queue:
+        run = await start_run(rig.client, queue, "strangers")
+        pending = await wait_pending(run, 2)
+        marked = Payload(metadata={"encoding": b"json/plain", "__temporal_external_storage_reference": b"true"},
+                         data=b"{}")  # fmt: skip
+        await run.signal("tool_approval", RawValue(marked))
+        await run.signal("tool_approval", [{"call_id": "x", "approved": True}] * 101)
+        await run.signal("tool_approval", {"call_id": pending[0]["call_id"], "approved": True})
+        await run.execute_update("submit_tool_approval", {"call_id": "*", "approved": False})
+        out["strangers"] = await finished(run)
+    async with rig.worker(script) as queue:
+        run = await start_run(rig.client, queue, "pause", options=RunOptions(approval_timeout_seconds=2))
+        await wait_pending(run)
+        await temporal_cli(rig.address, "workflow", "pause", "--workflow-id", run.id)
+        await asyncio.sleep(3)
+        await run.signal("tool_approval", {"call_id": "call_1", "approved": True})
+        await temporal_cli(rig.address, "workflow", "unpause", "--workflow-id", run.id)
+        out["paused_deadline"] = await finished(run)
+    return out
+
+
+async def temporal_cli(address: str, *args: str) -> None:
+    process = await asyncio.create_subprocess_exec(str(find_temporal_binary()), *args, "--address", address)
+    assert await process.wait() == 0
 
 
 # --- governance ----------------------------------------------------------------------------
