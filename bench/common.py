@@ -228,8 +228,10 @@ class WorkerProcess:
                 self.kill()
 
     def report(self) -> str:
-        return (f"--- {self.name} stdout:\n{self.out.read_text(errors='replace')[-3000:]}"
-                f"--- stderr:\n{self.err.read_text(errors='replace')[-3000:]}")
+        return (
+            f"--- {self.name} stdout:\n{self.out.read_text(errors='replace')[-3000:]}"
+            f"--- stderr:\n{self.err.read_text(errors='replace')[-3000:]}"
+        )
 
 
 @asynccontextmanager
@@ -281,5 +283,3 @@ def run(main: Callable[[], Awaitable[Any]]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
-
-

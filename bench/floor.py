@@ -21,7 +21,7 @@ from temporalio.worker import Worker
 from bench.bench_agents import INSTRUCTIONS, bench_agent, gated_noop, noop
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
-from signoff.messages import ChatMessage, ToolCall
+from signoff.loop.messages import ChatMessage, ToolCall
 
 SPECS = bench_agent().snapshot([]).specs
 FUNCTIONS = {"noop": noop, "gated_noop": gated_noop.inner}
@@ -65,9 +65,14 @@ async def serve() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     worker = Worker(
-        client, task_queue=queue, workflows=[FloorRun], activities=[chat, tool], workflow_runner=sandbox_runner(),
-        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1), graceful_shutdown_timeout=timedelta(seconds=10),
-    )  # fmt: skip
+        client,
+        task_queue=queue,
+        workflows=[FloorRun],
+        activities=[chat, tool],
+        workflow_runner=sandbox_runner(),
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
+        graceful_shutdown_timeout=timedelta(seconds=10),
+    )
     print(f"floor: worker on task queue {queue!r}", flush=True)
     async with worker:
         await stop.wait()

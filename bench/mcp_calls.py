@@ -92,8 +92,13 @@ async def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args(argv)
     port = free_port()
-    http = subprocess.Popen([sys.executable, "-m", "bench.mcp_noop_server", "--http", str(port)], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    http = subprocess.Popen(
+        [sys.executable, "-m", "bench.mcp_noop_server", "--http", str(port)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         while not is_listening(f"127.0.0.1:{port}"):
@@ -113,22 +118,39 @@ async def main(argv: list[str] | None = None) -> dict:
     for kind, s in stats.items():
         p50 = s["wall_s"]["p50"]
         per_call = (p50 - listed) / args.rounds * 1000 if kind.startswith("MCP") else None
-        rows.append([kind, s["wall_s"]["p50"], s["wall_s"]["p95"], p50 / base,
-                     f"{per_call:.2f}" if per_call is not None else "-", s["worker_cpu_s"]["mean"]])  # fmt: skip
+        rows.append(
+            [
+                kind,
+                s["wall_s"]["p50"],
+                s["wall_s"]["p95"],
+                p50 / base,
+                f"{per_call:.2f}" if per_call is not None else "-",
+                s["worker_cpu_s"]["mean"],
+            ]
+        )
     direct_stats = {k: summary(v) for k, v in calls.items()}
     t1 = table(
         f"MCP calls: {args.runs} runs of {args.rounds} rounds each, per kind (listing at run start: "
         f"{(listed - base) * 1000:.1f} ms/run)",
-        ["kind", "p50 s/run", "p95 s/run", "ratio to plain", "ms/call over plain", "worker CPU s/run"], rows,
-    )  # fmt: skip
+        ["kind", "p50 s/run", "p95 s/run", "ratio to plain", "ms/call over plain", "worker CPU s/run"],
+        rows,
+    )
     t2 = table(
         f"One call in process, no Temporal ({args.calls} each)",
         ["tool", "p50 ms", "p95 ms", "ratio to function"],
-        [[k, s["p50"] * 1000, s["p95"] * 1000, s["p50"] / direct_stats["function"]["p50"]]
-         for k, s in direct_stats.items()],
-    )  # fmt: skip
-    data = {"args": vars(args), "stats": stats, "direct": direct_stats, "raw": raw, "raw_direct": calls,
-            "listing_ms_per_run": (listed - base) * 1000}  # fmt: skip
+        [
+            [k, s["p50"] * 1000, s["p95"] * 1000, s["p50"] / direct_stats["function"]["p50"]]
+            for k, s in direct_stats.items()
+        ],
+    )
+    data = {
+        "args": vars(args),
+        "stats": stats,
+        "direct": direct_stats,
+        "raw": raw,
+        "raw_direct": calls,
+        "listing_ms_per_run": (listed - base) * 1000,
+    }
     write_results("mcp_calls", data, [t1, t2])
     return data
 

@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowHandle
 
-from signoff.agent import ChatClientAgent
+from signoff.agent.builder import ChatClientAgent
+from signoff.agent.defaults import default_agent
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
-from signoff.defaults import default_agent
-from signoff.messages import ToolCall
+from signoff.loop.messages import ToolCall
 from signoff.runtime.worker import build_worker
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
-from signoff.tools.scope import ScopePolicy, WorkspaceScope
+from signoff.tools.files.scope import ScopePolicy, WorkspaceScope
 from tests.waiting import assert_eventually
 
 

@@ -138,10 +138,21 @@ class Processes:
         only with `ui_codec_endpoint` (the codec server it asks to decode)."""
         ui = ["--ui-codec-endpoint", ui_codec_endpoint] if ui_codec_endpoint else ["--headless"]
         args = [
-            str(find_temporal_binary()), "server", "start-dev", "--db-filename", str(db),
-            "--ip", "127.0.0.1", "--port", str(port), "--ui-port", str(ui_port), *ui,
-            "--log-level", "error",
-        ]  # fmt: skip
+            str(find_temporal_binary()),
+            "server",
+            "start-dev",
+            "--db-filename",
+            str(db),
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--ui-port",
+            str(ui_port),
+            *ui,
+            "--log-level",
+            "error",
+        ]
         for attribute, kind in SEARCH_ATTRIBUTES.items():
             args += ["--search-attribute", f"{attribute}={kind}"]
         proc = self.start(name, args, clean_env(), cwd=db.parent)

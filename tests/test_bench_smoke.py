@@ -39,5 +39,6 @@ def test_scale_bench_runs_and_classes_runs_by_the_workers_cache_counters(tmp_pat
     samples = result["one_worker"]["samples"]
     assert len(samples["evicted"]) + len(samples["cached"]) == 6 and samples["evicted"]
     assert {k: v["n"] for k, v in result["handover"]["approve_to_done_s"].items()} == {
-        "started on A, approved on B": 4, "started and approved on B": 4,
-    }  # fmt: skip
+        "started on A, approved on B": 4,
+        "started and approved on B": 4,
+    }

@@ -56,9 +56,7 @@ def test_unknown_preset_lists_the_known_ones() -> None:
         LLMConfig.preset("anthropic")
 
 
-@pytest.mark.parametrize(
-    "url", ["ftp://host/v1", "localhost:8000/v1", "https://", "http://h/v1?x=1"]
-)
+@pytest.mark.parametrize("url", ["ftp://host/v1", "localhost:8000/v1", "https://", "http://h/v1?x=1"])
 def test_base_url_must_be_plain_http_or_https(url: str) -> None:
     with pytest.raises(ConfigError, match="base URL"):
         LLMConfig(base_url=url, model="m")

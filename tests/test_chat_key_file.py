@@ -11,7 +11,7 @@ import pytest
 from signoff.chat import LLMConfig, OpenAIChatClient
 from signoff.chat.config import read_key_file
 from signoff.errors import ConfigError
-from signoff.messages import ChatMessage
+from signoff.loop.messages import ChatMessage
 from signoff.testing import Reply, ScriptedModelServer
 
 KEY = "sk-file-9d8c7b6a5f4e3d2c"

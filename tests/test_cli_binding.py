@@ -9,16 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from signoff.approvals import ToolApprovalRequest
+from signoff.approval.digest import arguments_digest
+from signoff.approval.requests import ToolApprovalRequest
 from signoff.cli.binding import Plan, Refusal, Target, digest_text, plan
 from signoff.cli.shown import MAX_AGE, MAX_ENTRIES, ShownCalls, state_dir
-from signoff.digest import arguments_digest
 
 
 def call(call_id: str, command: str) -> ToolApprovalRequest:
     arguments = {"command": command}
-    return ToolApprovalRequest(call_id=call_id, name="run_command", arguments=arguments,
-                               arguments_digest=arguments_digest(arguments))  # fmt: skip
+    return ToolApprovalRequest(
+        call_id=call_id, name="run_command", arguments=arguments, arguments_digest=arguments_digest(arguments)
+    )
 
 
 ECHO, RM = call("call_1", "echo hello"), call("call_1", "rm -rf data")

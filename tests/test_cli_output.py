@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from signoff.approvals import ApprovalRecord, ToolApprovalRequest
+from signoff.approval.digest import arguments_digest
+from signoff.approval.requests import ApprovalRecord, ToolApprovalRequest
 from signoff.cli.args import build_parser
 from signoff.cli.calls import PendingRow, approval_block, render_pending
 from signoff.cli.demo import SCRIPTED_MODEL, demo_model, demo_workspace
@@ -25,10 +26,9 @@ from signoff.cli.style import Console, Style
 from signoff.cli.talk import parse_event
 from signoff.cli.text import format_age, shorten
 from signoff.contract import AgentRunResult
-from signoff.digest import arguments_digest
-from signoff.howto import decide_commands
-from signoff.links import ui_link
-from signoff.messages import ChatMessage, FinishReason, Usage
+from signoff.loop.messages import ChatMessage, FinishReason, Usage
+from signoff.text.howto import decide_commands
+from signoff.text.links import ui_link
 
 PLAIN = Style()
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
@@ -65,8 +65,13 @@ async def test_line_reader_gives_lines_then_none_at_the_end() -> None:
 
 @pytest.mark.parametrize(
     ("ago", "shown"),
-    [(timedelta(seconds=5), "5s"), (timedelta(minutes=3, seconds=9), "3m"), (timedelta(hours=5), "5h"),
-     (timedelta(days=2, hours=1), "2d"), (timedelta(seconds=-3), "0s")],
+    [
+        (timedelta(seconds=5), "5s"),
+        (timedelta(minutes=3, seconds=9), "3m"),
+        (timedelta(hours=5), "5h"),
+        (timedelta(days=2, hours=1), "2d"),
+        (timedelta(seconds=-3), "0s"),
+    ],
 )
 def test_age_is_short_and_coarse(ago: timedelta, shown: str) -> None:
     assert format_age((NOW - ago).isoformat().replace("+00:00", "Z"), NOW) == shown
@@ -110,30 +115,83 @@ def test_symbols_fall_back_to_ascii_when_the_stream_cannot_encode_them() -> None
     ("event", "shown"),
     [
         ({"type": "text", "text": "Let me look."}, "assistant: Let me look."),
-        ({"type": "tool_call", "call": {"id": "c1", "name": "read_file", "arguments": '{"path": "a"}'}},
-         '-> read_file {"path": "a"}  (c1)'),
-        ({"type": "tool_result", "call_id": "c1", "name": "read_file", "content": "hello\n"},
-         "<- read_file (c1)\n    hello"),
-        ({"type": "approval_request", "request": REQUEST},
-         'approval required: run_command {"command": "ls"}  (call_1)'),
-        ({"type": "approval_decision", "record": {"call_id": "call_1", "name": "run_command", "approved": False,
-                                                  "reason": "no", "approver": "bob", "timed_out": False}},
-         "x call_1 denied by bob: no"),
-        ({"type": "approval_decision", "record": {"call_id": "call_1", "name": "run_command", "approved": True,
-                                                  "approver": "alice", "verified": True}},
-         "+ call_1 approved by alice (verified)"),
-        ({"type": "approval_decision", "record": {"call_id": "call_1", "name": "run_command", "approved": True,
-                                                  "approver": None, "edited_arguments": {"command": "pwd"}}},
-         '+ call_1 approved with arguments {"command": "pwd"}'),
-        ({"type": "approval_decision", "record": {"call_id": "call_1", "name": "run_command", "approved": False,
-                                                  "timed_out": True, "reason": "No decision within 5s"}},
-         "x call_1 timed out: No decision within 5s"),
-        ({"type": "decision_ignored", "reason": "no pending call with id 'x'"},
-         "! decision ignored: no pending call with id 'x'"),
-        ({"type": "deadline_extended", "call_id": "call_1", "expires_at": "2026-11-29T12:00:00Z", "by": "alice"},
-         "- deadline extended: by alice: now 2026-11-29T12:00:00+00:00  (call_1)"),
-        ({"type": "notification_failed", "event": "approval_requested", "message": "HTTP 500"},
-         "! notification failed: approval_requested: HTTP 500"),
+        (
+            {"type": "tool_call", "call": {"id": "c1", "name": "read_file", "arguments": '{"path": "a"}'}},
+            '-> read_file {"path": "a"}  (c1)',
+        ),
+        (
+            {"type": "tool_result", "call_id": "c1", "name": "read_file", "content": "hello\n"},
+            "<- read_file (c1)\n    hello",
+        ),
+        (
+            {"type": "approval_request", "request": REQUEST},
+            'approval required: run_command {"command": "ls"}  (call_1)',
+        ),
+        (
+            {
+                "type": "approval_decision",
+                "record": {
+                    "call_id": "call_1",
+                    "name": "run_command",
+                    "approved": False,
+                    "reason": "no",
+                    "approver": "bob",
+                    "timed_out": False,
+                },
+            },
+            "x call_1 denied by bob: no",
+        ),
+        (
+            {
+                "type": "approval_decision",
+                "record": {
+                    "call_id": "call_1",
+                    "name": "run_command",
+                    "approved": True,
+                    "approver": "alice",
+                    "verified": True,
+                },
+            },
+            "+ call_1 approved by alice (verified)",
+        ),
+        (
+            {
+                "type": "approval_decision",
+                "record": {
+                    "call_id": "call_1",
+                    "name": "run_command",
+                    "approved": True,
+                    "approver": None,
+                    "edited_arguments": {"command": "pwd"},
+                },
+            },
+            '+ call_1 approved with arguments {"command": "pwd"}',
+        ),
+        (
+            {
+                "type": "approval_decision",
+                "record": {
+                    "call_id": "call_1",
+                    "name": "run_command",
+                    "approved": False,
+                    "timed_out": True,
+                    "reason": "No decision within 5s",
+                },
+            },
+            "x call_1 timed out: No decision within 5s",
+        ),
+        (
+            {"type": "decision_ignored", "reason": "no pending call with id 'x'"},
+            "! decision ignored: no pending call with id 'x'",
+        ),
+        (
+            {"type": "deadline_extended", "call_id": "call_1", "expires_at": "2026-11-29T12:00:00Z", "by": "alice"},
+            "- deadline extended: by alice: now 2026-11-29T12:00:00+00:00  (call_1)",
+        ),
+        (
+            {"type": "notification_failed", "event": "approval_requested", "message": "HTTP 500"},
+            "! notification failed: approval_requested: HTTP 500",
+        ),
         ({"type": "finish", "reason": "stop", "usage": {"total_tokens": 42}}, "# finish: stop (42 tokens)"),
         ({"type": "error", "message": "boom"}, "x error: boom"),
     ],
@@ -163,14 +221,17 @@ def test_long_tool_output_is_shortened_saying_how_much() -> None:
 
 
 def test_the_final_text_and_gated_calls_are_shown_once_elsewhere() -> None:
-    events = [parse_event(e) for e in [
-        {"seq": 0, "type": "text", "text": "Let me run it."},
-        {"seq": 1, "type": "tool_call", "call": {"id": "c1", "name": "run_command", "arguments": "{}"}},
-        {"seq": 2, "type": "tool_call", "call": {"id": "c2", "name": "read_file", "arguments": "{}"}},
-        {"seq": 3, "type": "approval_request", "request": {**REQUEST, "call_id": "c1"}},
-        {"seq": 4, "type": "text", "text": "Done."},
-        {"seq": 5, "type": "finish", "reason": "stop"},
-    ]]  # fmt: skip
+    events = [
+        parse_event(e)
+        for e in [
+            {"seq": 0, "type": "text", "text": "Let me run it."},
+            {"seq": 1, "type": "tool_call", "call": {"id": "c1", "name": "run_command", "arguments": "{}"}},
+            {"seq": 2, "type": "tool_call", "call": {"id": "c2", "name": "read_file", "arguments": "{}"}},
+            {"seq": 3, "type": "approval_request", "request": {**REQUEST, "call_id": "c1"}},
+            {"seq": 4, "type": "text", "text": "Done."},
+            {"seq": 5, "type": "finish", "reason": "stop"},
+        ]
+    ]
     assert final_text_seqs(events) == {4}
     assert gated_call_seqs(events) == {1}
 
@@ -178,10 +239,18 @@ def test_the_final_text_and_gated_calls_are_shown_once_elsewhere() -> None:
 def test_approval_block_has_everything_needed_to_decide() -> None:
     block = "\n".join(approval_block(CALL, "run-1", "http://ui/x", PLAIN, " --address h:1"))
     digest = CALL.arguments_digest
-    for text in ("run_command  Run a shell command", '{"command": "ls"}', "run-1", "call_1", "http://ui/x",
-                 f"digest     {digest}", "policy     anyone may decide", "deadline   none (waits until decided)",
-                 f"signoff approve run-1 call_1 --digest {digest} --address h:1",
-                 f"signoff deny run-1 call_1 --digest {digest} --reason 'why not'"):
+    for text in (
+        "run_command  Run a shell command",
+        '{"command": "ls"}',
+        "run-1",
+        "call_1",
+        "http://ui/x",
+        f"digest     {digest}",
+        "policy     anyone may decide",
+        "deadline   none (waits until decided)",
+        f"signoff approve run-1 call_1 --digest {digest} --address h:1",
+        f"signoff deny run-1 call_1 --digest {digest} --reason 'why not'",
+    ):
         assert text in block
 
 
@@ -189,7 +258,9 @@ def test_with_an_inbox_the_block_and_the_pending_list_link_to_the_calls_page() -
     page = "https://inbox.example.com/call?run=run+1&id=call_1"
     block = approval_block(CALL, "run 1", None, PLAIN, inbox="https://inbox.example.com")
     assert f"    inbox      {page}" in block
-    assert f"    inbox      {page}" in render_pending([PendingRow("run 1", CALL)], PLAIN, inbox="https://inbox.example.com")
+    assert f"    inbox      {page}" in render_pending(
+        [PendingRow("run 1", CALL)], PLAIN, inbox="https://inbox.example.com"
+    )
     assert not any("inbox" in line for line in approval_block(CALL, "run 1", None, PLAIN))
 
 
@@ -215,10 +286,16 @@ def test_pending_shows_each_call_whole_under_its_run() -> None:
 
 def test_result_shows_reason_rounds_approvals_and_text() -> None:
     result = AgentRunResult(
-        finish_reason=FinishReason.STOP, text="All done.", messages=[ChatMessage.user("hi")], rounds=2,
+        finish_reason=FinishReason.STOP,
+        text="All done.",
+        messages=[ChatMessage.user("hi")],
+        rounds=2,
         usage=Usage(total_tokens=7),
-        approvals=[ApprovalRecord(call_id="c1", name="run_command", arguments={"command": "ls"}, approved=True,
-                                  approver="alice")],
+        approvals=[
+            ApprovalRecord(
+                call_id="c1", name="run_command", arguments={"command": "ls"}, approved=True, approver="alice"
+            )
+        ],
     )
     assert render_result(result, PLAIN) == [
         "finished: stop after 2 round(s), 7 tokens",
@@ -250,10 +327,28 @@ def test_parser_reads_each_command() -> None:
     assert (args.command, args.prompt, args.max_rounds, args.wait, args.address) == ("run", "hi", 3, True, "h:1")
     args = parser.parse_args(["deny", "r", "c", "--reason", "why"])
     assert (args.command, args.run, args.call, args.reason, args.all) == ("deny", "r", "c", "why", False)
-    args = parser.parse_args(["approve", "--query", "SignoffAgent='ops'", "--tool", "run_command",
-                              "--older-than", "2h", "--yes", "--digest", "ABCDEF0123456789"])  # fmt: skip
+    args = parser.parse_args(
+        [
+            "approve",
+            "--query",
+            "SignoffAgent='ops'",
+            "--tool",
+            "run_command",
+            "--older-than",
+            "2h",
+            "--yes",
+            "--digest",
+            "ABCDEF0123456789",
+        ]
+    )
     assert (args.run, args.query, args.tool, args.older_than, args.yes, args.digest) == (
-        None, "SignoffAgent='ops'", "run_command", timedelta(hours=2), True, "abcdef0123456789")
+        None,
+        "SignoffAgent='ops'",
+        "run_command",
+        timedelta(hours=2),
+        True,
+        "abcdef0123456789",
+    )
     args = parser.parse_args(["audit", "r", "--verify", "--file", "t.json"])
     assert (args.command, args.verify, args.file, args.json) == ("audit", True, "t.json", False)
     args = parser.parse_args(["extend", "r", "c", "--seconds", "90", "--token", "T"])

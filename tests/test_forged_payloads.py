@@ -58,8 +58,10 @@ FORGED = {
 async def worker_client(request: pytest.FixtureRequest, client: Client, tmp_path: Path) -> Client:
     if request.param == "no store":
         return client
-    env = {"TEMPORAL_ADDRESS": client.service_client.config.target_host,
-           "SIGNOFF_PAYLOAD_STORE": (tmp_path / "store").as_uri()}  # fmt: skip
+    env = {
+        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+        "SIGNOFF_PAYLOAD_STORE": (tmp_path / "store").as_uri(),
+    }
     return await connect(ConnectionSettings.load(environ=env))
 
 

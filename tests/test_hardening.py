@@ -41,8 +41,14 @@ def probe(python: str, mode: str, user: str | None = None) -> str:
     env = {"PATH": os.defpath, "SIGNOFF_LLM_API_KEY": SECRET}
     done = subprocess.run(
         [python, "-c", PROBE, str(HARDENING), mode],
-        env=env, capture_output=True, text=True, timeout=30, check=False, user=user, cwd="/",
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        user=user,
+        cwd="/",
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 

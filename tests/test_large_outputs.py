@@ -11,9 +11,9 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from signoff.agent import AgentBuilder
+from signoff.agent.builder import AgentBuilder
 from signoff.contract import AgentRunResult, RunOptions
-from signoff.limits import Limits
+from signoff.loop.limits import Limits
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.tools import tool
 from tests.helpers import (

@@ -16,8 +16,8 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailed
 from temporalio.testing import WorkflowEnvironment
 
 from signoff.contract import AgentRunResult, RunOptions
-from signoff.limits import cap_text
-from signoff.messages import ToolCall, Usage
+from signoff.loop.limits import cap_text
+from signoff.loop.messages import ToolCall, Usage
 from tests.conftest import start_dev_server
 from tests.helpers import (
     Reply,
@@ -219,7 +219,7 @@ async def test_tool_activities_run_at_most_32_at_once_and_answers_keep_their_ord
         running -= 1
         return f"done {n}"
 
-    from signoff.agent import AgentBuilder
+    from signoff.agent.builder import AgentBuilder
     from signoff.tools import tool
 
     agent = AgentBuilder("slow").with_tool(tool(name="slow")(slow)).build()

@@ -18,7 +18,7 @@ from temporalio.worker import Replayer
 
 from signoff.contract import METRIC_DECISIONS, METRIC_PENDING, METRIC_TOKENS, METRIC_TOOL_CALLS, METRIC_WAIT, RunOptions
 from signoff.errors import ConfigError
-from signoff.messages import Usage
+from signoff.loop.messages import Usage
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.telemetry import PendingGauge, TelemetrySettings
 from signoff.runtime.worker import sandbox_runner
@@ -110,8 +110,12 @@ async def test_metrics_count_each_decision_once_and_the_gauge_counts_waiting_run
         for name in dashboard_metrics():  # the ready-made dashboard graphs what a worker exposes
             assert scrape(text, name, **ours) >= 0
 
-        replayer = Replayer(workflows=[AgentRun], data_converter=metered.data_converter,
-                            workflow_runner=sandbox_runner(), runtime=runtime)  # fmt: skip
+        replayer = Replayer(
+            workflows=[AgentRun],
+            data_converter=metered.data_converter,
+            workflow_runner=sandbox_runner(),
+            runtime=runtime,
+        )
         for handle in finished:
             await replayer.replay_workflow(await handle.fetch_history())
         again = (await httpx.AsyncClient().get(url)).text

@@ -51,8 +51,12 @@ def s3_endpoint() -> Iterator[str]:
 
 @pytest.fixture
 def aws_env(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    variables = {"AWS_ENDPOINT_URL": s3_endpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-                 "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
+    variables = {
+        "AWS_ENDPOINT_URL": s3_endpoint,
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
     return variables
@@ -86,9 +90,13 @@ async def keys(bucket: str) -> list[str]:
 
 
 async def test_large_payloads_go_to_s3_under_the_prefix_and_history_keeps_references(
-    buckets: None, aws_env: dict[str, str], address: str, task_queue: str, model: ScriptedModelServer,
+    buckets: None,
+    aws_env: dict[str, str],
+    address: str,
+    task_queue: str,
+    model: ScriptedModelServer,
     tmp_path: Path,
-) -> None:  # fmt: skip
+) -> None:
     url = f"s3://{BUCKET}/runs/{task_queue}"
     client = await connect(settings_for(address, url))
     try:

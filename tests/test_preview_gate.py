@@ -1,4 +1,4 @@
-"""`signoff.gate.previews`: off the event loop, bounded in time and size, never in the way."""
+"""`signoff.approval.gate.previews`: off the event loop, bounded in time and size, never in the way."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from signoff import gate
-from signoff.messages import ToolCall
-from signoff.policy import ApprovalPolicy
+from signoff.approval import gate
+from signoff.approval.policy import ApprovalPolicy
+from signoff.loop.messages import ToolCall
 from signoff.tools import ToolRegistry, WorkspaceScope, WriteFile, tool
 
 ASK = ApprovalPolicy()
@@ -66,8 +66,9 @@ async def test_a_preview_that_hangs_says_so_and_the_request_goes_on() -> None:
         return n
 
     try:
-        shown = await gate.previews(ToolRegistry([slow, fast]), [call("slow", "a", n=1), call("fast", "b", n=2)],
-                                    ["a", "b"], seconds=2)  # fmt: skip
+        shown = await gate.previews(
+            ToolRegistry([slow, fast]), [call("slow", "a", n=1), call("fast", "b", n=2)], ["a", "b"], seconds=2
+        )
     finally:
         release.set()
     assert shown == {"a": "(no preview: not ready within 2 s)", "b": "fast 2"}

@@ -89,8 +89,19 @@ def test_a_large_changed_region_is_shown_as_a_replacement_that_still_applies(
     assert preview is not None
     assert preview.splitlines()[2:] == [
         "@@ -2,9 +2,9 @@ (over 2 lines changed: not compared line by line, so all shown replaced)",
-        " 2", " 3", " 4", "-5", "-6", "-7", "+X", "+Y", "+Z", " 8", " 9", " 10",
-    ]  # fmt: skip
+        " 2",
+        " 3",
+        " 4",
+        "-5",
+        "-6",
+        "-7",
+        "+X",
+        "+Y",
+        "+Z",
+        " 8",
+        " 9",
+        " 10",
+    ]
 
 
 def test_a_file_too_large_to_compare_is_summarised(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -98,9 +109,7 @@ def test_a_file_too_large_to_compare_is_summarised(ws: Path, monkeypatch: pytest
     (ws / "log.txt").write_text("0123456789abcdef\n")
     preview = writer(ws).preview({"path": "log.txt", "content": "short\n"})
     assert preview == (
-        "--- log.txt (now: 17 bytes, over 10: not compared)\n"
-        "+++ log.txt (after write_file: 6 bytes, 1 line)\n"
-        "+short"
+        "--- log.txt (now: 17 bytes, over 10: not compared)\n+++ log.txt (after write_file: 6 bytes, 1 line)\n+short"
     )
 
 

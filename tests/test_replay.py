@@ -86,8 +86,10 @@ def test_every_change_in_the_log_was_made_safe() -> None:
         assert rule_broken(previous, change) is None, change
     last = MANIFEST.changes[-1]
     assert (last["fingerprint"], last["patches"], last["version"]) == (
-        MANIFEST.code["fingerprint"], MANIFEST.code["patches"], MANIFEST.version,
-    )  # fmt: skip
+        MANIFEST.code["fingerprint"],
+        MANIFEST.code["patches"],
+        MANIFEST.version,
+    )
 
 
 def test_the_verified_history_holds_its_verifications() -> None:
@@ -99,8 +101,11 @@ def test_the_verified_history_holds_its_verifications() -> None:
 
 def _markers(name: str) -> list[str]:
     """The local activities and patches a committed history recorded, by marker name."""
-    return [e.marker_recorded_event_attributes.marker_name for e in load_history(HERE / f"{name}.json").events
-            if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]  # fmt: skip
+    return [
+        e.marker_recorded_event_attributes.marker_name
+        for e in load_history(HERE / f"{name}.json").events
+        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+    ]
 
 
 def test_the_v3_histories_hold_the_seal_and_its_check() -> None:

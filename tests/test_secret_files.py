@@ -12,9 +12,9 @@ import pytest
 
 from signoff.activities.notify import read_notify_secret
 from signoff.activities.state import read_state_key
+from signoff.approval.keyfile import read_key_file as read_approver_keys
 from signoff.chat.config import read_key_file
 from signoff.errors import ConfigError
-from signoff.keyfile import read_key_file as read_approver_keys
 from signoff.runtime import s3store
 from signoff.runtime.codec import CodecKeys
 from signoff.tools.mcp import MCPServer

@@ -43,8 +43,9 @@ def test_with_the_embedded_server_the_worker_makes_its_own_key_owner_only(
 def test_without_a_key_on_a_configured_cluster_the_worker_says_what_it_checks_instead(tmp_path: Path) -> None:
     setup = WorkerSetup.from_env(agents_for(tmp_path), {})
     assert setup.state_key is None
-    assert any("checked with the server only (set SIGNOFF_STATE_KEY_FILE to seal it)" in line
-               for line in setup.describe())  # fmt: skip
+    assert any(
+        "checked with the server only (set SIGNOFF_STATE_KEY_FILE to seal it)" in line for line in setup.describe()
+    )
     (tmp_path / "state.key").write_text("k" * 40)
     named = WorkerSetup.from_env(agents_for(tmp_path), {"SIGNOFF_STATE_KEY_FILE": str(tmp_path / "state.key")})
     assert named.state_key == b"k" * 40

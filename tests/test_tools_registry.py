@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from signoff.errors import UsageError
-from signoff.messages import ToolSpec
+from signoff.loop.messages import ToolSpec
 from signoff.tools import ApprovalRequiredTool, ToolRegistry, ToolResult, tool
 
 

@@ -37,9 +37,11 @@ from tests.processes import Proc, Processes, clean_env
 from tests.waiting import assert_eventually
 
 FAST_DRAINAGE = (
-    "--dynamic-config-value", 'matching.wv.VersionDrainageStatusRefreshInterval="1s"',
-    "--dynamic-config-value", 'matching.wv.VersionDrainageStatusVisibilityGracePeriod="1s"',
-)  # fmt: skip
+    "--dynamic-config-value",
+    'matching.wv.VersionDrainageStatusRefreshInterval="1s"',
+    "--dynamic-config-value",
+    'matching.wv.VersionDrainageStatusVisibilityGracePeriod="1s"',
+)
 
 
 def script(request: ScriptedRequest) -> Reply:
@@ -75,8 +77,9 @@ def test_both_variables_make_a_pinned_version_and_neither_none() -> None:
 
 
 def temporal(address: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(find_temporal_binary()), *args, "--address", address], capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
+    return subprocess.run(
+        [str(find_temporal_binary()), *args, "--address", address], capture_output=True, text=True, timeout=60
+    )
 
 
 async def temporal_ok(address: str, *args: str, timeout: float = 30.0) -> str:
@@ -91,8 +94,14 @@ async def temporal_ok(address: str, *args: str, timeout: float = 30.0) -> str:
 
 
 def worker_env(address: str, queue: str, model: ScriptedModelServer, workspace: Path, **more: str) -> dict[str, str]:
-    return clean_env(TEMPORAL_ADDRESS=address, SIGNOFF_TASK_QUEUE=queue, SIGNOFF_LLM_BASE_URL=model.base_url,
-                     SIGNOFF_LLM_MODEL="scripted", SIGNOFF_WORKSPACE=workspace, **more)  # fmt: skip
+    return clean_env(
+        TEMPORAL_ADDRESS=address,
+        SIGNOFF_TASK_QUEUE=queue,
+        SIGNOFF_LLM_BASE_URL=model.base_url,
+        SIGNOFF_LLM_MODEL="scripted",
+        SIGNOFF_WORKSPACE=workspace,
+        **more,
+    )
 
 
 async def versioned_worker(procs: Processes, env: dict[str, str], deployment: str, build: str) -> Proc:
@@ -121,13 +130,26 @@ async def test_a_versioned_worker_registers_its_version_pins_its_runs_and_says_h
     with ScriptedModelServer(script) as model:
         worker = await versioned_worker(procs, worker_env(address, queue, model, tmp_path), deployment, "a")
         log = worker.stdout()
-        assert f"signoff: worker deployment {deployment}, build a (version {deployment}.a); AgentRun runs stay " \
-               "pinned to the version they start on" in log  # fmt: skip
-        assert (f"deployment {deployment} is new: new runs go to unversioned workers until a version is current; "
-                f"once this worker polls: temporal worker deployment set-ramping-version --deployment-name "
-                f"{deployment} --build-id a --percentage 10") in log  # fmt: skip
-        await temporal_ok(address, "worker", "deployment", "set-current-version", "--deployment-name", deployment,
-                          "--build-id", "a", "--yes")  # fmt: skip
+        assert (
+            f"signoff: worker deployment {deployment}, build a (version {deployment}.a); AgentRun runs stay "
+            "pinned to the version they start on" in log
+        )
+        assert (
+            f"deployment {deployment} is new: new runs go to unversioned workers until a version is current; "
+            f"once this worker polls: temporal worker deployment set-ramping-version --deployment-name "
+            f"{deployment} --build-id a --percentage 10"
+        ) in log
+        await temporal_ok(
+            address,
+            "worker",
+            "deployment",
+            "set-current-version",
+            "--deployment-name",
+            deployment,
+            "--build-id",
+            "a",
+            "--yes",
+        )
         run = await start_run(client, queue)
         await wait_pending(run)
         assert await pinned_to(run) == (VersioningBehavior.VERSIONING_BEHAVIOR_PINNED, "a")
@@ -153,18 +175,30 @@ async def test_the_readme_rollout_new_version_ramped_then_current_old_one_draine
     with ScriptedModelServer(script) as model:
         env = worker_env(address, queue, model, tmp_path)
         old = await versioned_worker(procs, env, name, "v1")
-        await temporal_ok(address, *version, "set-current-version", "--deployment-name", name, "--build-id", "v1",
-                          "--yes")  # fmt: skip
+        await temporal_ok(
+            address, *version, "set-current-version", "--deployment-name", name, "--build-id", "v1", "--yes"
+        )
         parked: WorkflowHandle[Any, AgentRunResult] = await start_run(client, queue, "parked on v1")
         await wait_pending(parked)
 
         new = await versioned_worker(procs, env, name, "v2")
         assert "new runs start on v1, not on this version" in new.stdout()
-        await temporal_ok(address, *version, "set-ramping-version", "--deployment-name", name, "--build-id", "v2",
-                          "--percentage", "10", "--yes")  # fmt: skip
+        await temporal_ok(
+            address,
+            *version,
+            "set-ramping-version",
+            "--deployment-name",
+            name,
+            "--build-id",
+            "v2",
+            "--percentage",
+            "10",
+            "--yes",
+        )
         assert "v2" in await temporal_ok(address, *version, "describe", "--name", name)
-        await temporal_ok(address, *version, "set-current-version", "--deployment-name", name, "--build-id", "v2",
-                          "--yes")  # fmt: skip
+        await temporal_ok(
+            address, *version, "set-current-version", "--deployment-name", name, "--build-id", "v2", "--yes"
+        )
         fresh: WorkflowHandle[Any, AgentRunResult] = await start_run(client, queue, "starts on v2")
         await wait_pending(fresh)
         assert await pinned_to(fresh) == (VersioningBehavior.VERSIONING_BEHAVIOR_PINNED, "v2")
@@ -183,7 +217,17 @@ async def test_the_readme_rollout_new_version_ramped_then_current_old_one_draine
 
 
 async def drainage(address: str, deployment: str, build: str) -> str:
-    shown = await temporal_ok(address, "worker", "deployment", "describe-version", "--deployment-name", deployment,
-                              "--build-id", build, "--output", "json")  # fmt: skip
+    shown = await temporal_ok(
+        address,
+        "worker",
+        "deployment",
+        "describe-version",
+        "--deployment-name",
+        deployment,
+        "--build-id",
+        build,
+        "--output",
+        "json",
+    )
     status: str = json.loads(shown)["drainageInfo"]["drainageStatus"]
     return status

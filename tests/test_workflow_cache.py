@@ -39,9 +39,15 @@ async def test_a_run_evicted_from_a_one_run_cache_replays_when_approved_and_fini
 ) -> None:
     port = free_port()
     with ScriptedModelServer(script) as model:
-        env = clean_env(TEMPORAL_ADDRESS=client.service_client.config.target_host, SIGNOFF_TASK_QUEUE=task_queue,
-                        SIGNOFF_LLM_BASE_URL=model.base_url, SIGNOFF_LLM_MODEL="scripted", SIGNOFF_WORKSPACE=tmp_path,
-                        SIGNOFF_MAX_CACHED_WORKFLOWS="1", SIGNOFF_METRICS_ADDRESS=f"127.0.0.1:{port}")  # fmt: skip
+        env = clean_env(
+            TEMPORAL_ADDRESS=client.service_client.config.target_host,
+            SIGNOFF_TASK_QUEUE=task_queue,
+            SIGNOFF_LLM_BASE_URL=model.base_url,
+            SIGNOFF_LLM_MODEL="scripted",
+            SIGNOFF_WORKSPACE=tmp_path,
+            SIGNOFF_MAX_CACHED_WORKFLOWS="1",
+            SIGNOFF_METRICS_ADDRESS=f"127.0.0.1:{port}",
+        )
         worker = procs.worker("worker", env)
         await worker.wait_for_output("signoff: worker on task queue", 60)
         assert "workflow cache: 1 runs in memory" in worker.stdout()

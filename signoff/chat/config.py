@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from signoff.config.smallfile import read_small_file
 from signoff.errors import ConfigError
-from signoff.smallfile import read_small_file
 
 PRESETS: dict[str, str] = {
     "deepseek": "https://api.deepseek.com/v1",
@@ -200,9 +200,7 @@ def _check_base_url(url: str) -> None:
     if "@" in parts.netloc:
         # Checked first, and the URL left out of the message: credentials in the URL would
         # travel into reprs and logs, and the key has its own home.
-        raise ConfigError(
-            "base URL must not contain credentials: put the key in the API key env var"
-        )
+        raise ConfigError("base URL must not contain credentials: put the key in the API key env var")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
             f"base URL {url!r} is not an http(s) URL: use e.g. https://api.deepseek.com/v1 "

@@ -8,7 +8,7 @@ with its own key, `SIGNOFF_INBOX_SIGNING_KEY_FILE`, which the workers list in th
 `"signoff_service": true`): `sub` is the user, `groups` the groups the proxy gave, and the
 token expires in minutes (it is used at once).
 
-The file is read as `signoff.signing` reads any signing key: an HS256 secret (one line of at
+The file is read as `signoff.approval.signing` reads any signing key: an HS256 secret (one line of at
 least 32 bytes) or a PEM private key (Ed25519, EC P-256, RSA of 2048 bits or more) whose
 public key is in the workers' JWKS under `SIGNOFF_INBOX_SIGNING_KID`.
 """
@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from signoff.approval.identity import ENV_AUDIENCE, ENV_ISSUER
+from signoff.approval.signatures import DecisionClaim
+from signoff.approval.signing import ENV_KEY_FILE, SigningKey
 from signoff.errors import ConfigError
-from signoff.identity import ENV_AUDIENCE, ENV_ISSUER
 from signoff.inbox.who import Viewer
-from signoff.signatures import DecisionClaim
-from signoff.signing import ENV_KEY_FILE, SigningKey
 
 SIGNING_KEY_ENV = "SIGNOFF_INBOX_SIGNING_KEY_FILE"
 SIGNING_KID_ENV = "SIGNOFF_INBOX_SIGNING_KID"
@@ -47,8 +47,13 @@ class InboxSigner:
     ttl: timedelta = TOKEN_TTL
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], kid: str | None = None, issuer: str | None = None,
-             audience: str | None = None) -> InboxSigner:  # fmt: skip
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        kid: str | None = None,
+        issuer: str | None = None,
+        audience: str | None = None,
+    ) -> InboxSigner:
         """Read the key file.
 
         Raises:
@@ -68,8 +73,9 @@ class InboxSigner:
         path = env.get(SIGNING_KEY_ENV, "").strip()
         if not path:
             return None
-        kid, issuer, audience = (env.get(name, "").strip() or None for name in (SIGNING_KID_ENV, ENV_ISSUER,
-                                                                                  ENV_AUDIENCE))  # fmt: skip
+        kid, issuer, audience = (
+            env.get(name, "").strip() or None for name in (SIGNING_KID_ENV, ENV_ISSUER, ENV_AUDIENCE)
+        )
         return cls.load(path, kid, issuer, audience)
 
     @property
@@ -82,5 +88,6 @@ class InboxSigner:
 
     def sign(self, viewer: Viewer, claim: DecisionClaim, now: datetime | None = None) -> str:
         """A token for `viewer` (`sub`, `groups`) carrying `claim` as its `signoff` claim."""
-        return self.key.sign(claim, viewer.name, groups=viewer.groups, ttl=self.ttl, issuer=self.issuer,
-                             audience=self.audience, now=now)  # fmt: skip
+        return self.key.sign(
+            claim, viewer.name, groups=viewer.groups, ttl=self.ttl, issuer=self.issuer, audience=self.audience, now=now
+        )

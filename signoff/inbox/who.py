@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from signoff.approval.names import name_problem
 from signoff.errors import ConfigError
-from signoff.names import name_problem
 
 USER_HEADER_ENV = "SIGNOFF_INBOX_USER_HEADER"
 GROUPS_HEADER_ENV = "SIGNOFF_INBOX_GROUPS_HEADER"
@@ -58,8 +58,10 @@ def parse_networks(text: str) -> tuple[Network, ...]:
         try:
             networks.append(ipaddress.ip_network(entry, strict=False))
         except ValueError:
-            raise ConfigError(f"{TRUSTED_PROXIES_ENV}: {entry!r} is not an IP address or CIDR (e.g. 10.0.0.5 or "
-                              "172.28.0.0/24); name the proxy by address, not by host name") from None  # fmt: skip
+            raise ConfigError(
+                f"{TRUSTED_PROXIES_ENV}: {entry!r} is not an IP address or CIDR (e.g. 10.0.0.5 or "
+                "172.28.0.0/24); name the proxy by address, not by host name"
+            ) from None
     return tuple(networks)
 
 
@@ -71,7 +73,7 @@ def _header_name(value: str, env: str) -> str:
 
 
 def _person(value: str) -> str | None:
-    """`value` when it can name a person (`signoff.names`: printable, at most 256, not
+    """`value` when it can name a person (`signoff.approval.names`: printable, at most 256, not
     `group:...`), else None."""
     value = value.strip()
     return value if name_problem("user", value) is None else None
@@ -80,8 +82,13 @@ def _person(value: str) -> str | None:
 class WhoIsAsking:
     """Tells the viewer of each request from its peer address and headers."""
 
-    def __init__(self, proxies: Sequence[Network] = (), user_header: str = DEFAULT_USER_HEADER,
-                 groups_header: str = DEFAULT_GROUPS_HEADER, local_user: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        proxies: Sequence[Network] = (),
+        user_header: str = DEFAULT_USER_HEADER,
+        groups_header: str = DEFAULT_GROUPS_HEADER,
+        local_user: str | None = None,
+    ) -> None:
         self.proxies = tuple(proxies)
         self.user_header = _header_name(user_header, USER_HEADER_ENV)
         self.groups_header = _header_name(groups_header, GROUPS_HEADER_ENV)
@@ -89,8 +96,10 @@ class WhoIsAsking:
         if local_user is not None and self.local_user is None:
             raise ConfigError(f"--local-user {local_user!r} cannot name a person: {name_problem('user', local_user)}")
         if self.proxies and self.local_user is not None:
-            raise ConfigError(f"choose one way to know who is deciding: {TRUSTED_PROXIES_ENV} (a proxy) or "
-                              "--local-user (one person on this machine), not both")  # fmt: skip
+            raise ConfigError(
+                f"choose one way to know who is deciding: {TRUSTED_PROXIES_ENV} (a proxy) or "
+                "--local-user (one person on this machine), not both"
+            )
         if not self.proxies and self.local_user is None:
             raise ConfigError(
                 f"the inbox must know who is deciding: put it behind an authenticating proxy and set "

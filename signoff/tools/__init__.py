@@ -19,9 +19,9 @@ from signoff.tools.builtins import (
     default_tools,
 )
 from signoff.tools.context import Context, ContextProvider, WorkspaceContextProvider
+from signoff.tools.files.scope import ScopeDecision, ScopePolicy, WorkspaceScope
 from signoff.tools.function import FunctionTool, tool
 from signoff.tools.registry import ToolRegistry
-from signoff.tools.scope import ScopeDecision, ScopePolicy, WorkspaceScope
 
 __all__ = [
     "ApprovalRequiredTool",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from signoff.policy import ApprovalPolicy
+from signoff.approval.policy import ApprovalPolicy
 from signoff.tools.base import Tool, ToolResult
 
 

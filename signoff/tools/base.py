@@ -6,7 +6,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from signoff.messages import ToolSpec
+from signoff.loop.messages import ToolSpec
 
 
 class ToolResult(BaseModel):

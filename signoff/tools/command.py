@@ -14,8 +14,8 @@ from pydantic import Field
 from signoff.errors import ConfigError
 from signoff.tools._arguments import Arguments, json_schema, validate_arguments
 from signoff.tools.base import ToolResult
+from signoff.tools.files.scope import WorkspaceScope
 from signoff.tools.process import ToolUser, tool_env_names, tool_environment
-from signoff.tools.scope import WorkspaceScope
 
 DEFAULT_TIMEOUT_SECS = 60
 MAX_TIMEOUT_SECS = 3600

@@ -27,8 +27,8 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 import pydantic_core
 from pydantic import BaseModel, Field, create_model
 
+from signoff.approval.policy import ApprovalPolicy
 from signoff.errors import UsageError
-from signoff.policy import ApprovalPolicy
 from signoff.tools._arguments import Arguments, json_schema, validate_arguments
 from signoff.tools.base import ToolResult
 
@@ -73,9 +73,7 @@ class FunctionTool(Generic[P, R]):
     ) -> None:
         self.name = name or fn.__name__
         if not _TOOL_NAME.match(self.name):
-            raise UsageError(
-                f"tool name {self.name!r} is not valid: use 1-64 letters, digits, '_' or '-'"
-            )
+            raise UsageError(f"tool name {self.name!r} is not valid: use 1-64 letters, digits, '_' or '-'")
         summary, arg_docs = parse_docstring(inspect.getdoc(fn) or "")
         self.description = summary if description is None else description
         self.idempotent = idempotent
@@ -103,7 +101,7 @@ class FunctionTool(Generic[P, R]):
 
     def preview(self, arguments: dict[str, Any]) -> str | Awaitable[str | None] | None:
         """What a call would do, from the `preview` function given (None without one;
-        an awaitable from an async one, which `signoff.gate.previews` awaits)."""
+        an awaitable from an async one, which `signoff.approval.gate.previews` awaits)."""
         if self._preview is None:
             return None
         parsed = validate_arguments(self._model, self.name, arguments)
@@ -228,9 +226,7 @@ def _parse_args_section(lines: list[str]) -> dict[str, str]:
     return docs
 
 
-def _arguments_model(
-    fn: Callable[..., Any], tool_name: str, arg_docs: dict[str, str]
-) -> type[BaseModel]:
+def _arguments_model(fn: Callable[..., Any], tool_name: str, arg_docs: dict[str, str]) -> type[BaseModel]:
     """A pydantic model of the function's parameters (what `execute` validates)."""
     try:
         hints = typing.get_type_hints(fn, include_extras=True)

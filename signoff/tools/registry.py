@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from signoff.errors import UsageError
-from signoff.messages import ToolSpec
+from signoff.loop.messages import ToolSpec
 from signoff.tools.base import Tool, tool_spec
 
 

@@ -35,12 +35,12 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from signoff.activities.notify import NotifyConfig
-from signoff.agent import AgentBuilder, ChatClientAgent
+from signoff.agent.builder import AgentBuilder, ChatClientAgent
+from signoff.approval.identity import ApproverKeys, issue_token
+from signoff.approval.policy import ApprovalPolicy, OnTimeout
 from signoff.contract import RunOptions
-from signoff.identity import ApproverKeys, issue_token
-from signoff.limits import Limits
-from signoff.messages import ChatMessage, ToolCall
-from signoff.policy import ApprovalPolicy, OnTimeout
+from signoff.loop.limits import Limits
+from signoff.loop.messages import ChatMessage, ToolCall
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.devserver import find_temporal_binary
 from signoff.runtime.fingerprint import workflow_code
@@ -72,8 +72,11 @@ SERVERS: dict[str, tuple[str, ...]] = {
     "plain": (),  # no early continue-as-new: these runs are longer
 }
 BUSY = (EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED)
-ENDED = (EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
-         EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT)  # fmt: skip
+ENDED = (
+    EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+    EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
+    EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT,
+)
 STATE_KEY = b"s" * 48
 """The state key of the worker recording the sealed shapes (a test key: it protects nothing)."""
 STORED_OUTPUT = "head -c 6000 /dev/zero | tr '\\0' x"
@@ -94,14 +97,18 @@ class Rig:
 
     @asynccontextmanager
     async def worker(
-        self, script: Script, agents: dict[str, ChatClientAgent] | None = None, client: Client | None = None,
+        self,
+        script: Script,
+        agents: dict[str, ChatClientAgent] | None = None,
+        client: Client | None = None,
         **options: Any,
-    ) -> AsyncIterator[str]:  # fmt: skip
+    ) -> AsyncIterator[str]:
         """A worker on a fresh task queue (its name is yielded) with the scripted model."""
         queue = f"record-{uuid.uuid4()}"
         with ScriptedModelServer(script) as model:
-            async with running_worker(client or self.client, queue, model, agents or agents_for(self.workspace),
-                                      **options):  # fmt: skip
+            async with running_worker(
+                client or self.client, queue, model, agents or agents_for(self.workspace), **options
+            ):
                 yield queue
 
 
@@ -162,8 +169,16 @@ def approval(call_id: str, token: str | None = None, **fields: Any) -> dict[str,
 # --- the default agent -------------------------------------------------------------------
 
 
-@shape("approved", "denied", "timed_out", "continued_as_new", "continued_as_new_next", "continued_between_rounds",
-       "parked", server="early_can")  # fmt: skip
+@shape(
+    "approved",
+    "denied",
+    "timed_out",
+    "continued_as_new",
+    "continued_as_new_next",
+    "continued_between_rounds",
+    "parked",
+    server="early_can",
+)
 async def record_original(rig: Rig) -> dict[str, WorkflowHistory]:
     """A gated call approved by update; denied by signal (after a signal that is not a
     decision); timed out; a run that continues as new while it waits (both runs of the
@@ -187,8 +202,9 @@ async def record_original(rig: Rig) -> dict[str, WorkflowHistory]:
         out |= await continued_while_waiting(rig.client, queue)
         cycled = await start_run(rig.client, queue, "cycle", options=RunOptions(max_rounds=30))
         await finished(rig.client.get_workflow_handle(cycled.id))
-        out["continued_between_rounds"] = await rig.client.get_workflow_handle(cycled.id, run_id=cycled.result_run_id
-                                                                               ).fetch_history()  # fmt: skip
+        out["continued_between_rounds"] = await rig.client.get_workflow_handle(
+            cycled.id, run_id=cycled.result_run_id
+        ).fetch_history()
 
         run = await start_run(rig.client, queue, "park")
         out["parked"] = await parked(run)  # still waiting: what `signoff replay --query` fetches
@@ -249,8 +265,9 @@ async def record_lifecycle(rig: Rig) -> dict[str, WorkflowHistory]:
         run = await start_run(rig.client, queue, None, messages=transcript, options=options)
         out["resumed"] = await finished(run)
 
-        run = await rig.client.start_workflow("AgentRun", {"prompt": "x", "bogus": 1}, id=f"run-{uuid.uuid4()}",
-                                              task_queue=queue)  # fmt: skip
+        run = await rig.client.start_workflow(
+            "AgentRun", {"prompt": "x", "bogus": 1}, id=f"run-{uuid.uuid4()}", task_queue=queue
+        )
         out["invalid_input"] = await finished(run)
 
     many = turns([call("list_dir", f"call_{i}") for i in range(1, 4)])
@@ -263,10 +280,12 @@ def strangers_script(request: ScriptedRequest) -> Reply:
     """A model whose first answer has ids twice, `*`, NaN arguments and more calls than the per-turn limit."""
     if request.round > 1:
         return Reply.text("done")
-    odd = [ToolCall(id="dup", name="run_command", arguments='{"command": "echo 1"}'),
-           ToolCall(id="dup", name="run_command", arguments='{"command": "echo 2"}'),
-           ToolCall(id="*", name="list_dir", arguments="{}"),
-           ToolCall(id="nan", name="run_command", arguments='{"command": NaN}')]  # fmt: skip
+    odd = [
+        ToolCall(id="dup", name="run_command", arguments='{"command": "echo 1"}'),
+        ToolCall(id="dup", name="run_command", arguments='{"command": "echo 2"}'),
+        ToolCall(id="*", name="list_dir", arguments="{}"),
+        ToolCall(id="nan", name="run_command", arguments='{"command": NaN}'),
+    ]
     return Reply.tool_calls(odd + [ToolCall(id=f"c{i}", name="list_dir", arguments="{}") for i in range(70)], chunks=1)
 
 
@@ -280,8 +299,9 @@ async def record_strangers(rig: Rig) -> dict[str, WorkflowHistory]:
     async with rig.worker(strangers_script) as queue:
         run = await start_run(rig.client, queue, "strangers")
         pending = await wait_pending(run, 2)
-        marked = Payload(metadata={"encoding": b"json/plain", "__temporal_external_storage_reference": b"true"},
-                         data=b"{}")  # fmt: skip
+        marked = Payload(
+            metadata={"encoding": b"json/plain", "__temporal_external_storage_reference": b"true"}, data=b"{}"
+        )
         await run.signal("tool_approval", RawValue(marked))
         await run.signal("tool_approval", [{"call_id": "x", "approved": True}] * 101)
         await run.signal("tool_approval", {"call_id": pending[0]["call_id"], "approved": True})
@@ -337,8 +357,9 @@ async def record_policies(rig: Rig) -> dict[str, WorkflowHistory]:
     requester token (checked at start) under separate_requester. `fail_run`: a deadline
     that fails the run."""
     out = {}
-    quorum = ApprovalPolicy(approvers=("alice", "bob"), quorum=2, timeout_seconds=60, escalate_after_seconds=1,
-                            escalate_to=("carol",))  # fmt: skip
+    quorum = ApprovalPolicy(
+        approvers=("alice", "bob"), quorum=2, timeout_seconds=60, escalate_after_seconds=1, escalate_to=("carol",)
+    )
     agents = {"ops": ops_agent(deploy=quorum, restart=ApprovalPolicy(timeout_seconds=1, on_timeout=OnTimeout.FAIL_RUN))}
     async with rig.worker(turns([deploy("call_1")]), agents, verifier=ApproverKeys.load(rig.key)) as queue:
         run = await start_run(rig.client, queue, "two of them", agent="ops")
@@ -373,8 +394,9 @@ async def record_mcp(rig: Rig) -> dict[str, WorkflowHistory]:
     (notes / "a.txt").write_text("note a")
     broken = MCPServer(name="broken", command="/no/such/mcp-server")
     agent = AgentBuilder("notes").with_mcp_servers([broken, stdio(notes, trusted=True)]).build()
-    rounds = turns([mcp_call("read_note", "call_1", name="a.txt"), mcp_call("write_note", "call_2", name="b.txt",
-                                                                            text="hi")])  # fmt: skip
+    rounds = turns(
+        [mcp_call("read_note", "call_1", name="a.txt"), mcp_call("write_note", "call_2", name="b.txt", text="hi")]
+    )
     async with rig.worker(rounds, {"notes": agent}) as queue:
         run = await start_run(rig.client, queue, "copy", agent="notes")
         await wait_pending(run)

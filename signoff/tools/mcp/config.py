@@ -31,9 +31,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from signoff.digest import canonical_json, sha256_hex
+from signoff.approval.digest import canonical_json, sha256_hex
+from signoff.config.smallfile import read_small_file
 from signoff.errors import ConfigError
-from signoff.smallfile import read_small_file
 
 MCP_CONFIG_ENV = "SIGNOFF_MCP_CONFIG"
 DEFAULT_CALL_TIMEOUT = 300.0

@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from signoff.messages import MCPUnavailableEvent, ToolSpec
+from signoff.loop.messages import MCPUnavailableEvent, ToolSpec
 from signoff.tools.base import ToolResult
 from signoff.tools.mcp.config import MCPServer
 from signoff.tools.mcp.listing import MCPToolInfo, annotations_of, model_name
@@ -128,17 +128,22 @@ async def open_tools(
                 continue
             tool = MCPTool.listed(server, listed, sessions)
             if tool.name in names:
-                missing.append(MCPUnavailableEvent(
-                    server=server.name, tool=listed.name, message=f"another tool is already named {tool.name!r}",
-                ))  # fmt: skip
+                missing.append(
+                    MCPUnavailableEvent(
+                        server=server.name,
+                        tool=listed.name,
+                        message=f"another tool is already named {tool.name!r}",
+                    )
+                )
                 continue
             names.add(tool.name)
             tools.append(tool)
         listed_names = {t.name for t in listing}
         missing += [
             MCPUnavailableEvent(server=server.name, tool=name, message="in the tools allow-list, but not listed")
-            for name in server.tools or () if name not in listed_names
-        ]  # fmt: skip
+            for name in server.tools or ()
+            if name not in listed_names
+        ]
     return tools, missing
 
 
