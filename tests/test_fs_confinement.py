@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from signoff.tools import fs
+from signoff.tools.files import fs
 from signoff.tools.files.fs import (
     MAX_SYMLINKS,
     EscapeError,

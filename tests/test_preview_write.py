@@ -16,7 +16,7 @@ from signoff.tools import (
     WorkspaceScope,
     WriteFile,
 )
-from signoff.tools import diff as diffs
+from signoff.tools.preview import diff as diffs
 from tests.fs_helpers import resolver
 
 __all__ = ["resolver"]  # a fixture, used by name
