@@ -1,4 +1,4 @@
-"""Payload encryption (runtime/codec.py): keys, rotation, and what cannot be decrypted."""
+"""Payload encryption (signoff/runtime/codec.py): keys, rotation, and what cannot be decrypted."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Payloads a stranger forges cannot wedge a run (issue 16, finding 2; runtime/guard.py).
+"""Payloads a stranger forges cannot wedge a run (issue 16, finding 2; signoff/runtime/guard.py).
 
 The SDK resolves every payload of an activation before the workflow sees it, so a
 reference it cannot resolve used to fail the workflow task for ever. Here a plain

@@ -1,4 +1,4 @@
-"""Large payloads live in the file store; history keeps a reference (runtime/storage.py).
+"""Large payloads live in the file store; history keeps a reference (signoff/runtime/storage.py).
 
 Real runs on the session's dev server, with a worker and a client whose data converter
 has the store (threshold lowered so a test-sized payload counts as large).
