@@ -33,7 +33,7 @@ def model_turn_done(agent: str, response: ChatResponse) -> None:
     calls = response.message.tool_calls or []
     _annotate(
         {
-            "signoff.agent.builder": agent,
+            "signoff.agent": agent,
             "signoff.outcome": response.finish_reason.value,
             "signoff.tools_requested": sorted({c.name for c in calls}),
             "signoff.tokens.prompt": usage.prompt_tokens,
@@ -44,7 +44,7 @@ def model_turn_done(agent: str, response: ChatResponse) -> None:
 
 def tool_call_done(agent: str, tool: str, content: str) -> None:
     """The span says which tool ran and how it ended (`ok`, `error`, `rejected`)."""
-    _annotate({"signoff.agent.builder": agent, "signoff.tool": tool, "signoff.outcome": tool_outcome(content)})
+    _annotate({"signoff.agent": agent, "signoff.tool": tool, "signoff.outcome": tool_outcome(content)})
 
 
 def _annotate(attributes: Mapping[str, Any]) -> None:
