@@ -77,9 +77,11 @@ async def test_spans_name_the_tool_and_its_outcome_never_arguments_or_secrets(
     assert tool.attributes is not None
     assert tool.attributes["signoff.tool"] == "run_command" and tool.attributes["signoff.outcome"] == "ok"
     assert tool.attributes["temporalWorkflowID"] == handle.id
+    assert tool.attributes["signoff.agent"] == "default"
     turns = [s.attributes for s in spans if s.name == "RunActivity:signoff.chat"]
     assert [(a or {}).get("signoff.outcome") for a in turns] == ["tool_calls", "stop"]
     assert (turns[0] or {})["signoff.tools_requested"] == ("run_command",)
+    assert {(a or {}).get("signoff.agent") for a in turns} == {"default"}
     for span in spans:
         exported = span.to_json()
         assert SECRET_ARGUMENT not in exported and API_KEY not in exported and "echo" not in exported, span.name
