@@ -23,7 +23,7 @@ from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.loop.messages import ChatMessage, ToolCall
 
-SPECS = bench_agent().snapshot([]).specs
+SPECS = bench_agent().definition([]).specs
 FUNCTIONS = {"noop": noop, "gated_noop": gated_noop.inner}
 _client: OpenAIChatClient | None = None
 

@@ -7,7 +7,7 @@ drives the same loop from the `AgentRun` workflow (`signoff.workflows`). The CLI
 `signoff.cli`.
 """
 
-from signoff.agent.builder import AgentBuilder, AgentSnapshot, ChatClientAgent
+from signoff.agent.builder import AgentBuilder, AgentDefinition, ChatClientAgent
 from signoff.agent.session import AgentRunOptions, AgentSession, CancellationToken
 from signoff.agent.snapshot import RunSnapshot
 from signoff.approval.identity import ApproverKeys, Identity, issue_token
@@ -65,9 +65,14 @@ from signoff.tools import (
 )
 from signoff.tools.mcp import MCPServer, MCPTool
 
+AgentSnapshot = AgentDefinition
+"""`AgentDefinition`'s earlier name (a public name, kept): "snapshot" now means only
+`RunSnapshot`, what a run records of its agent."""
+
 __all__ = [
     "PRESETS",
     "AgentBuilder",
+    "AgentDefinition",
     "AgentEvent",
     "AgentLoop",
     "AgentResponseConverter",

@@ -49,7 +49,7 @@ def test_workflow_code_is_the_workflow_the_loop_and_what_they_use_but_not_what_r
     code = workflow_code()
     assert {
         "signoff.workflows.agent_run",
-        "signoff.workflows.handlers",
+        "signoff.workflows.intake",
         "signoff.loop.agent_loop",
         "signoff.loop.decisions",
         "signoff.activities.models",

@@ -308,7 +308,7 @@ async def test_a_snapshot_that_does_not_hash_to_the_runs_digest_is_refused_and_n
     """A worker that cannot rebuild a run's snapshot asks the run; an answer filed under another
     run's digest would let its calls skip the gate, so only an answer with that digest is kept."""
     served = ServedAgents(agents_for(tmp_path))
-    crafted = (await served.take("default", [])).model.model_copy(update={"instructions": "crafted"})
+    crafted = (await served.take("default", [])).snapshot.model_copy(update={"instructions": "crafted"})
     queue = f"liar-{uuid.uuid4()}"
     async with Worker(client, task_queue=queue, workflows=[SnapshotLiar], workflow_runner=UnsandboxedWorkflowRunner()):
         liar = await client.start_workflow(
@@ -321,4 +321,4 @@ async def test_a_snapshot_that_does_not_hash_to_the_runs_digest_is_refused_and_n
         kept = await activities.run(served.resolve, "default", crafted.digest())
         await liar.terminate()
     assert refused.value.type == "SnapshotMismatch" and refused.value.non_retryable
-    assert (kept.own, kept.model.instructions) == (False, "crafted")  # its own digest: harmless, it is that run's
+    assert (kept.own, kept.snapshot.instructions) == (False, "crafted")  # its own digest: harmless, it is that run's

@@ -150,7 +150,7 @@ def test_an_entry_for_a_tool_that_never_gates_is_named_in_the_start_up_log(tmp_p
 def test_always_is_a_gate_not_a_policy_field() -> None:
     book = PolicyBook.parse({"ping": {"always": True, "approvers": ["alice"]}, "*": {"always": True}})
     marker_agent = custom_agent(Path("/nonexistent"))
-    tools = {t.name: snapshot_tool(t, book) for t in marker_agent.snapshot([]).registry}
+    tools = {t.name: snapshot_tool(t, book) for t in marker_agent.definition([]).registry}
     assert tools["ping"].gate == "always" and tools["ping"].policy == ApprovalPolicy(approvers=("alice",))
     assert tools[STATUS].gate == "always" and tools[STATUS].policy is None  # gated by "*", anyone decides
     with pytest.raises(ConfigError, match="always: must be true or false"):

@@ -74,10 +74,10 @@ async def _snapshot(
     if input.snapshot_digest is None:
         async with heartbeating():  # listing MCP servers may start their processes
             taken = await served.take(input.agent, transcript)
-        check_requester(taken.model, input.requester)
-        return taken.model, taken.registry, taken
+        check_requester(taken.snapshot, input.requester)
+        return taken.snapshot, taken.registry, taken
     run = await served.resolve(input.agent, input.snapshot_digest)
-    return run.model, run.registry if run.own else None, None
+    return run.snapshot, run.registry if run.own else None, None
 
 
 def check_requester(snapshot: RunSnapshot, requester: Requester | None) -> None:

@@ -17,11 +17,11 @@ from signoff.approval.gate import gated_call_ids, previews
 async def prepare_run(served: ServedAgents, input: PrepareInput) -> PrepareOutput:
     async with heartbeating():  # listing MCP servers may start their processes
         taken = await served.take(input.agent, input.transcript)
-        check_requester(taken.model, input.requester)
-        gated = gated_call_ids(taken.model, taken.registry, input.open_calls)
+        check_requester(taken.snapshot, input.requester)
+        gated = gated_call_ids(taken.snapshot, taken.registry, input.open_calls)
         shown = await previews(taken.registry, input.open_calls, gated)
     return PrepareOutput(
-        snapshot=taken.model,
+        snapshot=taken.snapshot,
         snapshot_digest=taken.digest,
         gated=gated,
         previews=shown,

@@ -26,7 +26,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from signoff.activities.settings import ActivitySettings
-from signoff.agent.builder import AgentSnapshot, ChatClientAgent
+from signoff.agent.builder import AgentDefinition, ChatClientAgent
 from signoff.agent.snapshot import Gate, RunSnapshot
 from signoff.approval.gate import configured_gate, configured_policy
 from signoff.approval.policy import ApprovalPolicy, PolicyBook
@@ -46,9 +46,9 @@ SNAPSHOTS_REMEMBERED = 1000
 
 @dataclass(frozen=True)
 class Taken:
-    """A snapshot as this worker took it: the serialisable model, its digest, the live tools."""
+    """What this worker took for a run: the snapshot, its digest, the live tools it was taken of."""
 
-    model: RunSnapshot
+    snapshot: RunSnapshot
     digest: str
     registry: ToolRegistry
     unavailable: tuple[MCPUnavailableEvent, ...] = ()
@@ -63,7 +63,7 @@ class Resolved:
     changed): `registry` is then the worker's current one, and per-call gates ask a person.
     """
 
-    model: RunSnapshot
+    snapshot: RunSnapshot
     registry: ToolRegistry
     own: bool
 
@@ -148,23 +148,23 @@ class ServedAgents:
         servers' tools listed now."""
         agent = self.agent(name)
         if not agent.mcp_servers:
-            return self._made_from(name, agent, agent.snapshot(transcript))
-        snapshot = await agent.open_snapshot(transcript, self.mcp_sessions)
-        return replace(self._made_from(name, agent, snapshot), unavailable=snapshot.unavailable)
+            return self._made_from(name, agent, agent.definition(transcript))
+        definition = await agent.open_definition(transcript, self.mcp_sessions)
+        return replace(self._made_from(name, agent, definition), unavailable=definition.unavailable)
 
-    def _made_from(self, name: str, agent: ChatClientAgent, snapshot: AgentSnapshot) -> Taken:
-        """The serialisable snapshot and digest of `snapshot`, remembered by digest.
+    def _made_from(self, name: str, agent: ChatClientAgent, definition: AgentDefinition) -> Taken:
+        """The run's snapshot of `definition` and its digest, remembered by digest.
 
         Providers usually give the same instructions and the same tool objects every time
         (MCP tools too, while a server's listing does not change): then the serialisable
         snapshot and its digest are the ones already made."""
-        key = (name, snapshot.instructions, *map(id, snapshot.registry))
+        key = (name, definition.instructions, *map(id, definition.registry))
         made = self._made.get(key)
-        if made is None or [*made.registry] != [*snapshot.registry]:  # ids of live tools: the same objects
-            model = snapshot.model(name, self.limits, self.book(name))
-            model.payload_budget = self.payload_budget
-            model.notify = self.notify
-            made = self._made[key] = Taken(model, model.digest(), snapshot.registry)
+        if made is None or [*made.registry] != [*definition.registry]:  # ids of live tools: the same objects
+            snapshot = definition.snapshot(name, self.limits, self.book(name))
+            snapshot.payload_budget = self.payload_budget
+            snapshot.notify = self.notify
+            made = self._made[key] = Taken(snapshot, snapshot.digest(), definition.registry)
             while len(self._made) > SNAPSHOTS_REMEMBERED:
                 self._made.popitem(last=False)
         self._remember(made)
@@ -174,12 +174,12 @@ class ServedAgents:
         """The run's snapshot if this worker can reproduce it (no I/O), else None."""
         agent = self.agent(name)
         if digest not in self._taken and not agent.mcp_servers:
-            self._made_from(name, agent, agent.snapshot([]))  # the same configuration gives the same digest
+            self._made_from(name, agent, agent.definition([]))  # the same configuration gives the same digest
         taken = self._taken.get(digest)
         if taken is None:
             return None
         self._taken.move_to_end(digest)
-        return Resolved(taken.model, taken.registry, own=True)
+        return Resolved(taken.snapshot, taken.registry, own=True)
 
     async def resolve(self, name: str, digest: str) -> Resolved:
         """The run's snapshot `digest` of agent `name`: this worker's if it can reproduce it,
@@ -200,32 +200,32 @@ class ServedAgents:
             return found
         info = activity.info()
         handle = activity.client().get_workflow_handle(info.workflow_id or "", run_id=info.workflow_run_id)
-        model = await handle.query(QUERY_SNAPSHOT, result_type=RunSnapshot)
-        if model is None or model.digest() != digest:
+        snapshot = await handle.query(QUERY_SNAPSHOT, result_type=RunSnapshot)
+        if snapshot is None or snapshot.digest() != digest:
             raise ApplicationError(
                 f"the run's agent_snapshot does not match its snapshot digest {digest[:16]}",
                 type="SnapshotMismatch",
                 non_retryable=True,
             )
         agent = self.agent(name)
-        rebuilt = self._rebuilt(name, agent, model)
+        rebuilt = self._rebuilt(name, agent, snapshot)
         if rebuilt.digest == digest:
-            return Resolved(rebuilt.model, rebuilt.registry, own=True)
-        foreign = self._foreign[digest] = Resolved(model, rebuilt.registry, own=False)
+            return Resolved(rebuilt.snapshot, rebuilt.registry, own=True)
+        foreign = self._foreign[digest] = Resolved(snapshot, rebuilt.registry, own=False)
         while len(self._foreign) > SNAPSHOTS_REMEMBERED:
             self._foreign.popitem(last=False)
         return foreign
 
-    def _rebuilt(self, name: str, agent: ChatClientAgent, model: RunSnapshot) -> Taken:
+    def _rebuilt(self, name: str, agent: ChatClientAgent, snapshot: RunSnapshot) -> Taken:
         """The agent as this worker has it, with the MCP tools the run's snapshot records (bound
         to this worker's servers by name): the run's own snapshot when nothing else changed."""
-        base = agent.snapshot([])
-        recorded = [(t.spec, t.mcp) for t in model.tools if t.mcp is not None and t.spec.name not in base.registry]
+        base = agent.definition([])
+        recorded = [(t.spec, t.mcp) for t in snapshot.tools if t.mcp is not None and t.spec.name not in base.registry]
         if not recorded:
             return self._made_from(name, agent, base)
         servers = {server.name: server for server in agent.mcp_servers}
         tools = rebuilt_tools(recorded, servers, self.mcp_sessions)
-        return self._made_from(name, agent, AgentSnapshot(base.instructions, ToolRegistry([*base.registry, *tools])))
+        return self._made_from(name, agent, AgentDefinition(base.instructions, ToolRegistry([*base.registry, *tools])))
 
     def _remember(self, taken: Taken) -> None:
         self._taken[taken.digest] = taken

@@ -165,7 +165,7 @@ async def run_call(served: ServedAgents, callers: Callers, signoffs: SignOffs, i
     if run is None:  # a snapshot this worker cannot reproduce: ask the run, once it is known genuine
         await callers.check(approved=True)
         run = await served.resolve(input.agent, input.snapshot_digest)
-    entry = run.model.tool(call.name)
+    entry = run.snapshot.tool(call.name)
     tool = run.registry.get(call.name)
     if entry is None or tool is None:
         return ToolOutput(content=f"Error: unknown tool {call.name!r}")
@@ -184,5 +184,7 @@ async def run_call(served: ServedAgents, callers: Callers, signoffs: SignOffs, i
                 )
             approved = False  # an unsigned "approved" unlocks nothing a tool keeps for approved calls
     async with heartbeating():
-        output = await execute_call(run.registry, call, approved=approved, max_output=run.model.limits.max_tool_output)
+        output = await execute_call(
+            run.registry, call, approved=approved, max_output=run.snapshot.limits.max_tool_output
+        )
     return ToolOutput(content=output)

@@ -1,12 +1,15 @@
-"""Agents: their definition (`AgentBuilder`) and the in-process driver of the loop.
+"""Agents: how they are built (`AgentBuilder`), what they are for a run, the in-process driver.
 
 `ChatClientAgent.run()` is the original API: a stream of `AgentEvent`s that ends
 with a finish event — `awaiting_approval` when gated calls wait — and a next
 `run()` with `AgentRunOptions(tool_approval_responses=[...])` resumes.
 
-An agent with MCP servers (`with_mcp_server`) lists their tools when a run starts
-(`open_snapshot`, async I/O): in process over the agent's own sessions (close them with
-`await agent.aclose()` or `async with agent:`), in a durable run over the worker's.
+What an agent is for a run (`AgentDefinition`: its instructions and live tools, its
+context providers' included) is fixed when the run starts; what the run records of it
+is its snapshot (`RunSnapshot`, `signoff.agent.snapshot`). An agent with MCP servers
+(`with_mcp_server`) lists their tools when a run starts (`open_definition`, async I/O):
+in process over the agent's own sessions (close them with `await agent.aclose()` or
+`async with agent:`), in a durable run over the worker's.
 """
 
 from __future__ import annotations
@@ -53,8 +56,9 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class AgentSnapshot:
-    """What a run is started with: instructions and tools, fixed for the run."""
+class AgentDefinition:
+    """What the agent is for a run: its instructions and the live tools that run the calls,
+    fixed when the run starts. What the run records of it is `snapshot()`."""
 
     instructions: str
     registry: ToolRegistry
@@ -65,8 +69,8 @@ class AgentSnapshot:
     def specs(self) -> list[ToolSpec]:
         return [tool_spec(t) for t in self.registry]
 
-    def model(self, agent: str, limits: Limits, book: PolicyBook | None = None) -> RunSnapshot:
-        """The serialisable snapshot: tool specs, gates and policies, limits, MCP listings."""
+    def snapshot(self, agent: str, limits: Limits, book: PolicyBook | None = None) -> RunSnapshot:
+        """What a run records of it: tool specs, gates and policies, limits, MCP listings."""
         snapshot = snapshot_of(agent, self.instructions, self.registry, limits, book)
         for entry, tool in zip(snapshot.tools, self.registry, strict=True):
             if isinstance(tool, MCPTool):
@@ -102,9 +106,9 @@ class ChatClientAgent:
         names = [s.name for s in self.mcp_servers]
         if len(set(names)) != len(names):
             raise UsageError(f"agent {name!r} has two MCP servers of the same name: {names}")
-        self.snapshot([])  # a duplicate tool name is an error now, not at the first run
+        self.definition([])  # a duplicate tool name is an error now, not at the first run
 
-    def snapshot(self, messages: list[ChatMessage]) -> AgentSnapshot:
+    def definition(self, messages: list[ChatMessage]) -> AgentDefinition:
         """Instructions and tools for a run: the agent's own plus each provider's.
 
         Both drivers take it once, when a run starts, with the run's first transcript:
@@ -118,17 +122,17 @@ class ChatClientAgent:
             parts.extend(context.instructions)
             for tool in context.tools:
                 registry.register(tool)
-        return AgentSnapshot(instructions="\n\n".join(p for p in parts if p), registry=registry)
+        return AgentDefinition(instructions="\n\n".join(p for p in parts if p), registry=registry)
 
-    async def open_snapshot(self, messages: list[ChatMessage], sessions: MCPSessions) -> AgentSnapshot:
-        """`snapshot(messages)` with the tools each MCP server lists now, over `sessions`;
+    async def open_definition(self, messages: list[ChatMessage], sessions: MCPSessions) -> AgentDefinition:
+        """`definition(messages)` with the tools each MCP server lists now, over `sessions`;
         a server that cannot be listed is left out and named in `unavailable`."""
-        base = self.snapshot(messages)
+        base = self.definition(messages)
         if not self.mcp_servers:
             return base
         tools, unavailable = await open_tools(self.mcp_servers, sessions, base.registry.names())
         registry = ToolRegistry([*base.registry, *tools])
-        return AgentSnapshot(base.instructions, registry, tuple(unavailable))
+        return AgentDefinition(base.instructions, registry, tuple(unavailable))
 
     def mcp_sessions(self) -> MCPSessions:
         """This agent's own sessions to its MCP servers, for in-process runs (opened lazily)."""
@@ -161,36 +165,36 @@ class ChatClientAgent:
             raise UsageError(f"agent {self.name!r} has no chat client; use with_chat_client(...)")
         options = options or AgentRunOptions()
         history = (session.messages if session else []) + _as_messages(messages)
-        snapshot = self.snapshot(history)
+        definition = self.definition(history)
         if self.mcp_servers:
-            snapshot = await self.open_snapshot(history, self.mcp_sessions())
-        for unavailable in snapshot.unavailable:
+            definition = await self.open_definition(history, self.mcp_sessions())
+        for unavailable in definition.unavailable:
             yield unavailable
-        model = snapshot.model(self.name, self.limits, self.policies)
+        snapshot = definition.snapshot(self.name, self.limits, self.policies)
         loop = AgentLoop(
             history,
-            model.descriptions,
+            snapshot.descriptions,
             max_rounds=options.max_rounds or self.max_rounds,
-            policies=model.policies,
-            limits=model.limits,
+            policies=snapshot.policies,
+            limits=snapshot.limits,
             max_total_tokens=options.max_total_tokens,
             requested_by=options.requested_by,
         )
         open_calls = unanswered_calls(history)
-        gated = gated_call_ids(model, snapshot.registry, open_calls)
-        shown = await previews(snapshot.registry, open_calls, gated)
+        gated = gated_call_ids(snapshot, definition.registry, open_calls)
+        shown = await previews(definition.registry, open_calls, gated)
         loop.resume(options.tool_approval_responses, gated, _now(), previews=shown)
         try:
-            async for event in self._drive(loop, options, snapshot, model):
+            async for event in self._drive(loop, options, definition, snapshot):
                 yield event
         finally:
             if session is not None:
                 session.messages = loop.messages
 
     async def _drive(
-        self, loop: AgentLoop, options: AgentRunOptions, snapshot: AgentSnapshot, model: RunSnapshot
+        self, loop: AgentLoop, options: AgentRunOptions, definition: AgentDefinition, snapshot: RunSnapshot
     ) -> AsyncIterator[AgentEvent]:
-        """Turn the loop's actions into effects, with the snapshot taken when the run started."""
+        """Turn the loop's actions into effects, with the agent as the run started with it."""
         token = options.cancellation or CancellationToken()
         chat_options = ChatOptions(model=options.model, temperature=options.temperature)
         while True:
@@ -208,24 +212,24 @@ class ChatClientAgent:
                 yield FinishEvent(reason=FinishReason.AWAITING_APPROVAL, usage=loop.state.usage)
                 return
             if isinstance(action, RunTools):
-                await self._run_tools(loop, action, token, snapshot.registry, model)
+                await self._run_tools(loop, action, token, definition.registry, snapshot)
                 continue
             assert isinstance(action, CallModel)
-            async for event in self._call_model(loop, snapshot, model, chat_options, token):
+            async for event in self._call_model(loop, definition, snapshot, chat_options, token):
                 yield event
 
     async def _call_model(
         self,
         loop: AgentLoop,
-        snapshot: AgentSnapshot,
-        model: RunSnapshot,
+        definition: AgentDefinition,
+        snapshot: RunSnapshot,
         chat_options: ChatOptions,
         token: CancellationToken,
     ) -> AsyncIterator[AgentEvent]:
-        prompt = ([ChatMessage.system(snapshot.instructions)] if snapshot.instructions else []) + loop.messages
+        prompt = ([ChatMessage.system(definition.instructions)] if definition.instructions else []) + loop.messages
         deltas: asyncio.Queue[str] = asyncio.Queue()
         assert self.chat_client is not None
-        request = self.chat_client.complete(prompt, model.specs, chat_options, on_text=deltas.put_nowait)
+        request = self.chat_client.complete(prompt, snapshot.specs, chat_options, on_text=deltas.put_nowait)
         task: asyncio.Task[ChatResponse] = asyncio.ensure_future(request)
         stop = asyncio.ensure_future(token.wait())
         try:
@@ -247,17 +251,17 @@ class ChatClientAgent:
             task.cancel()
             stop.cancel()
         response = checked_answer(response, len(loop.messages))
-        calls = within_limit(response.message, model.limits.max_calls_per_turn)
-        gated = gated_call_ids(model, snapshot.registry, calls)
-        shown = await previews(snapshot.registry, calls, gated)
+        calls = within_limit(response.message, snapshot.limits.max_calls_per_turn)
+        gated = gated_call_ids(snapshot, definition.registry, calls)
+        shown = await previews(definition.registry, calls, gated)
         loop.apply_model_turn(response, gated, _now(), text_streamed=True, previews=shown)
 
     async def _run_tools(
-        self, loop: AgentLoop, action: RunTools, token: CancellationToken, registry: ToolRegistry, model: RunSnapshot
+        self, loop: AgentLoop, action: RunTools, token: CancellationToken, registry: ToolRegistry, snapshot: RunSnapshot
     ) -> None:
         for call in action.calls:
             approved = loop.approval_of(call.id) is not None
-            work = execute_call(registry, call, approved=approved, max_output=model.limits.max_tool_output)
+            work = execute_call(registry, call, approved=approved, max_output=snapshot.limits.max_tool_output)
             result = await _unless_cancelled(work, token)
             if result is None:
                 return

@@ -60,7 +60,8 @@ class NotifyPlan(BaseModel):
 
 
 class RunSnapshot(BaseModel):
-    """What a run is started with; fixed for the run (and carried across continue-as-new)."""
+    """What a run records of its agent when it starts (`AgentDefinition.snapshot`); fixed for
+    the run (and carried across continue-as-new)."""
 
     agent: str
     instructions: str = ""

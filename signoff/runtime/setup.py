@@ -94,9 +94,9 @@ class WorkerSetup:
 
     def _tools(self, agents: Mapping[str, ChatClientAgent]) -> Iterator[tuple[str, Tool, SnapshotTool]]:
         for name, agent in sorted(agents.items()):
-            snapshot = agent.snapshot([])
-            model = snapshot.model(name, self.limits, self.policies.merged_over(agent.policies))
-            for tool, entry in zip(snapshot.registry, model.tools, strict=True):
+            definition = agent.definition([])
+            snapshot = definition.snapshot(name, self.limits, self.policies.merged_over(agent.policies))
+            for tool, entry in zip(definition.registry, snapshot.tools, strict=True):
                 yield name, tool, entry
 
     def check(self, agents: Mapping[str, ChatClientAgent]) -> WorkerSetup:

@@ -3,18 +3,22 @@
 It does not know the algorithm; it turns the loop's next action into effects:
 `CallModel` → the chat activity, `RunTools` → one tool activity per call (at most the
 run's `max_parallel_tools` at once), `AwaitApproval` → a durable wait that decisions
-(handlers.py) and the calls' own timers end, `Finish` → the result, `Fail` → a failed
-run. Long runs continue as new when the server suggests it, carrying their state.
-Notices (notifications.py) go out beside all this; the run waits a little for them
-before it finishes, continues as new, or fails on an approval deadline.
+and the calls' own timers end, `Finish` → the result, `Fail` → a failed run. Long runs
+continue as new when the server suggests it, carrying their state.
+
+Its handlers are thin: what people send goes to the decision intake (intake.py, with
+tokens verified by verify.py), what the queries answer are views (queries.py). What
+the run carries across continue-as-new, and its seal, is run_input.py. Notices
+(notifications.py) go out beside all this; the run waits a little for them before it
+finishes, continues as new, or fails on an approval deadline.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, assert_never
 
 from pydantic import BaseModel
 from temporalio import workflow
@@ -30,24 +34,48 @@ with workflow.unsafe.imports_passed_through():
         ChatTurn,
         PrepareInput,
         PrepareOutput,
-        SealInput,
-        SealOutput,
+        Requester,
         ToolInput,
         ToolOutput,
-        UnsealInput,
-        UnsealOutput,
     )
-    from signoff.approval.signatures import RequesterClaim, mismatch, requester_claim
-    from signoff.contract import STATUS_AWAITING, STATUS_FINISHED, STATUS_RUNNING, WORKFLOW_TYPE, AgentRunResult
-    from signoff.loop.agent_loop import AwaitApproval, DecisionError, Fail, Finish, RunTools, unanswered_calls
-    from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET, size_over, too_large
-    from signoff.loop.messages import ToolCall
-    from signoff.workflows import steps
-    from signoff.workflows.handlers import DecisionHandlers
-    from signoff.workflows.queries import RunQueries
-    from signoff.workflows.record import SIGNOFF_AGENT
+    from signoff.agent.snapshot import RunSnapshot
+    from signoff.approval.authority import Decider
+    from signoff.approval.requests import Grant, ToolApprovalRequest
+    from signoff.contract import (
+        QUERY_AUDIT,
+        QUERY_EVENTS,
+        QUERY_GRANTS,
+        QUERY_MESSAGES,
+        QUERY_PENDING,
+        QUERY_SNAPSHOT,
+        QUERY_STATUS,
+        SIGNAL_APPROVAL,
+        STATUS_AWAITING,
+        STATUS_FINISHED,
+        STATUS_RUNNING,
+        UPDATE_APPROVAL,
+        UPDATE_EXTEND_DEADLINE,
+        UPDATE_REVOKE_GRANT,
+        WORKFLOW_TYPE,
+        AgentRunInput,
+        AgentRunResult,
+        DeadlineAck,
+        DecisionAck,
+        RunStatus,
+    )
+    from signoff.loop.actions import Action, AwaitApproval, CallModel, DecisionError, Fail, Finish, RunTools
+    from signoff.loop.agent_loop import AgentLoop, unanswered_calls
+    from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET, Limits, size_over, too_large
+    from signoff.loop.messages import AgentEvent, ChatMessage, ToolCall
+    from signoff.loop.transcript import Sender
+    from signoff.workflows import steps, verify
+    from signoff.workflows.intake import DecisionIntake
+    from signoff.workflows.metrics import RunMetrics
+    from signoff.workflows.notifications import Notifier, notice_for
+    from signoff.workflows.queries import AuditTrail, audit_trail, run_result, run_status
+    from signoff.workflows.record import SIGNOFF_AGENT, RunRecord
     from signoff.workflows.refusal import INVALID_INPUT, Refusal
-    from signoff.workflows.run_input import ContinuedRun, InvalidInput, Requester, state_digest
+    from signoff.workflows.run_input import ContinuedRun, InvalidInput, check_seal, decode, seal
 
 
 T = TypeVar("T", bound=BaseModel)
@@ -58,77 +86,174 @@ histories replay without these steps (`workflow.patched`)."""
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
-class AgentRun(DecisionHandlers, RunQueries):
+class AgentRun:
+    """One agent run, durable: the loop's state, what it is waiting for, and who may end the wait."""
+
     @workflow.init
     def __init__(self, raw: RawValue) -> None:
-        super().__init__(raw)
+        """The run's state, built before any handler runs, so a decision arriving with the first
+        task (as after continue-as-new) finds the loop; bad input is kept for `run` to fail."""
+        self._input_error: str | None = None
+        self._continued: ContinuedRun | None = None
+        self._revision = 0  # bumped by every handler that changes what waits
+        self._notifier, self._metrics, self._sender = Notifier(), RunMetrics(), Sender()
+        self._snapshot: RunSnapshot | None = None
+        self._digest: str | None = None
+        self._requester = Requester()
+        try:
+            given = decode(raw)
+        except InvalidInput as exc:
+            self._input_error = str(exc)
+            self._input, self._loop, self._record = AgentRunInput(prompt=""), AgentLoop([], {}), RunRecord()
+        else:
+            self._begin(given)
+        self._intake = DecisionIntake(self._loop, self._record, self._changed)
+
+    def _begin(self, given: AgentRunInput | ContinuedRun) -> None:
+        """Start from a client's input, or take up the state a continued run carried."""
+        if isinstance(given, ContinuedRun):
+            self._continued = given
+            self._input, self._loop = given.input, AgentLoop.from_state(given.loop)
+            self._requester, self._snapshot, self._digest = given.requester, given.snapshot, given.snapshot_digest
+            # A new run id (a fresh `Sender`): the model's worker holds nothing of it, so the
+            # transcript goes whole once.
+            self._record = RunRecord(given.events, given.event_seq)
+        else:
+            options = given.options
+            self._input = given
+            self._loop = AgentLoop(
+                given.transcript(),
+                {},
+                options.max_rounds,
+                options.approval_timeout_seconds,
+                max_total_tokens=options.max_total_tokens,
+                requested_by=options.requested_by,
+            )
+            self._requester = Requester(name=options.requested_by)
+            self._record = RunRecord()
+        # Requests are bound to this workflow and its chain as the server names them (never as
+        # carried state says): what a signed decision must name.
+        info = workflow.info()
+        self._loop.bind_to(info.workflow_id, info.first_execution_run_id)
 
     @workflow.run
     async def run(self, raw: RawValue) -> AgentRunResult:
         if self._input_error is not None:  # a failed run, never a workflow task retried forever
             raise Refusal(self._input_error, INVALID_INPUT)
         if self._continued is not None and workflow.patched(CHECKS_STATE):
-            await self._check_continued(self._continued)
+            await check_seal(self._continued)
         workflow.upsert_search_attributes([SIGNOFF_AGENT.value_set(self._input.agent)])
         if self._continued is None:
             await self._start()
         try:
-            while not isinstance(action := self._next(), Finish):
-                if isinstance(action, Fail):
-                    await self._wind_down()
-                    raise ApplicationError(action.message, type="ApprovalTimeout", non_retryable=True)
-                if isinstance(action, RunTools):
-                    await self._run_tools(action.calls)
-                elif workflow.info().is_continue_as_new_suggested():
-                    await self._continue_as_new()
-                elif isinstance(action, AwaitApproval):
-                    await self._await_decisions()
-                else:
-                    await self._chat()
+            await self._drive()
         except asyncio.CancelledError:
             self._loop.cancel(workflow.now())
             self._next()
         await self._wind_down()
         self._record.set_status(STATUS_FINISHED, [])
-        result = self._result()
+        result = run_result(self._loop.state)
         self._checked(result, "the result")
         return result
 
-    # --- starting --------------------------------------------------------------------
+    async def _drive(self) -> None:
+        """Turn the loop's actions into effects until it finishes (history grown long: continue as new)."""
+        while True:
+            action = self._next()
+            match action:
+                case Finish():
+                    return
+                case Fail():
+                    await self._wind_down()
+                    raise ApplicationError(action.message, type="ApprovalTimeout", non_retryable=True)
+                case RunTools():
+                    await self._run_tools(action.calls)
+                case _ if workflow.info().is_continue_as_new_suggested():
+                    await self._continue_as_new()
+                case AwaitApproval():
+                    await self._await_decisions()
+                case CallModel():
+                    await self._chat()
+                case _:
+                    assert_never(action)
 
-    async def _check_continued(self, state: ContinuedRun) -> None:
-        """Adopt carried state only if the worker says a run of this chain sealed it; forged
-        or copied state fails the run at once (`activities/state.py`)."""
-        info = workflow.info()
-        try:
-            digest = state_digest(state)
-        except InvalidInput as exc:
-            raise Refusal(f"invalid input: {exc}", INVALID_INPUT) from None
-        check = UnsealInput(
-            chain_id=info.first_execution_run_id,
-            digest=digest,
-            seal=state.seal,
-            continued_run_id=info.continued_run_id or "",
-        )
-        out: UnsealOutput = await workflow.execute_local_activity_method(
-            AgentActivities.unseal,
-            check,
-            start_to_close_timeout=timedelta(seconds=30),
-            summary="check the continued state's seal",
-        )
-        if out.error is not None:
-            raise Refusal(f"invalid input: {out.error}; nothing of it was adopted", INVALID_INPUT)
+    # --- how people reach the run (intake.py) -----------------------------------------
+
+    @workflow.signal(name=SIGNAL_APPROVAL)
+    async def tool_approval(self, payload: RawValue) -> None:
+        """Decisions; what cannot be applied is recorded as a `decision_ignored` event. Never fails."""
+        await self._intake.signal(payload)
+
+    @workflow.update(name=UPDATE_APPROVAL)
+    async def submit_tool_approval(self, payload: RawValue) -> DecisionAck:
+        """Decisions the validator accepted; says what they decided and what still waits."""
+        return await self._intake.submit(payload)
+
+    @submit_tool_approval.validator
+    def _validate_tool_approval(self, payload: RawValue) -> None:
+        self._intake.check_submit(payload)
+
+    @workflow.update(name=UPDATE_EXTEND_DEADLINE)
+    async def extend_deadline(self, payload: RawValue) -> DeadlineAck:
+        """Move a waiting call's deadline later (allowed approvers only)."""
+        return await self._intake.extend(payload)
+
+    @extend_deadline.validator
+    def _validate_extend_deadline(self, payload: RawValue) -> None:
+        self._intake.check_extend(payload)
+
+    @workflow.update(name=UPDATE_REVOKE_GRANT)
+    def revoke_grant(self, payload: RawValue) -> Grant:
+        """End a grant at once; later calls it would have matched wait for a person again."""
+        return self._intake.revoke(payload)
+
+    @revoke_grant.validator
+    def _validate_revoke_grant(self, payload: RawValue) -> None:
+        self._intake.check_revoke(payload)
+
+    # --- what the run answers (queries.py) ---------------------------------------------
+
+    @workflow.query(name=QUERY_PENDING)
+    def pending_approvals(self) -> list[ToolApprovalRequest]:
+        return self._loop.pending_requests()
+
+    @workflow.query(name=QUERY_STATUS)
+    def status(self) -> RunStatus:
+        return run_status(self._loop, self._record, self._input.agent, workflow.now())
+
+    @workflow.query(name=QUERY_EVENTS)
+    def events(self, since: int = 0) -> list[dict[str, Any]]:
+        return self._record.since(since)
+
+    @workflow.query(name=QUERY_MESSAGES)
+    def messages(self) -> list[ChatMessage]:
+        return self._loop.messages
+
+    @workflow.query(name=QUERY_SNAPSHOT)
+    def agent_snapshot(self) -> RunSnapshot | None:
+        """The agent as this run started with it (instructions, tools, policies, limits)."""
+        return self._snapshot
+
+    @workflow.query(name=QUERY_GRANTS)
+    def grants(self) -> list[Grant]:
+        return self._loop.state.grants
+
+    @workflow.query(name=QUERY_AUDIT)
+    def audit(self) -> AuditTrail:
+        return audit_trail(self._loop.state)
+
+    # --- starting --------------------------------------------------------------------
 
     async def _start(self) -> None:
         """Verify who asked, then reopen a resumed transcript's unanswered calls, applying
         the input's decisions under each call's policy."""
         options = self._input.options
         if options.requester_token:
-            await self._verify_requester(options.requester_token, options.requested_by)
+            self._requester = await verify.requester(self._loop, options.requester_token, options.requested_by)
         open_calls = unanswered_calls(self._loop.messages)
         if not open_calls and not options.tool_approval_responses:
             return
-        prepared: PrepareOutput = await self._step(
+        prepared: PrepareOutput = await self._activity(
             AgentActivities.prepare,
             PrepareInput(
                 agent=self._input.agent,
@@ -151,19 +276,16 @@ class AgentRun(DecisionHandlers, RunQueries):
         except DecisionError as exc:
             raise Refusal(f"invalid tool_approval_responses: {exc}", INVALID_INPUT) from None
 
-    async def _verify_requester(self, token: str, claimed: str | None) -> None:
-        """Who asked for the run, from their token; one signed for anything but asking for
-        this workflow id fails the start."""
-        try:
-            who = await self._identify(token, claimed, "requester")
-        except ApplicationError as exc:
-            raise Refusal(f"invalid input: {exc.message}", INVALID_INPUT) from None
-        wanted = requester_claim(workflow.info().workflow_id)
-        if who.claim is not None and (problem := mismatch(who.claim, wanted)) is not None:
-            raise Refusal(f"invalid input: requester_token: {problem}", INVALID_INPUT)
-        bound = isinstance(who.claim, RequesterClaim)
-        self._requester = Requester(name=who.name, groups=who.groups, verified=True, bound=bound)
-        self._loop.state.requested_by = who.name
+    def _requester_decider(self) -> Decider | None:
+        r = self._requester
+        return Decider(r.name, r.groups, r.verified) if r.name else None
+
+    def _adopt(self, snapshot: RunSnapshot, digest: str, unavailable: Sequence[AgentEvent] = ()) -> None:
+        """Take the run's snapshot; record what it could not include (MCP servers not reached)."""
+        self._snapshot, self._digest = snapshot, digest
+        self._loop.adopt_agent(snapshot.descriptions, snapshot.policies, snapshot.limits)
+        for event in unavailable:
+            self._on_event(event, self._record.add(event))
 
     # --- the model -------------------------------------------------------------------
 
@@ -178,7 +300,7 @@ class AgentRun(DecisionHandlers, RunQueries):
             temperature=options.temperature,
             requester=self._requester if self._digest is None else None,
         )
-        turn: ChatTurn = await self._step(
+        turn: ChatTurn = await self._activity(
             AgentActivities.chat,
             self._checked(chat_input, "the model's input"),
             summary=f"model turn {loop.state.round + 1}",
@@ -193,7 +315,8 @@ class AgentRun(DecisionHandlers, RunQueries):
 
     async def _run_tools(self, calls: list[ToolCall]) -> None:
         """Run the ready calls, at most `max_parallel_tools` at once; results in call order."""
-        gate = asyncio.Semaphore(self._limits.max_parallel_tools)
+        limits = self._snapshot.limits if self._snapshot else Limits()
+        gate = asyncio.Semaphore(limits.max_parallel_tools)
 
         async def one(call: ToolCall) -> str:
             async with gate:
@@ -260,11 +383,33 @@ class AgentRun(DecisionHandlers, RunQueries):
         """What ends a wait: a handler changed something after `revision`, or history grew long."""
         return lambda: self._revision != revision or workflow.info().is_continue_as_new_suggested()
 
-    # --- bookkeeping -------------------------------------------------------------------
+    def _changed(self) -> None:
+        """What the intake calls once people changed what the run waits for."""
+        self._publish()
+        self._revision += 1
 
-    def _next(self) -> Any:
+    # --- the run's events ----------------------------------------------------------------
+
+    def _next(self) -> Action:
         self._publish()
         return self._loop.next_action()
+
+    def _publish(self) -> None:
+        """Move the loop's new events into the run's feed."""
+        for event in self._loop.drain_events():
+            self._on_event(event, self._record.add(event))
+
+    def _on_event(self, event: AgentEvent, kept: dict[str, Any]) -> None:
+        """What an event sets off: its metrics; notices, when the run's snapshot names channels."""
+        self._metrics.observe(event)
+        plan = self._snapshot.notify if self._snapshot else None
+        if plan is None or not plan.channels:
+            return
+        kind = notice_for(event, {r.call_id for r in self._loop.pending_requests()})
+        if kind is not None:
+            self._notifier.send(plan, kind, self._input.agent, kept, self._record.add)
+
+    # --- ending, or going on as new -----------------------------------------------------
 
     async def _continue_as_new(self) -> None:
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -283,40 +428,15 @@ class AgentRun(DecisionHandlers, RunQueries):
         )
         self._checked(carried, "the state carried across continue-as-new")
         if workflow.patched(SEALS_STATE):
-            carried.seal = await self._seal(carried)
+            carried.seal = await seal(carried)
         workflow.continue_as_new(carried)
-
-    async def _seal(self, state: ContinuedRun) -> str:
-        """The worker's seal on `state` for this workflow and chain (`activities/state.py`)."""
-        try:
-            digest = state_digest(state)
-        except InvalidInput as exc:
-            raise ApplicationError(str(exc), type="UnsealableState", non_retryable=True) from None
-        out: SealOutput = await workflow.execute_local_activity_method(
-            AgentActivities.seal,
-            SealInput(chain_id=workflow.info().first_execution_run_id, digest=digest),
-            start_to_close_timeout=timedelta(seconds=30),
-            summary="seal the state carried across continue-as-new",
-        )
-        return out.seal
 
     async def _wind_down(self) -> None:
         """Give notices in flight their time (`notifications.DRAIN`), then let handlers finish."""
         await self._notifier.drain()
         await workflow.wait_condition(workflow.all_handlers_finished)
 
-    def _result(self) -> AgentRunResult:
-        s = self._loop.state
-        text = next((m.content for m in reversed(s.messages) if m.role == "assistant" and m.content), None)
-        assert s.finish_reason is not None
-        return AgentRunResult(
-            finish_reason=s.finish_reason,
-            text=text,
-            messages=s.messages,
-            rounds=s.round,
-            usage=s.usage,
-            approvals=s.approvals,
-        )
+    # --- what every effect goes through --------------------------------------------------
 
     def _checked(self, payload: T, what: str) -> T:
         """`payload`, unless it cannot be recorded: then the run fails naming the limit,
@@ -328,7 +448,7 @@ class AgentRun(DecisionHandlers, RunQueries):
             raise ApplicationError(too_large(what, size, budget), type="PayloadTooLarge", non_retryable=True)
         return payload
 
-    async def _step(self, fn: Any, arg: Any, **kwargs: Any) -> Any:
+    async def _activity(self, fn: Any, arg: Any, **kwargs: Any) -> Any:
         """Run an activity; a failure that retrying did not fix fails the run with its message."""
         try:
             return await workflow.execute_activity_method(fn, arg, **kwargs)

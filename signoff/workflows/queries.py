@@ -1,26 +1,19 @@
-"""What a run answers about itself: typed query results (CONTRACT.md "queries")."""
+"""What a run answers about itself: typed query results (CONTRACT.md "queries"), and its result.
+
+Each is a view of the run's state, built when asked; none changes it.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
 
 from pydantic import BaseModel
-from temporalio import workflow
 
-from signoff.agent.snapshot import RunSnapshot
-from signoff.approval.requests import ApprovalRecord, Grant, ToolApprovalRequest
-from signoff.contract import (
-    QUERY_AUDIT,
-    QUERY_EVENTS,
-    QUERY_GRANTS,
-    QUERY_MESSAGES,
-    QUERY_PENDING,
-    QUERY_SNAPSHOT,
-    QUERY_STATUS,
-    RunStatus,
-)
-from signoff.loop.messages import ChatMessage
-from signoff.workflows.base import AgentRunBase
+from signoff.approval.requests import ApprovalRecord
+from signoff.contract import AgentRunResult, RunStatus
+from signoff.loop.agent_loop import AgentLoop
+from signoff.loop.state import LoopState
+from signoff.workflows.record import RunRecord
 
 
 class AuditTrail(BaseModel):
@@ -30,43 +23,35 @@ class AuditTrail(BaseModel):
     head: str
 
 
-class RunQueries(AgentRunBase):
-    @workflow.query(name=QUERY_PENDING)
-    def pending_approvals(self) -> list[ToolApprovalRequest]:
-        return self._loop.pending_requests()
+def run_status(loop: AgentLoop, record: RunRecord, agent: str, now: datetime) -> RunStatus:
+    """Where the run is: its status, round, waiting calls, usage, live grants at `now`."""
+    state = loop.state
+    return RunStatus(
+        status=record.status,
+        agent=agent,
+        round=state.round,
+        pending=loop.pending_requests(),
+        finish_reason=state.finish_reason,
+        usage=state.usage,
+        event_seq=record.seq,
+        requested_by=state.requested_by,
+        grants=loop.live_grants(now),
+    )
 
-    @workflow.query(name=QUERY_STATUS)
-    def status(self) -> RunStatus:
-        state = self._loop.state
-        return RunStatus(
-            status=self._record.status,
-            agent=self._input.agent,
-            round=state.round,
-            pending=self._loop.pending_requests(),
-            finish_reason=state.finish_reason,
-            usage=state.usage,
-            event_seq=self._record.seq,
-            requested_by=state.requested_by,
-            grants=self._loop.live_grants(workflow.now()),
-        )
 
-    @workflow.query(name=QUERY_EVENTS)
-    def events(self, since: int = 0) -> list[dict[str, Any]]:
-        return self._record.since(since)
+def audit_trail(state: LoopState) -> AuditTrail:
+    return AuditTrail(records=state.approvals, head=state.audit_head)
 
-    @workflow.query(name=QUERY_MESSAGES)
-    def messages(self) -> list[ChatMessage]:
-        return self._loop.messages
 
-    @workflow.query(name=QUERY_SNAPSHOT)
-    def agent_snapshot(self) -> RunSnapshot | None:
-        """The agent as this run started with it (instructions, tools, policies, limits)."""
-        return self._snapshot
-
-    @workflow.query(name=QUERY_GRANTS)
-    def grants(self) -> list[Grant]:
-        return self._loop.state.grants
-
-    @workflow.query(name=QUERY_AUDIT)
-    def audit(self) -> AuditTrail:
-        return AuditTrail(records=self._loop.state.approvals, head=self._loop.state.audit_head)
+def run_result(state: LoopState) -> AgentRunResult:
+    """What a finished run returns: how it finished, its last text, transcript, usage, decisions."""
+    text = next((m.content for m in reversed(state.messages) if m.role == "assistant" and m.content), None)
+    assert state.finish_reason is not None
+    return AgentRunResult(
+        finish_reason=state.finish_reason,
+        text=text,
+        messages=state.messages,
+        rounds=state.round,
+        usage=state.usage,
+        approvals=state.approvals,
+    )

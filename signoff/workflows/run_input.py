@@ -7,8 +7,8 @@ cron schedule): a client cannot start a run that way. But any workflow can conti
 `AgentRun` onto this task queue, with any state, so the state is also sealed: the run
 that continues as new has the worker seal it (`seal`, an HMAC over the workflow id, the
 chain and `state_digest`), and the run it starts has the worker check that seal before
-it adopts anything (`workflows/agent_run.py`; without a state key, the worker checks with
-the server that the previous run is an `AgentRun` of this task queue instead). Input
+it adopts anything (`check_seal`; without a state key, the worker checks with the server
+that the previous run is an `AgentRun` of this task queue instead). Input
 that cannot be decoded at all, or a payload-store reference the worker cannot resolve
 (runtime/guard.py), fails the run at once too. Carried state whose stored payload is gone
 is the exception: that is the workers' store to fix (every worker must use the same one),
@@ -18,20 +18,34 @@ being lost.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from temporalio import workflow
 from temporalio.common import RawValue
+from temporalio.exceptions import ApplicationError
 
-from signoff.activities.models import Requester
+from signoff.activities import AgentActivities
+from signoff.activities.models import Requester, SealInput, SealOutput, UnsealInput, UnsealOutput
 from signoff.agent.snapshot import RunSnapshot
 from signoff.approval.digest import canonical_json, sha256_hex
 from signoff.contract import AgentRunInput
 from signoff.loop.state import LoopState
 from signoff.runtime.filestore import SAME_STORE, unresolvable
+from signoff.workflows.refusal import INVALID_INPUT, Refusal
 
-__all__ = ("ContinuedRun", "InvalidInput", "Requester", "decode", "format_validation_error", "state_digest")
+__all__ = (
+    "ContinuedRun",
+    "InvalidInput",
+    "Requester",
+    "check_seal",
+    "decode",
+    "format_validation_error",
+    "seal",
+    "state_digest",
+)
+SEAL_TIMEOUT = timedelta(seconds=30)
 
 
 class ContinuedRun(BaseModel):
@@ -61,6 +75,52 @@ def state_digest(state: ContinuedRun) -> str:
         return sha256_hex(canonical_json(state.model_dump(mode="json", exclude={"seal"})))
     except ValueError as exc:
         raise InvalidInput(f"the state carried across continue-as-new cannot be sealed: {exc}") from None
+
+
+async def seal(state: ContinuedRun) -> str:
+    """The worker's seal on `state` for this workflow and chain (`activities/state.py`).
+
+    Raises:
+        ApplicationError: `UnsealableState`, the state holds what JSON cannot carry.
+    """
+    try:
+        digest = state_digest(state)
+    except InvalidInput as exc:
+        raise ApplicationError(str(exc), type="UnsealableState", non_retryable=True) from None
+    out: SealOutput = await workflow.execute_local_activity_method(
+        AgentActivities.seal,
+        SealInput(chain_id=workflow.info().first_execution_run_id, digest=digest),
+        start_to_close_timeout=SEAL_TIMEOUT,
+        summary="seal the state carried across continue-as-new",
+    )
+    return out.seal
+
+
+async def check_seal(state: ContinuedRun) -> None:
+    """Adopt carried state only if the worker says a run of this chain sealed it.
+
+    Raises:
+        Refusal: `InvalidInput`, forged or copied state (nothing of it is adopted).
+    """
+    info = workflow.info()
+    try:
+        digest = state_digest(state)
+    except InvalidInput as exc:
+        raise Refusal(f"invalid input: {exc}", INVALID_INPUT) from None
+    check = UnsealInput(
+        chain_id=info.first_execution_run_id,
+        digest=digest,
+        seal=state.seal,
+        continued_run_id=info.continued_run_id or "",
+    )
+    out: UnsealOutput = await workflow.execute_local_activity_method(
+        AgentActivities.unseal,
+        check,
+        start_to_close_timeout=SEAL_TIMEOUT,
+        summary="check the continued state's seal",
+    )
+    if out.error is not None:
+        raise Refusal(f"invalid input: {out.error}; nothing of it was adopted", INVALID_INPUT)
 
 
 class InvalidInput(Exception):
