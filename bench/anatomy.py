@@ -51,7 +51,7 @@ def payloads(message: Message) -> list[Payload]:
 
 def label(event: Any) -> str:
     kind = event.WhichOneof("attributes") or ""
-    attrs = getattr(event, kind) if kind else None
+    attrs: Any = getattr(event, kind) if kind else None
     if event.HasField("activity_task_scheduled_event_attributes"):
         return attrs.activity_type.name
     if event.HasField("marker_recorded_event_attributes"):

@@ -48,6 +48,7 @@ async def one(bench, kind: str, runs: int) -> dict[str, float]:
             task.result()
         await asyncio.gather(*tasks)
         t_all = time.perf_counter()
+        assert second.ready_at is not None  # set by ready()
         return {"worker_ready_s": second.ready_at - t0, "to_first_done_s": t_first - t0, "to_all_done_s": t_all - t0}
     finally:
         first.stop()

@@ -12,7 +12,9 @@ import asyncio
 import json
 import os
 import signal
+from collections.abc import Callable
 from datetime import timedelta
+from typing import cast
 
 from pydantic import BaseModel
 from temporalio import activity
@@ -24,7 +26,8 @@ from signoff.chat.openai import OpenAIChatClient
 from signoff.loop.messages import ChatMessage, ToolCall
 
 SPECS = bench_agent().definition([]).specs
-FUNCTIONS = {"noop": noop, "gated_noop": gated_noop.inner}
+# `ApprovalRequiredTool.inner` is any Tool; the bench's is the function tool `_gated`, callable.
+FUNCTIONS: dict[str, Callable[..., str]] = {"noop": noop, "gated_noop": cast("Callable[..., str]", gated_noop.inner)}
 _client: OpenAIChatClient | None = None
 
 

@@ -12,6 +12,7 @@ import argparse
 import json
 import uuid
 from collections import Counter
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 
@@ -91,7 +92,8 @@ async def main(argv: list[str] | None = None) -> dict:
         for n in lengths:
             for kind, queue in queues.items():
                 rows.append(await measure(bench, kind, queue, n))
-    lines, prev = [], {}
+    lines = []
+    prev: dict[str, dict[str, Any]] = {}
     for r in rows:
         floor = next(f for f in rows if f["kind"] == "floor" and f["rounds"] == r["rounds"])
         p = prev.get(r["kind"])

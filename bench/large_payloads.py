@@ -15,6 +15,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from bench.bench_agents import BIG_AGENT, BIG_OUTPUT
 from bench.common import BenchError, bench_env, run, workers
@@ -49,7 +50,7 @@ async def main(argv: list[str] | None = None) -> dict:
     queues = {"store": f"store-{uuid.uuid4().hex[:8]}", "inline": f"inline-{uuid.uuid4().hex[:8]}"}
     common = {"SIGNOFF_MAX_TOOL_OUTPUT": "400000"}
     env = {queues["store"]: {**common, "SIGNOFF_PAYLOAD_STORE": store.as_uri()}, queues["inline"]: common}
-    rows = {}
+    rows: dict[str, list[Any]] = {}
     async with bench_env() as bench, workers(bench, *(("signoff", q) for q in queues.values()), env=env):
         settings = ConnectionSettings.load(
             environ={"TEMPORAL_ADDRESS": bench.address, "SIGNOFF_PAYLOAD_STORE": store.as_uri()}

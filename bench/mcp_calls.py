@@ -28,6 +28,7 @@ from bench.bench_agents import AGENT, MCP_AGENT, MCP_HTTP_AGENT, MCP_STDIO, noop
 from bench.common import REPO, BenchEnv, bench_env, free_port, run, workers
 from bench.report import summary, table, write_results
 from bench.runs import finish, start_signoff
+from signoff import Tool
 from signoff.runtime.devserver import is_listening
 from signoff.tools.mcp import MCPServer
 
@@ -71,7 +72,7 @@ async def direct(url: str, calls: int) -> dict[str, list[float]]:
     try:
         (stdio_tool,), _ = await open_tools([MCP_STDIO], sessions)
         (http_tool,), _ = await open_tools([MCPServer(name="bench", url=url, trusted=True)], sessions)
-        tools = {"function": noop, "MCP stdio": stdio_tool, "MCP HTTP": http_tool}
+        tools: dict[str, Tool] = {"function": noop, "MCP stdio": stdio_tool, "MCP HTTP": http_tool}
         samples: dict[str, list[float]] = {k: [] for k in tools}
         for _ in range(calls):
             for kind, tool in tools.items():

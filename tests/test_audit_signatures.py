@@ -91,7 +91,7 @@ def binding(call_id: str = "call_1", tool: str = "deploy", digest: str = "a" * 6
 
 
 def token(keys: Path, subject: str, claim_binding: Binding, approved: bool = True, **fields: object) -> SentToken:
-    response = ToolApprovalResponse(call_id=claim_binding.call_id, approved=approved, **fields)  # type: ignore[arg-type]
+    response = ToolApprovalResponse(call_id=claim_binding.call_id, approved=approved, **fields)
     return SentToken(issue_token(keys, subject, signs=decision_claim(claim_binding, response), now=NOW), NOW)
 
 

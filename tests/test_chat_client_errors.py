@@ -8,6 +8,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from email.utils import formatdate
+from typing import Any
 
 import httpx
 import pytest
@@ -21,7 +22,7 @@ PROMPT = [ChatMessage.user("hi")]
 
 
 @asynccontextmanager
-async def serve(*replies: Reply, **config: float) -> AsyncIterator[OpenAIChatClient]:
+async def serve(*replies: Reply, **config: Any) -> AsyncIterator[OpenAIChatClient]:
     with ScriptedModelServer(list(replies)) as server:
         cfg = LLMConfig(base_url=server.base_url, model="scripted", **config)
         async with OpenAIChatClient(cfg) as client:

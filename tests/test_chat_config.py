@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import signoff.chat
@@ -70,8 +72,9 @@ def test_credentials_in_the_base_url_are_refused_without_echoing_them() -> None:
 
 @pytest.mark.parametrize("field", ["connect_timeout", "read_timeout"])
 def test_timeouts_must_be_positive(field: str) -> None:
+    timeout: dict[str, Any] = {field: 0}
     with pytest.raises(ConfigError, match=field):
-        LLMConfig(base_url="http://h/v1", model="m", **{field: 0})
+        LLMConfig(base_url="http://h/v1", model="m", **timeout)
 
 
 def test_empty_model_is_refused() -> None:

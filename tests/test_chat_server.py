@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from typing import Any
 
 import httpx
 import pytest
@@ -58,7 +59,7 @@ def test_list_script_is_used_in_order_then_answers_400() -> None:
 
 
 def test_generated_ids_follow_the_round_of_the_conversation() -> None:
-    transcript = [
+    transcript: list[dict[str, Any]] = [
         {"role": "user", "content": "x"},
         {
             "role": "assistant",
@@ -80,7 +81,7 @@ def test_generated_ids_follow_the_round_of_the_conversation() -> None:
 
 
 def test_unanswered_tool_call_is_refused_like_openai_does() -> None:
-    transcript = [
+    transcript: list[dict[str, Any]] = [
         {"role": "user", "content": "x"},
         {
             "role": "assistant",

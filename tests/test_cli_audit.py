@@ -16,9 +16,9 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from signoff.activities import AgentActivities
+from signoff.activities.models import TOOL_ACTIVITY
 from signoff.approval.audit import GENESIS, record_hash
 from signoff.approval.requests import ApprovalRecord
-from signoff.cli.history import TOOL_ACTIVITY
 from signoff.contract import RunOptions
 from tests.cli_harness import Cli, cli, cli_env, cli_environ, finish, served, spawn  # noqa: F401
 from tests.conftest import start_dev_server
@@ -99,6 +99,11 @@ def reseal(records: list[dict[str, Any]]) -> None:
         prev = record["hash"]
 
 
+def approved_by_mallory_and_resealed(records: list[dict[str, Any]]) -> None:
+    records[0].update(approver="mallory")
+    reseal(records)
+
+
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
@@ -114,7 +119,7 @@ def reseal(records: list[dict[str, Any]]) -> None:
             ],
         ),
         (
-            lambda r: (r[0].update(approver="mallory"), reseal(r)),
+            approved_by_mallory_and_resealed,
             [
                 "call 'call_a' (run_command) ran in run",
                 "which the trail does not have",

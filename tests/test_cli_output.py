@@ -26,7 +26,7 @@ from signoff.cli.style import Console, Style
 from signoff.cli.talk import parse_event
 from signoff.cli.text import format_age, shorten
 from signoff.contract import AgentRunResult
-from signoff.loop.messages import ChatMessage, FinishReason, Usage
+from signoff.loop.messages import ApprovalRequestEvent, ChatMessage, FinishReason, Usage
 from signoff.text.howto import decide_commands
 from signoff.text.links import ui_link
 
@@ -210,7 +210,8 @@ def test_an_event_the_run_cut_short_is_still_read() -> None:
     """The feed elides very large values; the request's preview (a string) then reads as a note."""
     elided = {"elided": "9,000 characters of JSON", "start": '"--- a/x'}
     seen = parse_event({"seq": 0, "type": "approval_request", "request": {**REQUEST, "preview": elided}})
-    assert seen.event is not None and "elided from the event feed" in seen.event.request.preview  # type: ignore[union-attr]
+    assert isinstance(seen.event, ApprovalRequestEvent)
+    assert "elided from the event feed" in str(seen.event.request.preview)
 
 
 def test_long_tool_output_is_shortened_saying_how_much() -> None:

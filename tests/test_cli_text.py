@@ -23,7 +23,7 @@ LONG = "echo " + "a" * 431 + "; rm -rf data2"  # 450 characters, the dangerous p
 def request(arguments: object, **extra: object) -> ToolApprovalRequest:
     return ToolApprovalRequest(
         call_id="call_1", name="run_command", arguments=arguments, arguments_digest=arguments_digest(arguments), **extra
-    )  # type: ignore[arg-type]
+    )
 
 
 def unwrapped(lines: list[str], indent: str) -> str:
@@ -117,5 +117,6 @@ def test_the_width_is_the_terminals_and_a_terminal_without_one_gets_the_default(
                 assert terminal_width(stream, environ={}) == expected
                 assert terminal_width(stream, environ={"COLUMNS": "60"}) == 60
         finally:
-            os.close(master), os.close(slave)
+            os.close(master)
+            os.close(slave)
     assert terminal_width(io.StringIO(), environ={}) is None

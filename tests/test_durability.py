@@ -151,7 +151,7 @@ async def test_command_interrupted_by_worker_sigkill_is_reported_unknown_and_not
 
     tool_message = result.messages[2]
     assert (tool_message.role, tool_message.tool_call_id) == ("tool", "call_1")
-    assert tool_message.content.startswith("Error: outcome unknown"), tool_message.content
+    assert (tool_message.content or "").startswith("Error: outcome unknown"), tool_message.content
     assert result.text == f"saw: {tool_message.content}"
     assert [line.split()[0] for line in lines(marker)].count("started") == 1  # once, never re-run
 

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from temporalio import workflow
 from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ActivityError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from signoff.activities import ActivitySettings, AgentActivities
@@ -122,7 +123,7 @@ class Attacker:
 
     @workflow.run
     async def run(self, forged: dict[str, Any], victim_queue: str) -> None:
-        workflow.continue_as_new(arg=forged, workflow="AgentRun", task_queue=victim_queue)
+        workflow.continue_as_new(args=[forged], workflow="AgentRun", task_queue=victim_queue)
 
 
 def one_command(request: ScriptedRequest) -> Reply:
@@ -352,7 +353,8 @@ async def test_the_seal_is_never_given_to_a_workflow_that_asks_for_it_as_an_acti
             )
             with pytest.raises(WorkflowFailureError) as failure:
                 await handle.result()
-    assert "signoff.seal runs only as a local activity of an AgentRun" in str(failure.value.cause.cause)  # type: ignore[union-attr]
+    assert isinstance(failure.value.cause, ActivityError)
+    assert "signoff.seal runs only as a local activity of an AgentRun" in str(failure.value.cause.cause)
 
 
 class Unlocks:

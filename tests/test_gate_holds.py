@@ -20,7 +20,7 @@ from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.common import RawValue
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import ActivityEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
@@ -176,7 +176,7 @@ class ImpostorNamedAgentRun(Impostor):
 
 @pytest.mark.parametrize("impostor", [Impostor, ImpostorNamedAgentRun], ids=["other-type", "same-name-other-queue"])
 async def test_a_foreign_workflow_cannot_run_signoff_tool(
-    client: Client, task_queue: str, tmp_path: Path, impostor: type
+    client: Client, task_queue: str, tmp_path: Path, impostor: type[Impostor]
 ) -> None:
     """With a made-up approval: refused, since the server says it is no AgentRun of this queue."""
     own_queue = f"stranger-{uuid.uuid4()}"
@@ -190,9 +190,8 @@ async def test_a_foreign_workflow_cannot_run_signoff_tool(
             )
             with pytest.raises(WorkflowFailureError) as failure:
                 await handle.result()
-    assert "signoff.tool runs calls only for AgentRun workflows on its own task queue" in str(
-        failure.value.cause.cause  # type: ignore[union-attr]
-    )
+    assert isinstance(failure.value.cause, ActivityError)
+    assert "signoff.tool runs calls only for AgentRun workflows on its own task queue" in str(failure.value.cause.cause)
     assert not (tmp_path / "pwned").exists()
 
 
@@ -251,9 +250,8 @@ async def test_a_foreign_workflow_without_an_approval_meets_the_gate(
                 )
                 with pytest.raises(WorkflowFailureError) as failure:
                     await handle.result()
-    assert "signoff.tool runs calls only for AgentRun workflows on its own task queue" in str(
-        failure.value.cause.cause  # type: ignore[union-attr]
-    )
+    assert isinstance(failure.value.cause, ActivityError)
+    assert "signoff.tool runs calls only for AgentRun workflows on its own task queue" in str(failure.value.cause.cause)
     assert not (tmp_path / "pwned").exists()
 
 

@@ -131,8 +131,11 @@ def test_no_code_imports_the_temporal_side_by_a_top_level_name() -> None:
         if relative.parts[0] in {".venv", "build", *LINKED} or "node_modules" in relative.parts:
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names = [node.module]
+            else:
+                continue
             offenders += [f"{relative}:{node.lineno} {n}" for n in names if n.split(".")[0] in TEMPORAL_SIDE]
     assert offenders == []

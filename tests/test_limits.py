@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -69,9 +70,9 @@ def test_a_cut_output_fits_its_limit_and_says_truly_how_much_was_cut(size: int) 
 
 
 @pytest.fixture(scope="module")
-async def small_history_env() -> WorkflowEnvironment:
+async def small_history_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await start_dev_server("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=40")
-    yield env  # type: ignore[misc]
+    yield env
     await env.shutdown()
 
 
@@ -96,7 +97,7 @@ async def test_a_large_read_every_round_stays_within_budget_across_continue_as_n
     assert result.text == f"saw {rounds} tool messages" and len(runs) > 1
     assert max(sizes) < 600_000  # the transcript budget (500,000 bytes) with one round's growth
     elided = [m.content for m in result.messages if m.role == "tool" and (m.content or "").startswith("[elided: ")]
-    assert elided and "removed to keep the transcript within its budget of 500,000 bytes" in elided[0]
+    assert elided and "removed to keep the transcript within its budget of 500,000 bytes" in str(elided[0])
 
 
 def one_gated_call(request: ScriptedRequest) -> Reply:

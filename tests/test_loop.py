@@ -123,7 +123,7 @@ def test_star_decides_every_pending_call() -> None:
 def test_unknown_tool_answers_error_without_asking() -> None:
     loop = start(call("c1", "format_disk"), gated=("c1",))
     assert loop.next_action() == CallModel(1)
-    assert loop.messages[-1].content.startswith("Error: unknown tool 'format_disk'")
+    assert (loop.messages[-1].content or "").startswith("Error: unknown tool 'format_disk'")
     assert loop.state.approvals == []
 
 
@@ -131,7 +131,7 @@ def test_invalid_json_arguments_answer_error_without_asking() -> None:
     bad = ToolCall(id="c1", name="run_command", arguments='{"command": "ls"')
     loop = start(bad, gated=("c1",))
     assert loop.next_action() == CallModel(1)
-    assert loop.messages[-1].content.startswith("Error: invalid JSON arguments for run_command: Expecting ','")
+    assert (loop.messages[-1].content or "").startswith("Error: invalid JSON arguments for run_command: Expecting ','")
 
 
 @pytest.mark.parametrize(

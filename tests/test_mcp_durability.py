@@ -28,7 +28,12 @@ def configured(tmp_path: Path, procs: Processes) -> Path:
         "mcpServers": {"notes": {"command": sys.executable, "args": [str(SERVER)], "env": {"NOTES_DIR": str(notes)}}}
     }
     (tmp_path / "mcp.json").write_text(json.dumps(config))
-    procs.cleanups.append(lambda: [kill_group(pid) for pid, _, _ in calls(notes)])  # a killed worker's server lives on
+
+    def kill_servers() -> None:  # a killed worker's server lives on
+        for pid, _, _ in calls(notes):
+            kill_group(pid)
+
+    procs.cleanups.append(kill_servers)
     return notes
 
 

@@ -274,7 +274,7 @@ async def test_a_worker_that_did_not_list_the_tools_rebuilds_the_runs_snapshot_a
             await other.aclose()
     assert resolved.own and resolved.snapshot == snapshot and again is not None and again.own
     delete = resolved.registry.get("mcp__notes__delete_note")
-    assert isinstance(delete, MCPTool) and delete.mcp == snapshot.tool("mcp__notes__delete_note").mcp  # type: ignore[union-attr]
+    assert isinstance(delete, MCPTool) and delete.mcp == snapshot.tool("mcp__notes__delete_note").mcp
 
 
 def alive(pid: int) -> bool:

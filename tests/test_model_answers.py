@@ -8,6 +8,7 @@ WorkflowTaskFailed, the answer each call got, and how many model requests were p
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ def tool_answers(request: ScriptedRequest) -> list[str]:
     return [m.content or "" for m in request.messages if m.role == "tool"]
 
 
-def once(*calls: ToolCall) -> object:
+def once(*calls: ToolCall) -> Callable[[ScriptedRequest], Reply]:
     """A script: these calls first, then a text listing the tool answers it was shown."""
 
     def script(request: ScriptedRequest) -> Reply:

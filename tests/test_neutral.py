@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from signoff import AgentEvent
 from signoff.approval.requests import ApprovalRecord, ToolApprovalRequest
 from signoff.loop.messages import (
     ApprovalDecisionEvent,
@@ -52,7 +53,7 @@ def test_plain_text_of_events_is_inert() -> None:
     """The in-process API's text (`AgentResponseConverter`) is neutralised too."""
     request = ToolApprovalRequest(call_id="c\x1b]0;t\x07", name="run_command", arguments={"command": "ls\x1b[2J"})
     record = ApprovalRecord(call_id="c1", name="run_command", approved=False, reason="no\x1b]52;c;eA==\x07")
-    events = [
+    events: list[AgentEvent] = [
         TextEvent(text="hi\x1b[2J"),
         ApprovalRequestEvent(request=request),
         ToolResultEvent(call_id="c1", name="run_command", content="\x1b[1Aout"),

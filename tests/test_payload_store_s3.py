@@ -11,6 +11,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import aioboto3
 import pytest
@@ -68,7 +69,7 @@ async def buckets(aws_env: dict[str, str]) -> None:
         for bucket in (BUCKET, OTHER_BUCKET):
             try:
                 await s3.create_bucket(Bucket=bucket)
-            except s3.exceptions.BucketAlreadyOwnedByUs:
+            except s3.exceptions.BucketAlreadyOwnedByYou:
                 pass
 
 
@@ -172,7 +173,8 @@ async def test_secret_key_is_read_from_the_file_a_compose_secret_mounts(
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "signoff")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "from-the-environment")
     monkeypatch.setenv("SIGNOFF_S3_SECRET_ACCESS_KEY_FILE", str(secret))
-    credentials = await (await Aioboto3Client()._session.get_credentials()).get_frozen_credentials()
+    session: Any = Aioboto3Client()._session  # its stubs say get_credentials() is sync; it returns a coroutine
+    credentials = await (await session.get_credentials()).get_frozen_credentials()
     assert (credentials.access_key, credentials.secret_key) == ("signoff", "from-the-file")
 
     monkeypatch.setenv("SIGNOFF_S3_SECRET_ACCESS_KEY_FILE", str(tmp_path / "missing"))

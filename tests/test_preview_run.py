@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from temporalio.api.sdk.v1 import WorkflowMetadata
@@ -26,7 +27,7 @@ from tests.helpers import (
 )
 
 
-def outside_effects(outside: Path):  # type: ignore[no-untyped-def]
+def outside_effects(outside: Path) -> Callable[[ScriptedRequest], Reply]:
     def script(request: ScriptedRequest) -> Reply:
         if request.round == 1:
             return Reply.tool_calls(

@@ -8,6 +8,7 @@ import json
 import re
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,7 @@ BINDING = Binding(workflow_id="wf", chain_id="run-1", call_id="call_1", tool="de
 
 
 def approval(**fields: object) -> DecisionClaim:
-    return decision_claim(BINDING, ToolApprovalResponse(call_id="call_1", approved=True, **fields))  # type: ignore[arg-type]
+    return decision_claim(BINDING, ToolApprovalResponse(call_id="call_1", approved=True, **fields))
 
 
 def test_a_claim_is_read_by_its_shape_and_anything_else_is_refused() -> None:
@@ -88,7 +89,7 @@ def test_a_persons_key_never_signs_as_anyone_else(
 
 def test_a_jwks_entry_must_say_whom_it_signs_for_plainly(tmp_path: Path) -> None:
     _, entry = new_key_pair("alice")
-    cases = [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"groups": ["sre"], "sub": None}, "has groups but no sub"),
         ({"sub": "group:ops"}, "names a group"),
         ({"signoff_service": "yes"}, "true or false"),
@@ -126,7 +127,7 @@ def call(at: datetime = NOW, **fields: str) -> CallToRun:
         "arguments_digest": "b" * 64,
         "run_digest": "b" * 64,
     }
-    return CallToRun(**{**base, **fields}, at=at)  # type: ignore[arg-type]
+    return CallToRun(**{**base, **fields}, at=at)
 
 
 def grantor(grant: GrantSpec, issued: datetime | None = NOW, **fields: object) -> Identity:

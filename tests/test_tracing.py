@@ -105,11 +105,11 @@ class _Receiver(BaseHTTPRequestHandler):
 @pytest.fixture
 def collector() -> Iterator[tuple[str, list[ExportTraceServiceRequest]]]:
     """An OTLP/HTTP trace receiver on a free port: its endpoint, and what it received."""
-    handler = type("Receiver", (_Receiver,), {"requests": []})
-    server = HTTPServer(("127.0.0.1", 0), handler)
+    requests: list[ExportTraceServiceRequest] = []
+    server = HTTPServer(("127.0.0.1", 0), type("Receiver", (_Receiver,), {"requests": requests}))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", handler.requests
+    yield f"http://127.0.0.1:{server.server_address[1]}", requests
     server.shutdown()
     server.server_close()
 

@@ -18,6 +18,7 @@ import os
 import statistics
 import time
 import uuid
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 
@@ -64,7 +65,7 @@ async def main() -> None:
     args = p.parse_args()
     kinds = args.kinds.split(",")
     queues = {k: f"{k}-{uuid.uuid4().hex[:8]}" for k in kinds}
-    out = {k: [] for k in kinds}
+    out: dict[str, list[Any]] = {k: [] for k in kinds}
     async with bench_env(*args.server_arg) as bench, workers(bench, *queues.items()):
         for k in kinds:
             for _ in range(3):

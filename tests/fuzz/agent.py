@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from signoff import AgentBuilder, ApprovalPolicy, ApprovalRequiredTool, ChatClientAgent, tool
+from signoff import AgentBuilder, ApprovalPolicy, ApprovalRequiredTool, ChatClientAgent, Tool, tool
 from signoff.tools import ListDir, ReadFile, RemovePath, WriteFile
 from signoff.tools.files.scope import ScopePolicy, WorkspaceScope
 
@@ -53,7 +53,7 @@ TOOL_NAMES = ("echo", "note", "release", "rotate", "deploy", "read_file", "list_
 
 def fuzz_agent(workspace: Path) -> ChatClientAgent:
     scope = WorkspaceScope(workspace, ScopePolicy.DENY)
-    tools = [
+    tools: list[Tool] = [
         echo,
         ApprovalRequiredTool(note),
         release,
