@@ -45,7 +45,7 @@ __all__ = (
     "seal",
     "state_digest",
 )
-SEAL_TIMEOUT = timedelta(seconds=30)
+_SEAL_TIMEOUT = timedelta(seconds=30)
 
 
 class ContinuedRun(BaseModel):
@@ -90,7 +90,7 @@ async def seal(state: ContinuedRun) -> str:
     out: SealOutput = await workflow.execute_local_activity_method(
         AgentActivities.seal,
         SealInput(chain_id=workflow.info().first_execution_run_id, digest=digest),
-        start_to_close_timeout=SEAL_TIMEOUT,
+        start_to_close_timeout=_SEAL_TIMEOUT,
         summary="seal the state carried across continue-as-new",
     )
     return out.seal
@@ -116,7 +116,7 @@ async def check_seal(state: ContinuedRun) -> None:
     out: UnsealOutput = await workflow.execute_local_activity_method(
         AgentActivities.unseal,
         check,
-        start_to_close_timeout=SEAL_TIMEOUT,
+        start_to_close_timeout=_SEAL_TIMEOUT,
         summary="check the continued state's seal",
     )
     if out.error is not None:
