@@ -162,8 +162,8 @@ class AgentRun(DecisionHandlers, RunQueries):
         if who.claim is not None and (problem := mismatch(who.claim, wanted)) is not None:
             raise Refusal(f"invalid input: requester_token: {problem}", INVALID_INPUT)
         bound = isinstance(who.claim, RequesterClaim)
-        self._requester = Requester(name=who.name, groups=who.groups, verified=True, bound=bound)
-        self._loop.state.requested_by = who.name
+        self._requester = Requester.of(who.person, bound=bound)
+        self._loop.state.requested_by = who.person.name
 
     # --- the model -------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from signoff.agent.snapshot import RunSnapshot
 from signoff.approval.authority import Decider
 from signoff.approval.identity import read_verified
 from signoff.approval.names import same_name
+from signoff.approval.people import Person
 from signoff.contract import AgentRunInput
 from signoff.loop.agent_loop import AgentLoop
 from signoff.loop.limits import Limits
@@ -98,9 +99,8 @@ class AgentRunBase:
         if kind is not None:
             self._notifier.send(plan, kind, self._input.agent, kept, self._record.add)
 
-    def _requester_decider(self) -> Decider | None:
-        r = self._requester
-        return Decider(r.name, r.groups, r.verified) if r.name else None
+    def _requester_decider(self) -> Person | None:
+        return self._requester if self._requester.name else None
 
     def _adopt(self, snapshot: RunSnapshot, digest: str, unavailable: Sequence[AgentEvent] = ()) -> None:
         """Take the run's snapshot; record what it could not include (MCP servers not reached)."""
@@ -120,7 +120,7 @@ class AgentRunBase:
                 non_retryable=True,
             )
         self._loop.state.signed_decisions = True
-        return Decider(identity.subject, identity.groups, verified=True, claim=identity.claim, token=token)
+        return Decider(identity.person(), identity.claim, token)
 
     async def _identify(self, token: str, claimed: str | None, purpose: str) -> Decider:
         """Verify a token worker-side; the answer (who, and what the token signs) is recorded
@@ -137,12 +137,13 @@ class AgentRunBase:
             summary=f"verify {purpose} token",
         )
         self._loop.state.signed_decisions |= out.signed_decisions
-        if out.subject is None:
+        person = out.person()
+        if person is None:
             raise ApplicationError(f"{purpose} token rejected: {out.error}", type="Unverified", non_retryable=True)
-        if claimed and not same_name(claimed, out.subject):
+        if claimed and not same_name(claimed, person.name):
             raise ApplicationError(
-                f"{purpose} {claimed!r} does not match the token's subject {out.subject!r}",
+                f"{purpose} {claimed!r} does not match the token's subject {person.name!r}",
                 type="Unverified",
                 non_retryable=True,
             )
-        return Decider(out.subject, tuple(out.groups), verified=True, claim=out.claim, token=token)
+        return Decider(person, out.claim, token)
