@@ -36,12 +36,13 @@ LOOP_MAY_IMPORT = {
     "signoff.approval.digest",
     "signoff.loop.limits",
     "signoff.loop.decisions",
-    "signoff.loop.parts",
     "signoff.loop.resume",
+    "signoff.loop.rounds",
     "signoff.loop.state",
     "signoff.loop.timers",
     "signoff.loop.messages",
     "signoff.approval.names",
+    "signoff.approval.people",
     "signoff.approval.policy",
     "signoff.approval.signatures",
 }
@@ -49,6 +50,7 @@ LOOP_MODULES = (
     *sorted(f"loop/{path.name}" for path in (ROOT / "signoff" / "loop").glob("*.py") if path.name != "limits.py"),
     "approval/authority.py",
     "approval/audit.py",
+    "approval/people.py",
 )
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from signoff.agent.snapshot import RunSnapshot
+from signoff.approval.people import Person
 from signoff.approval.signatures import SignoffClaim
 from signoff.loop.messages import ChatMessage, ChatResponse, MCPUnavailableEvent, ToolCall
 from signoff.loop.transcript import TranscriptDelta
@@ -16,14 +17,17 @@ TOOL_ACTIVITY = "signoff.tool"
 """The activity that runs one tool call; `signoff audit --verify` finds the calls run by it."""
 
 
-class Requester(BaseModel):
-    """Who asked for the run: `verified` when a requester token vouched for `name`, `bound`
-    when that token is bound to this workflow id (`signoff.approval.signatures.RequesterClaim`)."""
+class Requester(Person):
+    """Who asked for the run: the person (`verified` when a requester token vouched for
+    `name`), and `bound` when that token is bound to this workflow id
+    (`signoff.approval.signatures.RequesterClaim`). On the wire: name, groups, verified, bound."""
 
-    name: str | None = None
-    groups: tuple[str, ...] = ()
-    verified: bool = False
     bound: bool = False
+
+    @classmethod
+    def of(cls, person: Person, *, bound: bool = False) -> Requester:
+        """`person` as the run's requester."""
+        return cls(name=person.name, groups=person.groups, verified=person.verified, bound=bound)
 
 
 class PrepareInput(BaseModel):
@@ -111,6 +115,12 @@ class IdentifyOutput(BaseModel):
     signed_decisions: bool = False
     """True from a worker that requires verified decisions to be signed (v3). Absent from the
     answers v2 recorded, so a run replaying such a history keeps v2's rule in the workflow."""
+
+    def person(self) -> Person | None:
+        """Whom the token vouches for (verified), or None when it was refused."""
+        if self.subject is None:
+            return None
+        return Person(name=self.subject, groups=tuple(self.groups), verified=True)
 
 
 class SealInput(BaseModel):

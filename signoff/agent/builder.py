@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, assert_never
 
 from signoff.agent.session import AgentRunOptions, AgentSession, CancellationToken
 from signoff.agent.snapshot import RunSnapshot
@@ -203,20 +203,21 @@ class ChatClientAgent:
             if token.cancelled and loop.state.finish_reason is None:
                 loop.cancel(_now())
                 continue
-            action = loop.next_action()
-            if isinstance(action, Finish):
-                return
-            if isinstance(action, Fail):
-                raise RunFailedError(action.message)
-            if isinstance(action, AwaitApproval):
-                yield FinishEvent(reason=FinishReason.AWAITING_APPROVAL, usage=loop.state.usage)
-                return
-            if isinstance(action, RunTools):
-                await self._run_tools(loop, action, token, definition.registry, snapshot)
-                continue
-            assert isinstance(action, CallModel)
-            async for event in self._call_model(loop, definition, snapshot, chat_options, token):
-                yield event
+            match loop.next_action():
+                case Finish():
+                    return
+                case Fail(message=message):
+                    raise RunFailedError(message)
+                case AwaitApproval():
+                    yield FinishEvent(reason=FinishReason.AWAITING_APPROVAL, usage=loop.state.usage)
+                    return
+                case RunTools() as action:
+                    await self._run_tools(loop, action, token, definition.registry, snapshot)
+                case CallModel():
+                    async for event in self._call_model(loop, definition, snapshot, chat_options, token):
+                        yield event
+                case unknown:
+                    assert_never(unknown)
 
     async def _call_model(
         self,

@@ -1,11 +1,14 @@
 """Who is deciding, and whether a policy lets them: pure rules, no I/O.
 
-A `Decider` is what the run knows of whoever sent a decision: a name that was only
-claimed (the plain path: Temporal UI, CLI, JSON), or a subject and groups that a
-verified token vouched for, with what the token signs (its `signoff` claim). The driver
-verifies tokens (worker-side, recorded in history) and hands the loop a `Decider`; the
-rules here read the verification's answer, never a signature. Names are compared as
-`signoff.approval.names` says (NFKC, case folded): `Alice` and `alice` are one approver.
+A `Decider` is what the run knows of whoever sent a decision: the `Person`
+(`signoff.approval.people`: a name that was only claimed, on the plain path of the
+Temporal UI, CLI or JSON, or a subject and groups a verified token vouched for), and the
+token with what it signs (its `signoff` claim). The driver verifies tokens (worker-side,
+recorded in history) and hands the loop a `Decider`; the rules here read the
+verification's answer, never a signature. Who may decide is a rule over the person
+alone (`refusal`, `vote_problem`), so the inbox and the tool activity ask it too. Names
+are compared as `signoff.approval.names` says (NFKC, case folded): `Alice` and `alice`
+are one approver.
 
 Under a `verified` policy a decision counts only with a token signed for exactly that
 decision (`signoff.approval.signatures`); the tool activity checks the same tokens again before
@@ -20,6 +23,7 @@ from datetime import datetime
 
 from signoff.approval.digest import arguments_digest
 from signoff.approval.names import group_of, is_group_entry, name_key, same_name
+from signoff.approval.people import Person
 from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.requests import Grant, ToolApprovalRequest, ToolApprovalResponse, Vote
 from signoff.approval.signatures import SIGN_HELP, SignoffClaim, decision_claim, extension_claim, mismatch
@@ -27,25 +31,22 @@ from signoff.approval.signatures import SIGN_HELP, SignoffClaim, decision_claim,
 
 @dataclass(frozen=True)
 class Decider:
-    """Who sent a decision.
+    """Who sent a decision: the person, and the token that vouched for them (if any).
 
     Attributes:
-        name: the verified subject, or the claimed `approver` (None if anonymous).
-        groups: groups from a verified token (claimed groups are never trusted).
-        verified: whether a token vouched for `name`.
+        person: the verified subject and groups, or the claimed `approver` (`Person.claimed`).
         claim: what the verified token signs (None: a plain identity token, or none).
         token: the verified token itself, kept as the call's evidence for the tool activity.
     """
 
-    name: str | None = None
-    groups: tuple[str, ...] = ()
-    verified: bool = False
+    person: Person = field(default_factory=Person)
     claim: SignoffClaim | None = None
     token: str | None = field(default=None, repr=False)
 
     @classmethod
     def claimed(cls, approver: str | None) -> Decider:
-        return cls(name=approver or None)
+        """Someone who only gave a name: no token, no groups."""
+        return cls(Person.claimed(approver))
 
 
 @dataclass(frozen=True)
@@ -67,71 +68,73 @@ def allowed_approvers(policy: ApprovalPolicy, escalated: bool) -> tuple[str, ...
     return policy.approvers + (policy.escalate_to if escalated and policy.approvers else ())
 
 
-def refusal(request: ToolApprovalRequest, decider: Decider, requested_by: str | None) -> str | None:
-    """Why `decider` may not decide this call under its policy, or None if they may."""
+def refusal(request: ToolApprovalRequest, person: Person, requested_by: str | None) -> str | None:
+    """Why `person` may not decide this call under its policy, or None if they may."""
     policy, call = request.policy, f"call {request.call_id!r} ({request.name})"
-    if policy.verified and not decider.verified:
+    if policy.verified and not person.verified:
         return f"{call} needs a verified approver: {SIGN_HELP}"
-    if policy.separate_requester and same_name(decider.name, requested_by):
+    if policy.separate_requester and same_name(person.name, requested_by):
         return f"{call}: {requested_by!r} requested this run and may not decide its calls (separate_requester)"
     approvers = allowed_approvers(policy, request.escalated)
-    if approvers and not _listed(decider, approvers):
-        who = repr(decider.name) if decider.name else "an anonymous approver"
+    if approvers and not _listed(person, approvers):
+        who = repr(person.name) if person.name else "an anonymous approver"
         return f"{call}: {who} is not among its approvers ({', '.join(approvers)})"
     return None
 
 
-def _listed(decider: Decider, approvers: tuple[str, ...]) -> bool:
-    """Whether `approvers` names the decider, or (verified) one of its groups. A group entry
+def _listed(person: Person, approvers: tuple[str, ...]) -> bool:
+    """Whether `approvers` names the person, or (verified) one of their groups. A group entry
     never matches a name, so a claimed `group:ops` is no member of `group:ops`."""
     names = {name_key(a) for a in approvers if not is_group_entry(a)}
-    if decider.name is not None and name_key(decider.name) in names:
+    if person.name is not None and name_key(person.name) in names:
         return True
     groups = {group_of(a) for a in approvers if is_group_entry(a)}
-    return decider.verified and any(name_key(group) in groups for group in decider.groups)
+    return person.verified and any(name_key(group) in groups for group in person.groups)
 
 
-def signature_problem(request: ToolApprovalRequest, response: ToolApprovalResponse, decider: Decider) -> str | None:
-    """Under a verified policy: why the decider's token does not sign this decision on this
-    call (its `binding`, the answer, edited arguments, grant), or None when it does."""
+def signature_problem(
+    request: ToolApprovalRequest, response: ToolApprovalResponse, claim: SignoffClaim | None
+) -> str | None:
+    """Under a verified policy: why a token signing `claim` does not sign this decision on
+    this call (its `binding`, the answer, edited arguments, grant), or None when it does."""
     if not request.policy.verified or request.binding is None:
         return None
-    return _signed(request, mismatch(decider.claim, decision_claim(request.binding, response)))
+    return _signed(request, mismatch(claim, decision_claim(request.binding, response)))
 
 
-def extension_problem(request: ToolApprovalRequest, seconds: float, decider: Decider) -> str | None:
-    """Under a verified policy: why the decider's token does not sign moving this call's
+def extension_problem(request: ToolApprovalRequest, seconds: float, claim: SignoffClaim | None) -> str | None:
+    """Under a verified policy: why a token signing `claim` does not sign moving this call's
     deadline by `seconds`, or None when it does."""
     if not request.policy.verified or request.binding is None:
         return None
-    return _signed(request, mismatch(decider.claim, extension_claim(request.binding, seconds)))
+    return _signed(request, mismatch(claim, extension_claim(request.binding, seconds)))
 
 
 def _signed(request: ToolApprovalRequest, problem: str | None) -> str | None:
     return f"call {request.call_id!r} ({request.name}): {problem}" if problem else None
 
 
-def vote_problem(request: ToolApprovalRequest, decider: Decider) -> str | None:
-    """Why this approval cannot count towards the quorum, or None."""
+def vote_problem(request: ToolApprovalRequest, person: Person) -> str | None:
+    """Why `person`'s approval cannot count towards the quorum, or None."""
     if request.policy.quorum <= 1:
         return None
-    if decider.name is None:
+    if person.name is None:
         return f"call {request.call_id!r} needs {request.policy.quorum} distinct approvers: name yourself"
-    if any(same_name(v.approver, decider.name) for v in request.votes):
+    if any(same_name(v.approver, person.name) for v in request.votes):
         missing = request.policy.quorum - len(request.votes)
-        return f"{decider.name!r} already approved call {request.call_id!r}; {missing} more approval(s) needed"
+        return f"{person.name!r} already approved call {request.call_id!r}; {missing} more approval(s) needed"
     return None
 
 
-def add_vote(request: ToolApprovalRequest, decider: Decider, now: datetime, grant_id: str | None = None) -> bool:
-    """Count an approval; True once the quorum is reached."""
-    request.votes.append(Vote(approver=decider.name, verified=decider.verified, at=now, grant_id=grant_id))
+def add_vote(request: ToolApprovalRequest, person: Person, now: datetime, grant_id: str | None = None) -> bool:
+    """Count `person`'s approval; True once the quorum is reached."""
+    request.votes.append(Vote.by(person, now, grant_id))
     return len({name_key(v.approver or "") for v in request.votes}) >= request.policy.quorum
 
 
 def grant_decider(grant: Grant) -> Decider:
     """A grant decides as the approver who granted it, never as anyone more."""
-    return Decider(name=grant.approver, groups=grant.groups, verified=grant.verified, token=grant.token)
+    return Decider(grant.person(), token=grant.token)
 
 
 def grant_matches(grant: Grant, request: ToolApprovalRequest, now: datetime, *, signed: bool = True) -> bool:

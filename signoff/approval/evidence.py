@@ -25,10 +25,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from signoff.approval.authority import Decider, allowed_approvers, refusal
+from signoff.approval.authority import allowed_approvers, refusal
 from signoff.approval.claims import LEEWAY
 from signoff.approval.identity import Identity
 from signoff.approval.names import name_key
+from signoff.approval.people import Person
 from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.requests import GrantMatch, ToolApprovalRequest
 from signoff.approval.signatures import DecisionClaim, RequesterClaim
@@ -120,8 +121,7 @@ def sign_off_problem(
             if isinstance(claim, DecisionClaim)
             else (f"{identity.subject}'s token signs no decision")
         )
-        decider = Decider(identity.subject, identity.groups, verified=True)
-        problem = problem or _refused(everyone, call, decider, requested_by)
+        problem = problem or _refused(everyone, call, identity.person(), requested_by)
         if problem is not None:
             problems.append(problem)
         else:
@@ -134,10 +134,10 @@ def sign_off_problem(
     return f"{have}; " + ("; ".join(problems) if problems else "no signed decision was handed with it")
 
 
-def _refused(policy: ApprovalPolicy, call: CallToRun, decider: Decider, requested_by: str | None) -> str | None:
+def _refused(policy: ApprovalPolicy, call: CallToRun, person: Person, requested_by: str | None) -> str | None:
     """What `authority.refusal` says of this subject under the worker's policy."""
     request = ToolApprovalRequest(call_id=call.call_id, name=call.tool, policy=policy)
-    return refusal(request, decider, requested_by)
+    return refusal(request, person, requested_by)
 
 
 __all__ = ["CallToRun", "requester_of", "sign_off_problem", "why_not"]

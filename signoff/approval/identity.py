@@ -36,6 +36,7 @@ from signoff.approval.claims import (
 )
 from signoff.approval.keyfile import KeyKind, KeySet, VerificationKey, read_key_file, read_secret
 from signoff.approval.names import group_of, is_group_entry, name_key, name_problem, same_name
+from signoff.approval.people import Person
 from signoff.approval.signatures import CLAIM, SignoffClaim, read_claim
 from signoff.errors import ConfigError, TokenError, UsageError
 
@@ -85,6 +86,10 @@ class Identity(BaseModel):
     issuer: str | None = None
     claim: SignoffClaim | None = None
     key_id: str | None = None
+
+    def person(self) -> Person:
+        """Whom the token vouches for: its subject and groups, verified."""
+        return Person(name=self.subject, groups=self.groups, verified=True)
 
     def matches(self, entry: str) -> bool:
         """Whether an allow-list entry names this identity: `group:<name>` or a subject

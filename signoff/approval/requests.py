@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from signoff.approval.names import MAX_NAME_CHARS, name_problem
+from signoff.approval.people import Person
 from signoff.approval.policy import ApprovalPolicy, OnTimeout
 from signoff.text import strict_json
 
@@ -27,12 +28,20 @@ DIGEST_PATTERN = r"^[0-9a-f]{64}$"
 
 
 class Vote(BaseModel):
-    """One approver's approval of a call that needs more than one (quorum)."""
+    """One approver's approval of a call that needs more than one (quorum).
+
+    `approver` and `verified` are the voter (a `Person` without groups: a vote records who
+    counted, not why they could)."""
 
     approver: str | None = None
     verified: bool = False
     at: datetime | None = None
     grant_id: str | None = None
+
+    @classmethod
+    def by(cls, person: Person, at: datetime, grant_id: str | None = None) -> Vote:
+        """`person`'s approval at `at` (through the grant `grant_id`, if one voted for them)."""
+        return cls(approver=person.name, verified=person.verified, at=at, grant_id=grant_id)
 
 
 class Binding(BaseModel):
@@ -173,6 +182,10 @@ class Grant(BaseModel):
 
     def live(self, now: datetime) -> bool:
         return (self.expires_at is None or now < self.expires_at) and self.uses_left != 0
+
+    def person(self) -> Person:
+        """Who granted it: a grant decides as them, never as anyone more."""
+        return Person(name=self.approver, groups=self.groups, verified=self.verified)
 
 
 class ApprovalRecord(BaseModel):

@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 from temporalio.client import Client
 
-from signoff.approval.authority import Decider, grant_problem, refusal, vote_problem
+from signoff.approval.authority import grant_problem, refusal, vote_problem
+from signoff.approval.people import Person
 from signoff.approval.requests import GrantSpec, ToolApprovalRequest, ToolApprovalResponse
 from signoff.approval.signatures import decision_claim
 from signoff.cli import talk
@@ -60,11 +61,11 @@ class Result:
     tool: str = ""
 
 
-def decider(viewer: Viewer, signing: bool) -> Decider:
+def decider(viewer: Viewer, signing: bool) -> Person:
     """The viewer as the run will see them: verified (with groups) when the inbox signs."""
     if signing:
-        return Decider(name=viewer.name, groups=viewer.groups, verified=True)
-    return Decider.claimed(viewer.name)  # a claimed name: the run trusts no claimed groups
+        return Person(name=viewer.name, groups=viewer.groups, verified=True)
+    return Person.claimed(viewer.name)  # a claimed name: the run trusts no claimed groups
 
 
 class Decisions:

@@ -20,50 +20,42 @@ them. Approved calls run (optionally with edited arguments); denied ones answer
 
 Which calls need approval is an *input* (`gated`): the caller asks the run's snapshot,
 so this module stays pure. It reads no clock (callers pass `now`), does no I/O and
-imports nothing that does. `AgentLoop` owns the rounds; how a waiting call is settled
-(decisions, grants, audit records) is its mixin in `signoff.loop.decisions`, its timers
-in `signoff.loop.timers`; the rules of who may decide are `signoff.approval.authority`, the audit
-chain `signoff.approval.audit`, the transcript budget `signoff.loop.budget`.
+imports nothing that does.
 
-Why over 300 lines: the round's rules above are one algorithm with one invariant (a tool
-message per call, in order); split further, each half would have to restate it.
+`AgentLoop` is composed of small parts over one `LoopState` (signoff/loop/state.py), each
+a file of its own: `Rounds` (rounds.py) opens, answers and closes a round and holds the
+events; `Decisions` (decisions.py) settles waiting calls (decisions, grants, audit
+records); `Timers` (timers.py) fires deadlines, reminders and escalations; resume.py says
+which calls a resumed transcript reopens. This class owns the round's rules (which call
+is asked about, settled at once, or run) and is the one face drivers see. Who may decide
+is `signoff.approval.authority` (over a `signoff.approval.people.Person`), the audit
+chain `signoff.approval.audit`, the transcript budget `signoff.loop.budget`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from datetime import datetime, timedelta
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
 
-from signoff.approval.digest import arguments_digest
-from signoff.approval.policy import DEFAULT_POLICY, ApprovalPolicy
-from signoff.approval.requests import (
-    ApprovalRecord,
-    Binding,
-    Grant,
-    ToolApprovalRequest,
-    ToolApprovalResponse,
-    arguments_problem,
-    parse_arguments,
-)
+from signoff.approval.authority import Decider, Decision
+from signoff.approval.people import Person
+from signoff.approval.policy import ApprovalPolicy
+from signoff.approval.requests import ApprovalRecord, Grant, ToolApprovalRequest, ToolApprovalResponse
 from signoff.loop.actions import Action, AwaitApproval, CallModel, DecisionError, Fail, Finish, RunTools
-from signoff.loop.budget import elide_to_budget
 from signoff.loop.decisions import DENIED_WITHOUT_REASON, Decisions
 from signoff.loop.limits import Limits, cap_text
 from signoff.loop.messages import (
     AgentEvent,
-    ApprovalRequestEvent,
     ChatMessage,
     ChatResponse,
-    ErrorEvent,
-    FinishEvent,
+    DecisionIgnoredEvent,
     FinishReason,
     TextEvent,
     ToolCall,
-    ToolCallEvent,
-    ToolResultEvent,
 )
-from signoff.loop.resume import Resume, unanswered_calls
-from signoff.loop.state import DEFAULT_MAX_ROUNDS, CallStatus, LoopState, PendingCall
+from signoff.loop.resume import reopen, starter, unanswered_calls
+from signoff.loop.rounds import Rounds
+from signoff.loop.state import DEFAULT_MAX_ROUNDS, CallStatus, LoopState
 from signoff.loop.timers import Timers
 
 CANCELLED_REASON = "Run cancelled"
@@ -82,10 +74,7 @@ __all__ = [
 ]
 
 
-# --- the machine -------------------------------------------------------------------
-
-
-class AgentLoop(Decisions, Timers, Resume):
+class AgentLoop:
     """The tool loop. Drive it with `next_action()` and the `apply_*`/`decide` methods.
 
     Args:
@@ -114,7 +103,7 @@ class AgentLoop(Decisions, Timers, Resume):
     ) -> None:
         if max_rounds < 1:
             raise ValueError("max_rounds must be at least 1")
-        self.state = LoopState(
+        state = LoopState(
             messages=list(messages),
             tools=dict(tools),
             policies=dict(policies or {}),
@@ -124,14 +113,20 @@ class AgentLoop(Decisions, Timers, Resume):
             max_total_tokens=max_total_tokens,
             requested_by=requested_by,
         )
-        self._events: list[AgentEvent] = []
+        self._compose(state)
 
     @classmethod
     def from_state(cls, state: LoopState) -> AgentLoop:
+        """The loop a carried state describes (a run continued as new)."""
         loop = cls.__new__(cls)
-        loop.state = state
-        loop._events = []
+        loop._compose(state)
         return loop
+
+    def _compose(self, state: LoopState) -> None:
+        """The parts, over one state: each sees the others only through what it is given."""
+        self._rounds = Rounds(state)
+        self._decisions = Decisions(self._rounds)
+        self._timers = Timers(self._rounds, self._decisions)
 
     def adopt_agent(self, tools: Mapping[str, str], policies: Mapping[str, ApprovalPolicy], limits: Limits) -> None:
         """Take the run's snapshot of the agent: its tools, their policies, its limits."""
@@ -140,28 +135,23 @@ class AgentLoop(Decisions, Timers, Resume):
     # --- reading ---------------------------------------------------------------
 
     @property
+    def state(self) -> LoopState:
+        """Everything the loop knows (serialisable: a run continues as new with it)."""
+        return self._rounds.state
+
+    @property
     def messages(self) -> list[ChatMessage]:
         """The transcript: answered tool messages of the open round, in call order."""
-        answered = [p for p in self.state.pending if p.status is CallStatus.DONE]
-        return self.state.messages + [ChatMessage.tool(p.result or "", p.call.id) for p in answered]
-
-    def _cut_answers(self) -> list[ChatMessage]:
-        """The tool messages of the calls past the per-turn limit (the last `state.cut` of the open round)."""
-        s = self.state
-        if not s.cut:
-            return []
-        calls = s.messages[-1].tool_calls or []
-        text = _too_many(s.limits.max_calls_per_turn)
-        return [ChatMessage.tool(text, call.id) for call in calls[-s.cut :]]
+        return self._rounds.messages
 
     def pending_requests(self) -> list[ToolApprovalRequest]:
-        return [p.request for p in self._waiting() if p.request]
+        return self.state.requests()
 
     def live_grants(self, now: datetime) -> list[Grant]:
         return [g for g in self.state.grants if g.live(now)]
 
     def drain_events(self) -> list[AgentEvent]:
-        events, self._events = self._events, []
+        events, self._rounds.events = self._rounds.events, []
         return events
 
     def next_action(self) -> Action:
@@ -182,12 +172,12 @@ class AgentLoop(Decisions, Timers, Resume):
 
     def approval_of(self, call_id: str) -> ApprovalRecord | None:
         """The record that approved a ready call (None if it needs no approval)."""
-        entry = self._entry(call_id)
+        entry = self.state.entry(call_id)
         return entry.approval if entry else None
 
     def evidence_of(self, call_id: str) -> list[str]:
         """The signed decisions that approved a ready call (empty: none were signed)."""
-        entry = self._entry(call_id)
+        entry = self.state.entry(call_id)
         return list(entry.tokens) if entry else []
 
     def bind_to(self, workflow_id: str, chain_id: str) -> None:
@@ -208,34 +198,34 @@ class AgentLoop(Decisions, Timers, Resume):
         """Record one model turn. `gated`: ids of the calls whose tool needs approval;
         `previews`: what those calls would do, by call id."""
         s = self.state
-        self._expect(isinstance(self.next_action(), CallModel), "apply_model_turn")
+        _expect(isinstance(self.next_action(), CallModel), "apply_model_turn")
         s.round += 1
         s.usage = s.usage + response.usage
         message = response.message.model_copy(update={"role": "assistant"})
         s.messages.append(message)
         if message.content and not text_streamed:
-            self._emit(TextEvent(text=message.content))
+            self._rounds.emit(TextEvent(text=message.content))
         if not message.tool_calls:
             reason = response.finish_reason
-            self._finish(FinishReason.STOP if reason is FinishReason.TOOL_CALLS else reason)
+            self._rounds.finish(FinishReason.STOP if reason is FinishReason.TOOL_CALLS else reason)
             return
         self._open_round(message.tool_calls, set(gated), now, previews=previews or {})
 
     def apply_tool_result(self, call_id: str, content: str) -> None:
         """Record a tool's message text (`Error: ...` for a failed tool)."""
-        entry = self._entry(call_id)
-        self._expect(entry is not None and entry.status is CallStatus.READY, f"result for {call_id!r}")
+        entry = self.state.entry(call_id)
+        _expect(entry is not None and entry.status is CallStatus.READY, f"result for {call_id!r}")
         assert entry is not None
-        self._answer(entry, cap_text(content, self.state.limits.max_tool_output))
+        self._rounds.answer(entry, cap_text(content, self.state.limits.max_tool_output))
 
     def cancel(self, now: datetime) -> None:
         """Deny what waits, answer what has not run, and finish `cancelled`."""
         for entry in self.state.pending:
             if entry.status is CallStatus.AWAITING:
-                self._settle_decision(entry, ToolApprovalResponse.deny(entry.call.id, CANCELLED_REASON), now)
+                self._decisions.settle(entry, ToolApprovalResponse.deny(entry.call.id, CANCELLED_REASON), now)
             if entry.status is CallStatus.READY:
-                self._answer(entry, f"Rejected: {CANCELLED_REASON}")
-        self._finish(FinishReason.CANCELLED)
+                self._rounds.answer(entry, f"Rejected: {CANCELLED_REASON}")
+        self._rounds.finish(FinishReason.CANCELLED)
 
     def _open_round(
         self,
@@ -246,118 +236,105 @@ class AgentLoop(Decisions, Timers, Resume):
         previews: Mapping[str, str],
         answered: Mapping[str | None, str] | None = None,
     ) -> None:
-        """Open a round for the calls within the per-turn limit; those past it are only
-        counted (`state.cut`), answered when the round closes: no work per call, however
-        many the model sent."""
+        """Open a round: calls already answered keep their answer, invalid ones answer
+        `Error: ...`, gated ones wait (unless a live grant settles them), the rest are
+        ready to run."""
         answered = answered or {}
-        limit = self.state.limits.max_calls_per_turn
-        entries = [PendingCall(call=c, status=CallStatus.READY, run_arguments=c.arguments) for c in calls[:limit]]
-        self.state.pending, self.state.cut = entries, max(len(calls) - limit, 0)
-        if self.state.cut:
-            self._emit(
-                ErrorEvent(
-                    message=f"the model asked for {len(calls):,} tool calls in one turn: the "
-                    f"{self.state.cut:,} past the limit of {limit} are answered "
-                    f"{_too_many(limit)!r}"
-                )
-            )
-        for entry in entries:
-            if entry.call.id not in answered:
-                self._emit(ToolCallEvent(call=entry.call))
-        for entry in entries:
+        for entry in self._rounds.open(calls, answered):
             call = entry.call
             if call.id in answered:
-                self._settle(entry, answered[call.id], emit=False)
-            elif problem := self._invalid_call(call):
-                self._settle(entry, f"Error: {problem}")
+                self._rounds.settle(entry, answered[call.id], emit=False)
+            elif problem := self._rounds.invalid(call):
+                self._rounds.settle(entry, f"Error: {problem}")
             elif call.id in gated:
-                entry.status = CallStatus.AWAITING
-                entry.request = self._request(call, now, previews.get(call.id))
-                self._emit(ApprovalRequestEvent(request=entry.request.model_copy(deep=True)))
-                self._apply_grants(entry, now)
-        self._close_round_if_answered()
+                self._rounds.ask(entry, now, previews.get(call.id))
+                self._decisions.apply_grants(entry, now)
+        self._rounds.close_if_answered()
 
-    def _request(self, call: ToolCall, now: datetime, preview: str | None) -> ToolApprovalRequest:
-        policy = self.state.policies.get(call.name, DEFAULT_POLICY)
-        timeout = policy.timeout_seconds or self.state.approval_timeout_seconds
-        arguments = parse_arguments(call.arguments)
-        digest = arguments_digest(arguments)
-        s = self.state
-        binding = (
-            Binding(
-                workflow_id=s.workflow_id, chain_id=s.chain_id, call_id=call.id, tool=call.name, arguments_digest=digest
-            )
-            if s.workflow_id and s.chain_id
-            else None
-        )
-        return ToolApprovalRequest(
-            call_id=call.id,
-            name=call.name,
-            arguments=arguments,
-            arguments_digest=digest,
-            description=self.state.tools.get(call.name, ""),
-            round=max(self.state.round - 1, 0),
-            requested_at=now,
-            expires_at=now + _secs(timeout) if timeout is not None else None,
-            policy=policy,
-            preview=preview,
-            binding=binding,
-        )
+    # --- decisions and timers ----------------------------------------------------
 
-    def _invalid_call(self, call: ToolCall) -> str | None:
-        if call.name not in self.state.tools:
-            known = ", ".join(sorted(self.state.tools)) or "none"
-            return f"unknown tool {call.name[:200]!r} (available tools: {known})"
-        return arguments_problem(call.name, call.arguments)
+    def decide(self, decisions: Sequence[ToolApprovalResponse | Decision], now: datetime) -> list[str]:
+        """Apply decisions; returns the call ids they decided (or voted on).
 
-    # --- answering and closing ---------------------------------------------------
+        Raises:
+            DecisionError: nothing is pending, an id is unknown or already decided, one
+                call is decided twice, a digest does not match, or a decider may not
+                decide a call under its policy. Nothing is applied then.
+        """
+        return self._decisions.decide(decisions, now)
 
-    def _answer(self, entry: PendingCall, content: str) -> None:
-        self._settle(entry, content)
-        self._close_round_if_answered()
+    def check_decisions(
+        self, decisions: Sequence[ToolApprovalResponse | Decision], *, authority: bool = True
+    ) -> list[tuple[str, Decision]]:
+        """Validate decisions without applying them; returns (call id, decision) pairs.
 
-    def _settle(self, entry: PendingCall, content: str, emit: bool = True) -> None:
-        entry.status = CallStatus.DONE
-        entry.result = content
-        if emit:
-            self._emit(ToolResultEvent(call_id=entry.call.id, name=entry.call.name, content=content))
+        With `authority=False` only what needs no identity is checked (ids, digests): an
+        update validator does that for a decision whose token is verified later."""
+        return self._decisions.check(decisions, authority=authority)
 
-    def _close_round_if_answered(self) -> None:
-        s = self.state
-        if not s.pending or any(p.status is not CallStatus.DONE for p in s.pending):
+    def revoke_grant(self, grant_id: str) -> Grant:
+        """End a grant at once; returns it.
+
+        Raises:
+            DecisionError: no grant has that id.
+        """
+        return self._decisions.revoke_grant(grant_id)
+
+    def unknown_grant(self, grant_id: str) -> str | None:
+        """Why `grant_id` names no grant of this run (with the ids it has), or None."""
+        return self._decisions.unknown_grant(grant_id)
+
+    def due(self, now: datetime) -> None:
+        """Fire what is due by `now`: reminders, escalations, and deadlines (with each
+        call's `on_timeout` outcome)."""
+        self._timers.due(now)
+
+    def next_wakeup(self) -> datetime | None:
+        """The earliest deadline, reminder or escalation of the waiting calls."""
+        return self._timers.next_wakeup()
+
+    def check_extension(self, call_id: str, seconds: float, decider: Decider) -> ToolApprovalRequest:
+        """Validate an `extend_deadline`; returns the request it would move."""
+        return self._timers.check_extension(call_id, seconds, decider)
+
+    def extend_deadline(self, call_id: str, seconds: float, decider: Decider) -> datetime:
+        """Move a waiting call's deadline `seconds` later; returns the new deadline."""
+        return self._timers.extend_deadline(call_id, seconds, decider)
+
+    # --- resuming a transcript -------------------------------------------------
+
+    def resume(
+        self,
+        responses: Sequence[ToolApprovalResponse],
+        gated: Collection[str],
+        now: datetime,
+        requester: Person | None = None,
+        previews: Mapping[str, str] | None = None,
+    ) -> None:
+        """Stateless resume: reopen the unanswered calls of the last assistant message.
+
+        Tool messages already after that message count as answers. `responses` are the
+        requester's decisions on calls among the rest; each obeys the call's policy like
+        any decision, and one the policy does not allow is recorded as ignored and the
+        call asked for as usual. `requester`: who asked for the run, as verified (None:
+        only the name `requested_by` claims).
+
+        Raises:
+            DecisionError: a response names a call that is not open.
+        """
+        reopened = reopen(self.state.messages, responses)
+        if reopened is None:
             return
-        s.messages = self.messages + self._cut_answers()
-        s.pending, s.cut = [], 0
-        if elide_to_budget(s.messages, s.limits.transcript_budget):
-            s.transcript_epoch += 1
-        if s.max_total_tokens is not None and s.usage.total_tokens >= s.max_total_tokens:
-            self._finish(FinishReason.LENGTH)
-        elif s.round >= s.max_rounds:
-            self._finish(FinishReason.MAX_ROUNDS)
-
-    def _finish(self, reason: FinishReason) -> None:
-        if self.state.finish_reason is None:
-            self.state.finish_reason = reason
-            self._emit(FinishEvent(reason=reason, usage=self.state.usage))
-
-    def _waiting(self) -> list[PendingCall]:
-        return [p for p in self.state.pending if p.status is CallStatus.AWAITING]
-
-    def _entry(self, call_id: str) -> PendingCall | None:
-        return next((p for p in self.state.pending if p.call.id == call_id), None)
-
-    def _emit(self, event: AgentEvent) -> None:
-        self._events.append(event)
-
-    @staticmethod
-    def _expect(ok: bool, what: str) -> None:
-        if not ok:
-            raise RuntimeError(f"{what} does not fit the loop's next action")
+        self.state.messages = reopened.messages
+        gated = set(gated) | reopened.decided
+        self._open_round(reopened.calls, gated, now, previews=previews or {}, answered=reopened.answers)
+        for response in responses:
+            try:
+                self.decide([Decision(response, starter(response, requester, self.state.requested_by))], now)
+            except DecisionError as exc:
+                self._rounds.emit(DecisionIgnoredEvent(reason=f"tool_approval_responses: {exc}"))
 
 
-def _secs(seconds: float) -> timedelta:
-    return timedelta(seconds=seconds)
-
-
-def _too_many(limit: int) -> str:
-    return f"Error: too many tool calls in one turn (limit {limit})"
+def _expect(ok: bool, what: str) -> None:
+    if not ok:
+        raise RuntimeError(f"{what} does not fit the loop's next action")

@@ -1,73 +1,79 @@
-"""The stateless resume of the original design: a new run reopens a transcript's open calls.
+"""The stateless resume of the original design: which calls a new run reopens, and who decides them.
 
-A mixin of `AgentLoop` (signoff/loop/agent_loop.py). The unanswered calls of the transcript's last
-assistant message are opened as a round; the start's `tool_approval_responses` decide
-among them as the requester, under each call's policy like any decision.
+`AgentLoop.resume` (signoff/loop/agent_loop.py) opens the unanswered calls of the
+transcript's last assistant message as a round (`reopen` says which, with the answers the
+tool messages after it already give); the start's `tool_approval_responses` decide among
+them as the requester (`starter`), under each call's policy like any decision. Pure
+functions of the transcript: no state of their own.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Collection, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-from signoff.approval.authority import Decider, Decision
+from signoff.approval.authority import Decider
 from signoff.approval.names import same_name
+from signoff.approval.people import Person
 from signoff.approval.requests import ToolApprovalResponse
 from signoff.loop.actions import DecisionError
 from signoff.loop.answer import with_call_ids
-from signoff.loop.messages import ChatMessage, DecisionIgnoredEvent, ToolCall
-from signoff.loop.parts import LoopParts
+from signoff.loop.messages import ChatMessage, ToolCall
 
 
-class Resume(LoopParts):
-    """Reopening a transcript's open calls (a mixin of `AgentLoop`)."""
+@dataclass(frozen=True)
+class Reopened:
+    """The open calls of a transcript, as a resumed run takes them up.
 
-    def resume(
-        self,
-        responses: Sequence[ToolApprovalResponse],
-        gated: Collection[str],
-        now: datetime,
-        requester: Decider | None = None,
-        previews: Mapping[str, str] | None = None,
-    ) -> None:
-        """Stateless resume: reopen the unanswered calls of the last assistant message.
+    Attributes:
+        messages: the transcript up to its last assistant message, whose calls are `calls`
+            (the tool messages after it are in `answers`).
+        calls: that message's calls, each id unique and well formed.
+        answers: the tool messages already given, by call id.
+        decided: the open calls the start's decisions name (asked about, whatever the
+            snapshot says: a decision for an open call counts).
+    """
 
-        Tool messages already after that message count as answers. `responses` are the
-        requester's decisions on calls among the rest; each obeys the call's policy like
-        any decision, and one the policy does not allow is recorded as ignored and the
-        call asked for as usual.
+    messages: list[ChatMessage]
+    calls: list[ToolCall]
+    answers: dict[str | None, str]
+    decided: set[str]
 
-        Raises:
-            DecisionError: a response names a call that is not open.
-        """
-        s = self.state
-        index, calls, answers = _open_message(s.messages)
-        open_ids = [c.id for c in calls if c.id not in answers]
-        strangers = [r.call_id for r in responses if r.call_id not in open_ids and r.call_id != "*"]
-        if responses and (not open_ids or strangers):
-            raise DecisionError(f"tool_approval_responses name calls that are not open: {strangers or '*'}", open_ids)
-        if not open_ids:
-            return
-        assert index is not None
-        s.messages = [*s.messages[:index], s.messages[index].model_copy(update={"tool_calls": calls})]
-        # A decision for an open call counts, even where the snapshot would not ask.
-        decided = {r.call_id for r in responses} & set(open_ids)
-        self._open_round(calls, set(gated) | decided, now, previews=previews or {}, answered=answers)
-        for response in responses:
-            try:
-                self.decide([Decision(response, self._starter(response, requester))], now)
-            except DecisionError as exc:
-                self._emit(DecisionIgnoredEvent(reason=f"tool_approval_responses: {exc}"))
 
-    def _starter(self, response: ToolApprovalResponse, requester: Decider | None) -> Decider:
-        """Who decides through the start input: the requester, whatever the response claims."""
-        requested_by = self.state.requested_by
-        if requested_by is None:
-            return requester or Decider.claimed(response.approver)
-        if response.approver and not same_name(response.approver, requested_by):
-            raise DecisionError(f"{response.approver!r} is not the requester {requested_by!r}", [])
-        return requester or Decider.claimed(requested_by)
+def reopen(messages: list[ChatMessage], responses: Sequence[ToolApprovalResponse]) -> Reopened | None:
+    """The calls a resumed run reopens, or None when the transcript leaves none open.
+
+    Raises:
+        DecisionError: a response names a call that is not open.
+    """
+    index, calls, answers = _open_message(messages)
+    open_ids = [c.id for c in calls if c.id not in answers]
+    strangers = [r.call_id for r in responses if r.call_id not in open_ids and r.call_id != "*"]
+    if responses and (not open_ids or strangers):
+        raise DecisionError(f"tool_approval_responses name calls that are not open: {strangers or '*'}", open_ids)
+    if not open_ids:
+        return None
+    assert index is not None
+    return Reopened(
+        messages=[*messages[:index], messages[index].model_copy(update={"tool_calls": calls})],
+        calls=calls,
+        answers=answers,
+        decided={r.call_id for r in responses} & set(open_ids),
+    )
+
+
+def starter(response: ToolApprovalResponse, requester: Person | None, requested_by: str | None) -> Decider:
+    """Who decides through the start input: the requester, whatever the response claims.
+
+    Raises:
+        DecisionError: the response names someone other than the run's requester.
+    """
+    if requested_by is None:
+        return Decider(requester) if requester is not None else Decider.claimed(response.approver)
+    if response.approver and not same_name(response.approver, requested_by):
+        raise DecisionError(f"{response.approver!r} is not the requester {requested_by!r}", [])
+    return Decider(requester) if requester is not None else Decider.claimed(requested_by)
 
 
 def unanswered_calls(messages: list[ChatMessage]) -> list[ToolCall]:

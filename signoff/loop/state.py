@@ -1,4 +1,8 @@
-"""What the tool loop knows: serialisable, so a run can continue as new with it."""
+"""What the tool loop knows: serialisable, so a run can continue as new with it.
+
+Every part of the loop (`signoff.loop.agent_loop` and the parts it is composed of) reads and
+changes this one state; the reads they share are its methods.
+"""
 
 from __future__ import annotations
 
@@ -96,3 +100,15 @@ class LoopState(BaseModel):
     finish_reason: FinishReason | None = None
     failure: str | None = None
     """Why the run must fail (a call's policy says `fail_run` on timeout)."""
+
+    def waiting(self) -> list[PendingCall]:
+        """The calls of the open round that wait for a person."""
+        return [p for p in self.pending if p.status is CallStatus.AWAITING]
+
+    def requests(self) -> list[ToolApprovalRequest]:
+        """What the waiting calls ask, in call order."""
+        return [p.request for p in self.waiting() if p.request]
+
+    def entry(self, call_id: str) -> PendingCall | None:
+        """The open round's call with this id (None: no such call is open)."""
+        return next((p for p in self.pending if p.call.id == call_id), None)

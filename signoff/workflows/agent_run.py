@@ -39,7 +39,7 @@ with workflow.unsafe.imports_passed_through():
         ToolOutput,
     )
     from signoff.agent.snapshot import RunSnapshot
-    from signoff.approval.authority import Decider
+    from signoff.approval.people import Person
     from signoff.approval.requests import Grant, ToolApprovalRequest
     from signoff.contract import (
         QUERY_AUDIT,
@@ -276,9 +276,8 @@ class AgentRun:
         except DecisionError as exc:
             raise Refusal(f"invalid tool_approval_responses: {exc}", INVALID_INPUT) from None
 
-    def _requester_decider(self) -> Decider | None:
-        r = self._requester
-        return Decider(r.name, r.groups, r.verified) if r.name else None
+    def _requester_decider(self) -> Person | None:
+        return self._requester if self._requester.name else None
 
     def _adopt(self, snapshot: RunSnapshot, digest: str, unavailable: Sequence[AgentEvent] = ()) -> None:
         """Take the run's snapshot; record what it could not include (MCP servers not reached)."""

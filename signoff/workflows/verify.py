@@ -53,8 +53,8 @@ async def requester(loop: AgentLoop, token: str, claimed: str | None) -> Request
     if who.claim is not None and (problem := mismatch(who.claim, wanted)) is not None:
         raise Refusal(f"invalid input: requester_token: {problem}", INVALID_INPUT)
     bound = isinstance(who.claim, RequesterClaim)
-    loop.state.requested_by = who.name
-    return Requester(name=who.name, groups=who.groups, verified=True, bound=bound)
+    loop.state.requested_by = who.person.name
+    return Requester.of(who.person, bound=bound)
 
 
 async def identify(loop: AgentLoop, token: str, claimed: str | None, purpose: str) -> Decider:
@@ -70,15 +70,16 @@ async def identify(loop: AgentLoop, token: str, claimed: str | None, purpose: st
         summary=f"verify {purpose} token",
     )
     loop.state.signed_decisions |= out.signed_decisions
-    if out.subject is None:
+    person = out.person()
+    if person is None:
         raise ApplicationError(f"{purpose} token rejected: {out.error}", type="Unverified", non_retryable=True)
-    if claimed and not same_name(claimed, out.subject):
+    if claimed and not same_name(claimed, person.name):
         raise ApplicationError(
-            f"{purpose} {claimed!r} does not match the token's subject {out.subject!r}",
+            f"{purpose} {claimed!r} does not match the token's subject {person.name!r}",
             type="Unverified",
             non_retryable=True,
         )
-    return Decider(out.subject, tuple(out.groups), verified=True, claim=out.claim, token=token)
+    return Decider(person, out.claim, token)
 
 
 def _signed_by(loop: AgentLoop, token: str, claimed: str | None) -> Decider:
@@ -91,4 +92,4 @@ def _signed_by(loop: AgentLoop, token: str, claimed: str | None) -> Decider:
             non_retryable=True,
         )
     loop.state.signed_decisions = True
-    return Decider(identity.subject, identity.groups, verified=True, claim=identity.claim, token=token)
+    return Decider(identity.person(), identity.claim, token)
