@@ -7,7 +7,7 @@ from typing import Any
 
 from signoff.errors import UsageError
 from signoff.loop.messages import ToolSpec
-from signoff.tools.base import Tool, tool_spec
+from signoff.tools.base import Tool, capabilities_of, tool_spec
 
 
 class ToolRegistry:
@@ -22,13 +22,15 @@ class ToolRegistry:
         """Add a tool and return it.
 
         Raises:
-            UsageError: `tool` is not a Tool, or a tool of that name is already registered.
+            UsageError: `tool` is not a Tool, its capabilities are not a `ToolCapabilities`,
+                or a tool of that name is already registered.
         """
         if not isinstance(tool, Tool):
             raise UsageError(
                 f"{tool!r} is not a Tool (name, description, parameters, idempotent, kind, "
                 "execute, requires_approval); decorate a function with @tool to make one"
             )
+        capabilities_of(tool)  # a tool that declares them wrongly is refused now, not when a call comes
         if tool.name in self._tools:
             raise UsageError(
                 f"a tool named {tool.name!r} is already registered; tool names must be "
