@@ -1,9 +1,9 @@
-"""`ToolRegistry`: an agent's tools by name."""
+"""`ToolRegistry`: an agent's tools by name. Which of their calls need approval is the
+gate's to say (`signoff.approval.gate`), from the run's snapshot."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from signoff.errors import UsageError
 from signoff.loop.messages import ToolSpec
@@ -50,14 +50,6 @@ class ToolRegistry:
     def specs(self) -> list[ToolSpec]:
         """What the model is told about each tool, in registration order."""
         return [tool_spec(each) for each in self._tools.values()]
-
-    def requires_approval(self, name: str, arguments: dict[str, Any]) -> bool:
-        """Whether this call must wait for a human.
-
-        An unknown tool never does: the call fails as unknown without asking anyone.
-        """
-        found = self._tools.get(name)
-        return found is not None and found.requires_approval(arguments)
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
