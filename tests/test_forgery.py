@@ -37,7 +37,7 @@ from signoff.approval.signing import SigningKey
 from signoff.contract import AgentRunInput
 from signoff.loop.messages import ChatMessage, ToolCall
 from signoff.loop.state import CallStatus, LoopState, PendingCall
-from signoff.tools.base import ToolResult
+from signoff.tools.base import ToolCapabilities, ToolResult
 from signoff.workflows.run_input import ContinuedRun
 from tests.approver_keys import signed, write_secret
 from tests.governance import activity_types, refusal, wait_event
@@ -361,11 +361,15 @@ class Unlocks:
     """A tool no call of which waits, that does more for a call a person approved (as a file
     tool leaving its workspace, or an MCP tool, does): the forged `approved` must not reach it."""
 
-    name, description, idempotent, gate, approval_aware, kind = "unlocks", "Unlock.", False, "never", True, "custom"
+    name, description, idempotent, kind = "unlocks", "Unlock.", False, "custom"
     parameters: dict[str, Any] = {"type": "object", "properties": {}}  # noqa: RUF012
 
     def __init__(self, marker: Path) -> None:
         self.marker = marker
+
+    @property
+    def capabilities(self) -> ToolCapabilities:
+        return ToolCapabilities(gate="never", approval_aware=self.execute)
 
     async def execute(self, arguments: dict[str, Any], approved: bool = False) -> ToolResult:
         if approved:

@@ -17,6 +17,7 @@ from signoff.tools import (
     ToolRegistry,
     WorkspaceScope,
     WriteFile,
+    capabilities_of,
     tool,
 )
 from signoff.tools.dispatch import execute_call
@@ -42,7 +43,7 @@ async def test_execute_call_tells_a_file_tool_that_its_call_was_approved(ws: Pat
 async def test_approval_required_tool_forwards_approval_to_a_file_tool(ws: Path, outside: Path) -> None:
     wrapped = ApprovalRequiredTool(WriteFile(WorkspaceScope(ws, ScopePolicy.APPROVE_OUTSIDE)))
     write = call("write_file", path=str(outside / "x.txt"), content="hi")
-    assert wrapped.approval_aware and wrapped.requires_approval({"path": "in.txt", "content": ""})
+    assert capabilities_of(wrapped).approval_aware and wrapped.requires_approval({"path": "in.txt", "content": ""})
     reply = await execute_call(ToolRegistry([wrapped]), write, approved=True)
     assert reply == f"wrote 2 bytes to {outside}/x.txt"
     assert (outside / "x.txt").read_text() == "hi"
@@ -56,7 +57,7 @@ def echo(text: str) -> str:
 
 async def test_tools_that_are_not_approval_aware_are_called_as_before() -> None:
     for wrapped in (echo, ApprovalRequiredTool(echo)):
-        assert not getattr(wrapped, "approval_aware", False)
+        assert not capabilities_of(wrapped).approval_aware
         reply = await execute_call(ToolRegistry([wrapped]), call("echo", text="hi"), approved=True)
         assert reply == "hi"
 

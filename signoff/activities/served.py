@@ -27,9 +27,9 @@ from temporalio.exceptions import ApplicationError
 
 from signoff.activities.settings import ActivitySettings
 from signoff.agent.builder import AgentDefinition, ChatClientAgent
-from signoff.agent.snapshot import Gate, RunSnapshot
+from signoff.agent.snapshot import RunSnapshot
 from signoff.approval.gate import configured_gate, configured_policy
-from signoff.approval.policy import ApprovalPolicy, PolicyBook
+from signoff.approval.policy import ApprovalPolicy, Gate, PolicyBook
 from signoff.chat.base import ChatClient
 from signoff.contract import QUERY_SNAPSHOT
 from signoff.errors import ConfigError

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TypeVar, assert_never
 
 from signoff.agent.session import AgentRunOptions, AgentSession, CancellationToken
 from signoff.agent.snapshot import RunSnapshot
-from signoff.approval.gate import gated_call_ids, previews, snapshot_of
+from signoff.approval.gate import gated_call_ids, snapshot_of
 from signoff.approval.policy import PolicyBook
 from signoff.chat.base import ChatClient, ChatOptions
 from signoff.errors import RunFailedError, UsageError
@@ -47,6 +47,7 @@ from signoff.tools.context import ContextProvider
 from signoff.tools.dispatch import execute_call
 from signoff.tools.mcp.config import MCPServer
 from signoff.tools.mcp.tool import MCPTool, OwnSessions, open_tools
+from signoff.tools.preview.gather import previews
 from signoff.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:

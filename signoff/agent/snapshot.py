@@ -11,17 +11,15 @@ by name and its approval requests say where it comes from.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from signoff.approval.digest import canonical_json, sha256_hex
-from signoff.approval.policy import DEFAULT_POLICY, ApprovalPolicy
+from signoff.approval.policy import DEFAULT_POLICY, ApprovalPolicy, Gate
 from signoff.loop.limits import Limits
 from signoff.loop.messages import ToolSpec
 from signoff.tools.mcp.listing import MCPToolInfo
-
-Gate = Literal["always", "never", "per_call"]
 
 
 class SnapshotTool(BaseModel):

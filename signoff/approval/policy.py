@@ -21,7 +21,7 @@ import tomllib
 from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -33,6 +33,11 @@ POLICY_FILE_ENV = "SIGNOFF_POLICY_FILE"
 DEFAULT_KEY = "*"
 ALWAYS_KEY = "always"
 """A policy file entry's gate: every call of the tool needs approval (not a field of the policy)."""
+
+Gate = Literal["always", "never", "per_call"]
+"""How a tool's calls are gated: every call waits for a person, none does, or the tool says
+per call from its arguments (`requires_approval`). A tool declares it
+(`signoff.tools.base.ToolCapabilities`); configuration may make it `always` (`PolicyBook.gated`)."""
 
 
 class OnTimeout(str, Enum):

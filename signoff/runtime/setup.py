@@ -22,7 +22,6 @@ from typing import Any
 from signoff.activities.state import STATE_KEY_ENV, local_state_key, read_state_key
 from signoff.agent.builder import ChatClientAgent
 from signoff.agent.snapshot import SnapshotTool
-from signoff.approval.gate import tool_gate, tool_policy
 from signoff.approval.identity import ENV_KEYS, ApproverKeys
 from signoff.approval.policy import DEFAULT_KEY, POLICY_FILE_ENV, PolicyBook
 from signoff.errors import ConfigError
@@ -30,7 +29,7 @@ from signoff.loop.limits import Limits
 from signoff.runtime.deployment import DeploymentSettings
 from signoff.runtime.devserver import DATA_DIR
 from signoff.runtime.filestore import make_private_dir
-from signoff.tools.base import Tool
+from signoff.tools.base import Tool, capabilities_of
 from signoff.tools.mcp import MCPServer
 from signoff.tools.mcp.listing import PREFIX
 
@@ -110,10 +109,10 @@ class WorkerSetup:
         relaxing, needing, idle = [], [], []
         for name, tool, entry in self._tools(agents):
             where = f"{name}/{tool.name}"
-            relaxing += [f"{where} {why}" for why in self.policies.relaxations(tool.name, tool_policy(tool))]
+            relaxing += [f"{where} {why}" for why in self.policies.relaxations(tool.name, capabilities_of(tool).policy)]
             if entry.policy is not None and (entry.policy.verified or entry.policy.separate_requester):
                 needing.append(where)
-            if tool.name in self.policies.policies and entry.gate == "never" and tool_gate(tool) == "never":
+            if tool.name in self.policies.policies and entry.gate == "never" and capabilities_of(tool).gate == "never":
                 idle.append(where)
         needing += [
             f"{name}/{tool}"

@@ -17,12 +17,13 @@ import functools
 import os
 import stat
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from pydantic import Field
 
 from signoff.tools.approval import ApprovalRequiredTool
-from signoff.tools.base import Tool, ToolResult
+from signoff.tools.base import Tool, ToolCapabilities, ToolResult
 from signoff.tools.command import RunCommand
 from signoff.tools.files.filetool import (
     PATH_HELP,
@@ -107,9 +108,13 @@ class WriteFile(FileTool):
         probe = self.scope.probe(args.path)
         return probe.leaves or hard_linked(probe.stat)
 
+    @property
+    def capabilities(self) -> ToolCapabilities:
+        return replace(super().capabilities, preview=self.preview)
+
     def preview(self, arguments: dict[str, Any]) -> str | None:
         """A unified diff of the file now against `content`, as an approved call would
-        write it (blocking I/O; `signoff.approval.gate.previews` runs it off the event loop)."""
+        write it (blocking I/O; `signoff.tools.preview.gather.previews` runs it off the event loop)."""
         return self.preview_of(arguments, self.show)
 
     def show(self, place: Place, args: WriteFileArguments) -> ToolResult:
@@ -168,9 +173,13 @@ class RemovePath(FileTool):
         parent, name = split_last(args.path)  # the entry itself is never followed
         return self.scope.probe(args.path if name is None else parent).leaves
 
+    @property
+    def capabilities(self) -> ToolCapabilities:
+        return replace(super().capabilities, preview=self.preview)
+
     def preview(self, arguments: dict[str, Any]) -> str | None:
         """What would be removed: a file's size, a link (itself), a tree's counts and first
-        entries (blocking I/O; `signoff.approval.gate.previews` runs it off the event loop)."""
+        entries (blocking I/O; `signoff.tools.preview.gather.previews` runs it off the event loop)."""
         return self.preview_of(arguments, self.show)
 
     def run(self, place: Place, args: RemovePathArguments) -> ToolResult:

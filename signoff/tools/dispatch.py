@@ -11,7 +11,7 @@ from typing import Any
 from signoff.approval.requests import parse_arguments
 from signoff.loop.limits import cap_text
 from signoff.loop.messages import ToolCall
-from signoff.tools.base import ToolResult
+from signoff.tools.base import ToolResult, capabilities_of
 from signoff.tools.registry import ToolRegistry
 
 
@@ -27,7 +27,8 @@ async def execute_call(
 
     Args:
         approved: whether a person approved this call. Tools that look at it
-            (`approval_aware`, e.g. file tools leaving the workspace) are told.
+            (`ToolCapabilities.approval_aware`, e.g. file tools leaving the workspace)
+            are told.
         max_output: cut the text to about this many characters, with a note.
     """
     tool = registry.get(call.name)
@@ -37,10 +38,8 @@ async def execute_call(
     if arguments is None:
         return f"Error: arguments for {call.name} are not a JSON object"
     try:
-        if getattr(tool, "approval_aware", False):
-            result = await tool.execute(arguments, approved=approved)  # type: ignore[call-arg]
-        else:
-            result = await tool.execute(arguments)
+        aware = capabilities_of(tool).approval_aware
+        result = await (tool.execute(arguments) if aware is None else aware(arguments, approved=approved))
     except Exception as exc:  # a tool's bug is the model's information, not a failed run
         result = ToolResult.error(f"{type(exc).__name__}: {exc}")
     text = result.to_message()

@@ -13,7 +13,7 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from signoff.tools._arguments import Arguments, json_schema, validate_arguments
-from signoff.tools.base import ToolResult
+from signoff.tools.base import ToolCapabilities, ToolResult
 from signoff.tools.files.fs import EscapeError, Probe, open_beneath, probe_beneath
 from signoff.tools.files.guard import Guard, Refusal, check_path, require_regular
 from signoff.tools.files.scope import ScopePolicy, WorkspaceScope
@@ -128,14 +128,13 @@ class FileTool:
     """The base of the file tools.
 
     Subclasses set `name`, `description`, `arguments_model` and implement `run`, which
-    does blocking I/O on a `Place` (on the file-tool pool). `execute` takes `approved`:
-    only an approved call under `approve_outside`, or any call under `allow`, may leave
-    the workspace when it runs.
+    does blocking I/O on a `Place` (on the file-tool pool). `execute` takes `approved`
+    (the tools are `approval_aware`): only an approved call under `approve_outside`, or
+    any call under `allow`, may leave the workspace when it runs.
     """
 
     kind = "file"
     idempotent = True
-    approval_aware = True
     name: str
     description: str
     arguments_model: ClassVar[type[PathArguments]] = PathArguments
@@ -143,6 +142,11 @@ class FileTool:
     def __init__(self, scope: WorkspaceScope) -> None:
         self.scope = scope
         self.parameters: dict[str, Any] = json_schema(self.arguments_model)
+
+    @property
+    def capabilities(self) -> ToolCapabilities:
+        """Told whether a call was approved; a preview (a subclass's) runs on the file-tool pool."""
+        return ToolCapabilities(approval_aware=self.execute, preview_executor=file_tool_executor())
 
     def requires_approval(self, arguments: dict[str, Any]) -> bool:
         """True when the policy is `approve_outside` and the call would leave the workspace.
@@ -170,11 +174,6 @@ class FileTool:
             return args
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(file_tool_executor(), self._execute, args, approved)
-
-    @property
-    def preview_executor(self) -> Executor:
-        """Where `signoff.approval.gate.previews` runs this tool's (blocking) preview: the file-tool pool."""
-        return file_tool_executor()
 
     def preview_of(self, arguments: dict[str, Any], show: Callable[[Place, Any], ToolResult]) -> str:
         """What `show` says of this call, run on the place an approved call would run on.

@@ -16,11 +16,11 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 
 from signoff.text.neutral import neutralise
+from signoff.tools.preview.gather import CUT_NOTE_CHARS, MAX_PREVIEW_CHARS
 
 MAX_COMPARED_BYTES = 1 << 20
 """A current file (or new content) larger than this is summarised, not compared."""
 MAX_PREVIEW_LINES = 200
-MAX_PREVIEW_CHARS = 12_000
 MAX_COMPARED_LINES = 2_000
 """Lines a side of the changed region that difflib compares (about 0.2 s at worst)."""
 CONTEXT_LINES = 3
@@ -194,14 +194,17 @@ def capped(
     max_lines: int = MAX_PREVIEW_LINES,
     max_chars: int = MAX_PREVIEW_CHARS,
 ) -> str:
-    """The first `lines`, up to `max_lines` lines and about `max_chars` characters, and a
-    note saying how many were left out (`total` of them in all; counted when not given)."""
+    """The first `lines`, up to `max_lines` lines and `max_chars` characters in all, and a
+    note saying how many were left out (`total` of them in all; counted when not given).
+
+    The lines kept leave `CUT_NOTE_CHARS` of `max_chars` for the notes, so a cut diff fits
+    the preview limit whole and is never cut again (`signoff.tools.preview.gather`)."""
     kept: list[str] = []
     size = pulled = 0
     rest = iter(lines)
     for line in rest:
         pulled += 1
-        room = max_chars - size
+        room = max_chars - CUT_NOTE_CHARS - size
         if len(kept) == max_lines or room <= 0:
             break
         if len(line) > room:  # one long line: show its start
@@ -221,7 +224,6 @@ __all__ = [
     "CONTEXT_LINES",
     "MAX_COMPARED_BYTES",
     "MAX_COMPARED_LINES",
-    "MAX_PREVIEW_CHARS",
     "MAX_PREVIEW_LINES",
     "capped",
     "count_lines",
