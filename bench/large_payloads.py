@@ -22,6 +22,7 @@ from bench.common import BenchError, bench_env, run, workers
 from bench.history_growth import chain
 from bench.report import summary, table, write_results
 from bench.runs import history_bytes, start_signoff
+from signoff.config.environment import Environment
 from signoff.runtime.connection import ConnectionSettings, connect
 
 TOOL = "big"
@@ -53,7 +54,7 @@ async def main(argv: list[str] | None = None) -> dict:
     rows: dict[str, list[Any]] = {}
     async with bench_env() as bench, workers(bench, *(("signoff", q) for q in queues.values()), env=env):
         settings = ConnectionSettings.load(
-            environ={"TEMPORAL_ADDRESS": bench.address, "SIGNOFF_PAYLOAD_STORE": store.as_uri()}
+            Environment({"TEMPORAL_ADDRESS": bench.address, "SIGNOFF_PAYLOAD_STORE": store.as_uri()})
         )
         stored_client = await connect(settings)
         for kind in ("inline", "store", "inline", "store"):  # alternate, to spread drift

@@ -33,6 +33,7 @@ from temporalio.client import Client
 from bench.common import BenchEnv, BenchError, bench_env, free_port, run, workers
 from bench.report import summary, table, write_results
 from bench.runs import START, approve, finish, history_events, wait_paused
+from signoff.config.environment import Environment
 from signoff.runtime.connection import ConnectionSettings, connect
 
 TOOL, ROUNDS = "gated_noop", 1
@@ -79,7 +80,7 @@ async def main(argv: list[str] | None = None) -> dict:
     cpu: dict[str, float] = {}
     async with bench_env() as bench, workers(bench, *specs, env=env) as procs:
         sealed = await connect(
-            ConnectionSettings.load(environ={"TEMPORAL_ADDRESS": bench.address, "SIGNOFF_CODEC_KEYS": str(keys)})
+            ConnectionSettings.load(Environment({"TEMPORAL_ADDRESS": bench.address, "SIGNOFF_CODEC_KEYS": str(keys)}))
         )
         clients = {kind: sealed if kind == "encrypted" else bench.client for kind in KINDS}
         for _ in range(args.warmup):

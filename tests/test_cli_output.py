@@ -25,6 +25,7 @@ from signoff.cli.render import (
 from signoff.cli.style import Console, Style
 from signoff.cli.talk import parse_event
 from signoff.cli.text import format_age, shorten
+from signoff.config.environment import Environment
 from signoff.contract import AgentRunResult
 from signoff.loop.messages import ApprovalRequestEvent, ChatMessage, FinishReason, Usage
 from signoff.text.howto import decide_commands
@@ -82,17 +83,17 @@ def test_age_of_an_unknown_time_is_a_question_mark() -> None:
 
 
 def test_ui_link_for_a_local_server_uses_the_dev_server_ui() -> None:
-    assert ui_link("run 1", "default", "localhost:7233", environ={}) == (
+    assert ui_link("run 1", "default", "localhost:7233", env=Environment({})) == (
         "http://localhost:8233/namespaces/default/workflows/run%201"
     )
 
 
 def test_ui_link_env_overrides_and_remote_servers_have_none_by_default() -> None:
     env = {"SIGNOFF_UI_URL": "https://temporal.example.com/"}
-    assert ui_link("r", "prod", "temporal.example.com:7233", environ=env) == (
+    assert ui_link("r", "prod", "temporal.example.com:7233", env=Environment(env)) == (
         "https://temporal.example.com/namespaces/prod/workflows/r"
     )
-    assert ui_link("r", "prod", "temporal.example.com:7233", environ={}) is None
+    assert ui_link("r", "prod", "temporal.example.com:7233", env=Environment({})) is None
 
 
 def test_colours_only_on_a_terminal_without_no_color() -> None:
@@ -100,15 +101,15 @@ def test_colours_only_on_a_terminal_without_no_color() -> None:
         def isatty(self) -> bool:
             return True
 
-    assert Style.for_stream(Tty(), environ={}).paint("x", "red") == "\033[31mx\033[0m"
-    assert Style.for_stream(Tty(), environ={"NO_COLOR": "1"}).paint("x", "red") == "x"
-    assert Style.for_stream(io.StringIO(), environ={}).paint("x", "red") == "x"
+    assert Style.for_stream(Tty(), env=Environment({})).paint("x", "red") == "\033[31mx\033[0m"
+    assert Style.for_stream(Tty(), env=Environment({"NO_COLOR": "1"})).paint("x", "red") == "x"
+    assert Style.for_stream(io.StringIO(), env=Environment({})).paint("x", "red") == "x"
     assert not Console(io.StringIO()).spinner.enabled
 
 
 def test_symbols_fall_back_to_ascii_when_the_stream_cannot_encode_them() -> None:
     ascii_stream = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
-    assert Style.for_stream(ascii_stream, environ={}).symbols["yes"] == "+"
+    assert Style.for_stream(ascii_stream, env=Environment({})).symbols["yes"] == "+"
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from signoff.approval.requests import ToolApprovalRequest
 from signoff.cli.calls import approval_block, approval_prompt, render_ack
 from signoff.cli.style import DEFAULT_WIDTH, Console, Style, inert, terminal_width
 from signoff.cli.text import CONTINUED, value_lines, wrap
+from signoff.config.environment import Environment
 from signoff.contract import DecidedCall, DecisionAck
 
 PLAIN = Style()
@@ -91,7 +92,7 @@ def test_the_ack_names_each_call_whole_with_its_outcome() -> None:
 
 def test_the_console_writes_nothing_a_terminal_obeys() -> None:
     out = io.StringIO()
-    Console(out, environ={}).print("a\x1b[2Jb", "c\x9b2Jd\u202e")
+    Console(out, env=Environment({})).print("a\x1b[2Jb", "c\x9b2Jd\u202e")
     assert out.getvalue() == "a\\x1b[2Jb\nc\\x9b2Jd\\u202e\n"
 
 
@@ -114,9 +115,9 @@ def test_the_width_is_the_terminals_and_a_terminal_without_one_gets_the_default(
         master, slave = _pty_of(columns)
         try:
             with os.fdopen(os.dup(slave), "w") as stream:
-                assert terminal_width(stream, environ={}) == expected
-                assert terminal_width(stream, environ={"COLUMNS": "60"}) == 60
+                assert terminal_width(stream, env=Environment({})) == expected
+                assert terminal_width(stream, env=Environment({"COLUMNS": "60"})) == 60
         finally:
             os.close(master)
             os.close(slave)
-    assert terminal_width(io.StringIO(), environ={}) is None
+    assert terminal_width(io.StringIO(), env=Environment({})) is None

@@ -14,6 +14,7 @@ import pytest
 from signoff.approval.identity import ApproverKeys
 from signoff.cli.main import main
 from signoff.cli.token import parse_duration
+from signoff.config.environment import Environment
 from tests.approver_keys import public_pem, rsa_key, sign, write_secret
 from tests.processes import REPO, clean_env
 
@@ -70,7 +71,7 @@ def test_issue_takes_key_file_issuer_and_audience_from_the_worker_environment(tm
     }
     done = client("token", "issue", "--sub", "bob", **env)
     assert done.returncode == 0, done.stderr
-    keys = ApproverKeys.from_env({k: str(v) for k, v in env.items()})
+    keys = Environment({k: str(v) for k, v in env.items()}).approver_keys()
     assert keys is not None and keys.verify(done.stdout).subject == "bob"
 
 

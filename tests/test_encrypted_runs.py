@@ -23,6 +23,7 @@ from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import RawValue
 
+from signoff.config.environment import Environment
 from signoff.contract import AgentRunInput, AgentRunResult
 from signoff.runtime.codec import ENCODING, KEY_ID
 from signoff.runtime.connection import ConnectionSettings, connect
@@ -77,7 +78,7 @@ async def raw_history(client: Client, workflow_id: str) -> bytes:
 
 async def encrypted_run(address: str, keys: Path, store: Path, task_queue: str) -> tuple[WorkflowHandle, list[Any]]:
     """A run that asked to run COMMAND, was approved through the codec, and finished."""
-    settings = ConnectionSettings.load(environ=environ(address, keys, store))
+    settings = ConnectionSettings.load(Environment(environ(address, keys, store)))
     worker_client, client = await connect(settings, worker=True), await connect(settings)
     with ScriptedModelServer(run_then_report) as model:
         async with running_worker(worker_client, task_queue, model, agents_for(store.parent)):
@@ -149,7 +150,7 @@ async def test_temporal_cli_decodes_through_the_codec_server(
 async def test_current_details_are_encrypted_on_the_wire_and_decrypt_with_the_keys(
     client: Client, address: str, keys: Path, tmp_path: Path, task_queue: str
 ) -> None:
-    settings = ConnectionSettings.load(environ=environ(address, keys, tmp_path / "store"))
+    settings = ConnectionSettings.load(Environment(environ(address, keys, tmp_path / "store")))
     worker_client, codec_client = await connect(settings, worker=True), await connect(settings)
     with ScriptedModelServer(run_then_report) as model:
         async with running_worker(worker_client, task_queue, model, agents_for(tmp_path)):
@@ -178,7 +179,7 @@ async def test_rotation_new_payloads_use_the_new_key_and_old_ones_still_decode(
     rotated = write_keys(tmp_path / "rotated.keys", old.read_text().strip().splitlines()[-1], key_line("k2"))
     store = tmp_path / "store"
     with ScriptedModelServer(run_then_report) as model:
-        before = ConnectionSettings.load(environ=environ(address, old, store))
+        before = ConnectionSettings.load(Environment(environ(address, old, store)))
         async with running_worker(await connect(before, worker=True), task_queue, model, agents_for(tmp_path)):
             handle = await (await connect(before)).start_workflow(
                 "AgentRun",
@@ -188,7 +189,7 @@ async def test_rotation_new_payloads_use_the_new_key_and_old_ones_still_decode(
                 result_type=AgentRunResult,
             )
             await wait_pending(handle)
-        after = ConnectionSettings.load(environ=environ(address, rotated, store))
+        after = ConnectionSettings.load(Environment(environ(address, rotated, store)))
         after_client = await connect(after)
         async with running_worker(
             await connect(after, worker=True), task_queue, model, agents_for(tmp_path), max_cached_workflows=0
@@ -203,7 +204,7 @@ async def test_rotation_new_payloads_use_the_new_key_and_old_ones_still_decode(
 async def test_an_undecryptable_start_fails_the_run_and_an_undecryptable_signal_is_ignored(
     client: Client, address: str, keys: Path, tmp_path: Path, task_queue: str
 ) -> None:
-    settings = ConnectionSettings.load(environ=environ(address, keys, tmp_path / "store"))
+    settings = ConnectionSettings.load(Environment(environ(address, keys, tmp_path / "store")))
     forged = RawValue(Payload(metadata={"encoding": ENCODING, KEY_ID: b"someone-elses"}, data=b"\x00" * 64))
     with ScriptedModelServer(run_then_report) as model:
         async with running_worker(await connect(settings, worker=True), task_queue, model, agents_for(tmp_path)):

@@ -20,6 +20,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import RawValue
 
+from signoff.config.environment import Environment
 from signoff.contract import AgentRunResult
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.filestore import FILE_DRIVER_NAME
@@ -62,7 +63,7 @@ async def worker_client(request: pytest.FixtureRequest, client: Client, tmp_path
         "TEMPORAL_ADDRESS": client.service_client.config.target_host,
         "SIGNOFF_PAYLOAD_STORE": (tmp_path / "store").as_uri(),
     }
-    return await connect(ConnectionSettings.load(environ=env))
+    return await connect(ConnectionSettings.load(Environment(env)))
 
 
 def one_command(request: object) -> Reply:

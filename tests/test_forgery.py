@@ -23,7 +23,7 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ActivityError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from signoff.activities import ActivitySettings, AgentActivities
+from signoff.activities import AgentActivities
 from signoff.activities.models import Requester
 from signoff.activities.served import ServedAgents
 from signoff.agent.builder import AgentBuilder
@@ -34,6 +34,7 @@ from signoff.approval.policy import PolicyBook
 from signoff.approval.requests import ApprovalRecord, Binding, ToolApprovalResponse
 from signoff.approval.signatures import decision_claim, requester_claim
 from signoff.approval.signing import SigningKey
+from signoff.config.settings import WorkerSettings
 from signoff.contract import AgentRunInput
 from signoff.loop.messages import ChatMessage, ToolCall
 from signoff.loop.state import CallStatus, LoopState, PendingCall
@@ -87,7 +88,7 @@ def pwn(marker: Path) -> ToolCall:
 async def forged_state(workspace: Path, marker: Path) -> dict[str, Any]:
     """What finding 1 carried: a call marked ready, approved by "alice (verified)", with the
     snapshot the victim itself takes (its digest is in every run's history)."""
-    served = ServedAgents(agents_for(workspace), settings=ActivitySettings(policies=PolicyBook.parse(STRICT)))
+    served = ServedAgents(agents_for(workspace), settings=WorkerSettings(policies=PolicyBook.parse(STRICT)))
     taken = await served.take("default", [])
     record = ApprovalRecord(
         call_id="call_x",
@@ -242,7 +243,7 @@ async def test_the_tool_activity_runs_a_gated_call_only_with_enough_signatures_o
     """The real gate: whatever the workflow says (here it is the attacker's own code, on the
     victim's queue, so a genuine `AgentRun` to the server), the tool activity counts distinct
     verified subjects of tokens signed for exactly this call, never the requester's."""
-    settings = ActivitySettings(policies=PolicyBook.parse(STRICT), verifier=ApproverKeys.load(keys))
+    settings = WorkerSettings(policies=PolicyBook.parse(STRICT), verifier=ApproverKeys.load(keys))
     activities = AgentActivities(agents_for(tmp_path), settings=settings)
     async with (
         Worker(client, task_queue=task_queue, activities=activities.all),
@@ -386,7 +387,7 @@ async def test_an_unsigned_approval_unlocks_nothing_under_a_verified_policy(
 ) -> None:
     agent = AgentBuilder("custom").with_tool(Unlocks(marker)).build()
     policies = PolicyBook.parse({"unlocks": {"verified": True}})
-    settings = ActivitySettings(policies=policies, verifier=ApproverKeys.load(keys))
+    settings = WorkerSettings(policies=policies, verifier=ApproverKeys.load(keys))
     activities = AgentActivities({"custom": agent}, settings=settings)
     async with (
         Worker(client, task_queue=task_queue, activities=activities.all),

@@ -16,7 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from signoff.activities.state import STATE_KEY_ENV
+from signoff.config.environment import (
+    APPROVER_KEYS_ENV,
+    CODEC_KEYS_ENV,
+    LLM_API_KEY_FILE_ENV,
+    MCP_CONFIG_ENV,
+    NOTIFY_SECRET_FILE_ENV,
+    S3_SECRET_ACCESS_KEY_FILE_ENV,
+    STATE_KEY_FILE_ENV,
+    TEMPORAL_CONFIG_FILE_ENV,
+)
+from signoff.config.secrets import SECRET_FILE_VARIABLES
 from signoff.tools import (
     ListDir,
     ReadFile,
@@ -25,7 +35,6 @@ from signoff.tools import (
     WorkspaceScope,
     WriteFile,
 )
-from signoff.tools.files.guard import SECRET_FILE_ENV
 from tests.fs_helpers import resolver
 
 __all__ = ["resolver"]  # a fixture, used by name
@@ -264,28 +273,20 @@ async def test_a_tree_holding_a_secret_file_is_not_removed_at_all(
 
 
 def test_every_secret_file_the_worker_reads_is_guarded() -> None:
-    from signoff.activities.notify import SECRET_ENV
-    from signoff.approval.identity import ENV_KEYS
-    from signoff.chat.config import ENV_API_KEY_FILE
-    from signoff.runtime import s3store
-    from signoff.runtime.codec import CODEC_KEYS_ENV
-    from signoff.runtime.connection import CONFIG_FILE_ENV
-    from signoff.tools.mcp import MCP_CONFIG_ENV
-
     read = {
-        ENV_API_KEY_FILE,
-        SECRET_ENV,
-        ENV_KEYS,
-        CONFIG_FILE_ENV,
-        s3store.SECRET_FILE_ENV,
+        LLM_API_KEY_FILE_ENV,
+        NOTIFY_SECRET_FILE_ENV,
+        APPROVER_KEYS_ENV,
+        TEMPORAL_CONFIG_FILE_ENV,
+        S3_SECRET_ACCESS_KEY_FILE_ENV,
         CODEC_KEYS_ENV,
         MCP_CONFIG_ENV,
-        STATE_KEY_ENV,
+        STATE_KEY_FILE_ENV,
     }
-    assert read <= set(SECRET_FILE_ENV)
+    assert read <= set(SECRET_FILE_VARIABLES)
 
 
-@pytest.mark.parametrize("variable", SECRET_FILE_ENV)
+@pytest.mark.parametrize("variable", SECRET_FILE_VARIABLES)
 async def test_every_secret_file_variable_is_honoured(
     ws: Path, outside: Path, variable: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

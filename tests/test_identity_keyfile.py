@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from signoff.approval.identity import ApproverKeys, issue_token
+from signoff.config.environment import Environment
 from signoff.errors import ConfigError
 from tests.approver_keys import (
     NOW,
@@ -134,7 +135,7 @@ def test_json_that_is_not_a_jwks_is_refused(tmp_path: Path) -> None:
 
 
 def test_from_env_is_none_when_no_key_file_is_set() -> None:
-    assert ApproverKeys.from_env({}) is None
+    assert Environment({}).approver_keys() is None
 
 
 def test_from_env_reads_file_issuer_and_audience(tmp_path: Path) -> None:
@@ -144,13 +145,13 @@ def test_from_env_reads_file_issuer_and_audience(tmp_path: Path) -> None:
         "SIGNOFF_APPROVER_ISSUER": "signoff-team",
         "SIGNOFF_APPROVER_AUDIENCE": "signoff",
     }
-    keys = ApproverKeys.from_env(env)
+    keys = Environment(env).approver_keys()
     assert keys is not None and (keys.issuer, keys.audience) == ("signoff-team", "signoff")
 
 
 def test_from_env_refuses_issuer_without_key_file() -> None:
     with pytest.raises(ConfigError, match="SIGNOFF_APPROVER_KEYS is not"):
-        ApproverKeys.from_env({"SIGNOFF_APPROVER_ISSUER": "x"})
+        Environment({"SIGNOFF_APPROVER_ISSUER": "x"}).approver_keys()
 
 
 def test_describe_and_repr_never_contain_the_secret(tmp_path: Path) -> None:

@@ -16,12 +16,13 @@ from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.requests import Binding, ToolApprovalRequest, Vote
 from signoff.approval.signatures import DecisionClaim
 from signoff.approval.signing import new_key_pair
+from signoff.config.environment import Environment, parse_networks
 from signoff.errors import ConfigError
 from signoff.inbox.calls import WaitingCall
 from signoff.inbox.decide import Decisions
 from signoff.inbox.signer import InboxSigner
 from signoff.inbox.view import diff_lines, editable, pretty, summary
-from signoff.inbox.who import Viewer, WhoIsAsking, parse_networks
+from signoff.inbox.who import Viewer, WhoIsAsking
 from tests.approver_keys import ed25519_key, jwk, write_jwks, write_secret
 
 HEADERS = "x-forwarded-user", "x-forwarded-groups"
@@ -80,7 +81,9 @@ def test_a_private_key_signs_with_its_kid_for_the_workers_jwks(tmp_path: Path) -
     )
     write_jwks(tmp_path / "keys.json", jwk(key, "inbox-1", signoff_service=True))
     signer = InboxSigner.from_env(
-        {"SIGNOFF_INBOX_SIGNING_KEY_FILE": str(tmp_path / "inbox.pem"), "SIGNOFF_INBOX_SIGNING_KID": "inbox-1"}
+        Environment(
+            {"SIGNOFF_INBOX_SIGNING_KEY_FILE": str(tmp_path / "inbox.pem"), "SIGNOFF_INBOX_SIGNING_KID": "inbox-1"}
+        )
     )
     assert signer is not None and signer.algorithm == "EdDSA"
     token = signer.sign(Viewer("bob"), DecisionClaim(**BINDING.model_dump(), approved=False))

@@ -13,11 +13,11 @@ import pytest
 
 from signoff import MCPServer, PolicyBook
 from signoff.agent.defaults import default_agent
+from signoff.config.environment import MCP_CONFIG_ENV
 from signoff.errors import ConfigError
-from signoff.runtime.setup import WorkerSetup
 from signoff.tools.files.scope import WorkspaceScope
-from signoff.tools.mcp.config import MCP_CONFIG_ENV
 from signoff.tools.mcp.listing import MCPToolInfo, model_name
+from tests.helpers import worker_settings
 
 EXAMPLE = {
     "mcpServers": {
@@ -201,10 +201,10 @@ def test_the_worker_refuses_at_start_a_server_it_cannot_start_or_an_mcp_policy_i
     scope = WorkspaceScope(tmp_path)
     missing = {"default": default_agent(scope, mcp_servers=[MCPServer(name="git", command="no-such-mcp-server")])}
     with pytest.raises(ConfigError, match="MCP server 'git': command 'no-such-mcp-server' is not found"):
-        WorkerSetup.from_env(missing, env={})
+        worker_settings(missing, {})
     (tmp_path / "policies.json").write_text(json.dumps({"mcp__git__git_commit": {"verified": True}}))
     agents = {"default": default_agent(scope, mcp_servers=[MCPServer(name="git", command=sys.executable)])}
     with pytest.raises(ConfigError, match=r"need verified approvers or requesters \(default/mcp__git__git_commit\)"):
-        WorkerSetup.from_env(agents, env={"SIGNOFF_POLICY_FILE": str(tmp_path / "policies.json")})
-    (line,) = [x for x in WorkerSetup.from_env(agents, env={}).describe(agents) if x.startswith("MCP servers: ")]
+        worker_settings(agents, {"SIGNOFF_POLICY_FILE": str(tmp_path / "policies.json")})
+    (line,) = [x for x in worker_settings(agents, {}).describe(agents) if x.startswith("MCP servers: ")]
     assert line.startswith("MCP servers: git (stdio: ") and line.endswith("; untrusted)"), line

@@ -11,6 +11,7 @@ from temporalio.testing import ActivityEnvironment
 
 from signoff.activities.models import NotifyInput
 from signoff.activities.notify import NotifyConfig, channel_id, deliver
+from signoff.config.environment import Environment
 from signoff.errors import ConfigError
 from signoff.text.notices import notice_text
 from tests.processes import free_port
@@ -84,23 +85,25 @@ def test_config_refuses_urls_that_are_not_http() -> None:
 
 
 def test_config_from_env(tmp_path: Path) -> None:
-    assert NotifyConfig.from_env("localhost:7233", "default", environ={}) is None
+    assert NotifyConfig.from_env(Environment({}), "localhost:7233", "default") is None
     secret = tmp_path / "secret"
     secret.write_text("s3cret-value\n")
     env = {
         "SIGNOFF_NOTIFY_URLS": " http://a.example/1, http://a.example/1 ,https://b.example/2",
         "SIGNOFF_NOTIFY_SECRET_FILE": str(secret),
     }
-    local = NotifyConfig.from_env("localhost:7233", "default", environ=env)
+    local = NotifyConfig.from_env(Environment(env), "localhost:7233", "default")
     assert local is not None and local.urls == ("http://a.example/1", "https://b.example/2")
     assert local.secret == b"s3cret-value" and local.cli_options == ""
     assert local.ui_root == "http://localhost:8233"  # a local server's UI, as the CLI derives it
-    embedded = NotifyConfig.from_env("localhost:7233", "default", "http://localhost:9233", environ=env)
+    embedded = NotifyConfig.from_env(Environment(env), "localhost:7233", "default", "http://localhost:9233")
     assert embedded is not None and embedded.ui_root == "http://localhost:9233"
-    remote = NotifyConfig.from_env("temporal.internal:7233", "prod", environ=env)
+    remote = NotifyConfig.from_env(Environment(env), "temporal.internal:7233", "prod")
     assert remote is not None and remote.ui_root is None
     assert remote.cli_options == " --address temporal.internal:7233 --namespace prod"
-    chosen = NotifyConfig.from_env("temporal.internal:7233", "prod", environ={**env, "SIGNOFF_UI_URL": "https://ui/"})
+    chosen = NotifyConfig.from_env(
+        Environment({**env, "SIGNOFF_UI_URL": "https://ui/"}), "temporal.internal:7233", "prod"
+    )
     assert chosen is not None and chosen.ui_root == "https://ui"
     assert "/1" not in repr(local) and "s3cret" not in repr(local) and "a.example" in local.describe()
 
@@ -112,7 +115,7 @@ def test_config_refuses_a_missing_or_empty_secret_file(tmp_path: Path, content: 
         secret.write_text(content)
     env = {"SIGNOFF_NOTIFY_URLS": "http://a.example/1", "SIGNOFF_NOTIFY_SECRET_FILE": str(secret)}
     with pytest.raises(ConfigError, match="SIGNOFF_NOTIFY_SECRET_FILE"):
-        NotifyConfig.from_env("localhost:7233", "default", environ=env)
+        NotifyConfig.from_env(Environment(env), "localhost:7233", "default")
 
 
 async def post(url: str) -> ApplicationError | None:

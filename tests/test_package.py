@@ -47,7 +47,7 @@ LOOP_MAY_IMPORT = {
     "signoff.approval.signatures",
 }
 LOOP_MODULES = (
-    *sorted(f"loop/{path.name}" for path in (ROOT / "signoff" / "loop").glob("*.py") if path.name != "limits.py"),
+    *sorted(f"loop/{path.name}" for path in (ROOT / "signoff" / "loop").glob("*.py")),
     "approval/authority.py",
     "approval/audit.py",
     "approval/people.py",

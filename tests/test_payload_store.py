@@ -22,6 +22,7 @@ import pytest
 from temporalio.api.history.v1 import History
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
+from signoff.config.environment import Environment
 from signoff.errors import ConfigError
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.filestore import FILE_DRIVER_NAME
@@ -61,7 +62,7 @@ def settings_for(address: str, store: Path | str | None, threshold: int = THRESH
     env = {"TEMPORAL_ADDRESS": address, "SIGNOFF_PAYLOAD_THRESHOLD": str(threshold)}
     if store is not None:
         env["SIGNOFF_PAYLOAD_STORE"] = store if isinstance(store, str) else store.as_uri()
-    return ConnectionSettings.load(environ=env)
+    return ConnectionSettings.load(Environment(env))
 
 
 @pytest.fixture
@@ -237,7 +238,9 @@ def test_store_url_shapes_are_checked() -> None:
 )
 def test_threshold_is_checked(value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        PayloadStore.from_env({"SIGNOFF_PAYLOAD_STORE": "file:///tmp/x", "SIGNOFF_PAYLOAD_THRESHOLD": value})
+        PayloadStore.from_env(
+            Environment({"SIGNOFF_PAYLOAD_STORE": "file:///tmp/x", "SIGNOFF_PAYLOAD_THRESHOLD": value})
+        )
 
 
 async def test_store_directory_is_created_owner_only_or_refused(tmp_path: Path) -> None:

@@ -21,10 +21,9 @@ from signoff.approval.gate import snapshot_tool
 from signoff.approval.policy import ApprovalPolicy, OnTimeout, PolicyBook, tightened
 from signoff.errors import ConfigError
 from signoff.loop.messages import ToolCall
-from signoff.runtime.setup import WorkerSetup
 from signoff.tools.function import tool
 from tests.governance import ops_agent, turns
-from tests.helpers import ScriptedModelServer, running_worker, start_run, wait_pending
+from tests.helpers import ScriptedModelServer, running_worker, start_run, wait_pending, worker_settings
 
 STATUS = "get_status"
 
@@ -134,12 +133,12 @@ def test_a_worker_refuses_to_start_with_an_entry_that_would_relax_a_tools_policy
     agents = {"ops": ops_agent(deploy=ApprovalPolicy(verified=True, approvers=("alice",)))}
     env = {"SIGNOFF_POLICY_FILE": str(tmp_path / "policies.json")}
     with pytest.raises(ConfigError, match="ops/deploy turns off verified"):
-        WorkerSetup.from_env(agents, env)
+        worker_settings(agents, env)
 
 
 def test_an_entry_for_a_tool_that_never_gates_is_named_in_the_start_up_log(tmp_path: Path) -> None:
     (tmp_path / "policies.json").write_text(json.dumps({STATUS: {"approvers": ["alice"]}}))
-    setup = WorkerSetup.from_env(
+    setup = worker_settings(
         {"custom": custom_agent(tmp_path / "m")}, {"SIGNOFF_POLICY_FILE": str(tmp_path / "policies.json")}
     )
     assert any(

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from signoff.config.environment import Environment
 from signoff.errors import ConfigError
 from signoff.tools import ScopeDecision, ScopePolicy, WorkspaceScope, WriteFile
 
@@ -125,20 +126,20 @@ async def test_allow_policy_runs_outside_without_asking(ws: Path, outside: Path)
 
 
 def test_from_env_reads_workspace_and_policy(ws: Path) -> None:
-    scope = WorkspaceScope.from_env({"SIGNOFF_WORKSPACE": str(ws), "SIGNOFF_SCOPE_POLICY": "deny"})
+    scope = WorkspaceScope.from_env(Environment({"SIGNOFF_WORKSPACE": str(ws), "SIGNOFF_SCOPE_POLICY": "deny"}))
     assert (scope.root, scope.policy) == (ws, ScopePolicy.DENY)
 
 
 def test_from_env_defaults_to_cwd_and_approve_outside(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ws)
-    scope = WorkspaceScope.from_env({})
+    scope = WorkspaceScope.from_env(Environment({}))
     assert (scope.real_root, scope.policy) == (ws.resolve(), ScopePolicy.APPROVE_OUTSIDE)
 
 
 def test_from_env_rejects_unknown_policy_naming_allowed_values(ws: Path) -> None:
     env = {"SIGNOFF_WORKSPACE": str(ws), "SIGNOFF_SCOPE_POLICY": "sometimes"}
     with pytest.raises(ConfigError, match=r"SIGNOFF_SCOPE_POLICY.*deny, approve_outside, allow"):
-        WorkspaceScope.from_env(env)
+        WorkspaceScope.from_env(Environment(env))
 
 
 def test_missing_workspace_is_a_config_error(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from temporalio.api.enums.v1 import VersioningBehavior
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
+from signoff.config.environment import Environment
 from signoff.contract import AgentRunResult
 from signoff.errors import ConfigError
 from signoff.runtime.deployment import DeploymentSettings
@@ -65,15 +66,17 @@ def test_deployment_settings_that_cannot_work_stop_the_worker_with_the_variable_
     env: dict[str, str], says: str
 ) -> None:
     with pytest.raises(ConfigError, match=says.replace(".", r"\.").replace("(", r"\(")):
-        DeploymentSettings.from_env(env)
+        DeploymentSettings.from_env(Environment(env))
 
 
 def test_both_variables_make_a_pinned_version_and_neither_none() -> None:
-    settings = DeploymentSettings.from_env({"SIGNOFF_DEPLOYMENT_NAME": "ops-agents", "SIGNOFF_BUILD_ID": "2026.12.1"})
+    settings = DeploymentSettings.from_env(
+        Environment({"SIGNOFF_DEPLOYMENT_NAME": "ops-agents", "SIGNOFF_BUILD_ID": "2026.12.1"})
+    )
     assert settings is not None and settings.version.to_canonical_string() == "ops-agents.2026.12.1"
     config = settings.worker_config()
     assert config.use_worker_versioning and config.default_versioning_behavior.name == "PINNED"
-    assert DeploymentSettings.from_env({}) is None
+    assert DeploymentSettings.from_env(Environment({})) is None
 
 
 def temporal(address: str, *args: str) -> subprocess.CompletedProcess[str]:

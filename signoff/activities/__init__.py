@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 from temporalio.plugin import SimplePlugin
@@ -47,11 +47,14 @@ from signoff.activities.notify import deliver
 from signoff.activities.observe import model_turn_done, tool_call_done
 from signoff.activities.prepare import prepare_run
 from signoff.activities.served import ServedAgents
-from signoff.activities.settings import ActivitySettings
 from signoff.activities.state import seal, unseal
 from signoff.activities.tool import Callers, SignOffs, run_call
 from signoff.agent.builder import ChatClientAgent
 from signoff.chat.base import ChatClient
+from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET
+
+if TYPE_CHECKING:  # the worker's settings hold the activities' types: they are read, not imported
+    from signoff.config.settings import WorkerSettings
 
 if __name__ != "signoff.activities":  # the repository's top-level `activities/` is a link to this folder
     raise ImportError(
@@ -59,7 +62,7 @@ if __name__ != "signoff.activities":  # the repository's top-level `activities/`
         "(the layout of Temporal's samples), and importing it by another name would load a second copy"
     )
 
-__all__ = ["ActivitySettings", "AgentActivities"]
+__all__ = ["AgentActivities"]
 
 
 class AgentActivities:
@@ -68,17 +71,21 @@ class AgentActivities:
     Args:
         agents: the agents this worker serves, by name.
         default_client: a factory for the chat client of agents that bring none.
-        settings: limits, policies, payload budget, approver keys, notification channels.
+        settings: the worker's: limits, policies, approver keys, state key, notification channels.
+        payload_budget: the largest payload a run may write; None when an external payload
+            store keeps large payloads out of history.
     """
 
     def __init__(
         self,
         agents: Mapping[str, ChatClientAgent],
         default_client: Callable[[], ChatClient] | None = None,
-        settings: ActivitySettings | None = None,
+        *,
+        settings: WorkerSettings,
+        payload_budget: int | None = DEFAULT_PAYLOAD_BUDGET,
     ) -> None:
-        self.settings = settings or ActivitySettings()
-        self.served = ServedAgents(agents, default_client, self.settings)
+        self.settings = settings
+        self.served = ServedAgents(agents, default_client, settings, payload_budget)
         self._memory = RunMemory()
         self._callers = Callers()
         self._signoffs = SignOffs(self.settings.verifier)
@@ -91,7 +98,7 @@ class AgentActivities:
     @activity.defn(name="signoff.chat")
     async def chat(self, input: ChatInput) -> ChatTurn:
         """One model turn, streamed; which of its calls need approval."""
-        turn = await model_turn(self.served, self._memory, self._callers, input, self.settings.payload_budget)
+        turn = await model_turn(self.served, self._memory, self._callers, input, self.served.payload_budget)
         model_turn_done(input.agent, turn.response)
         return turn
 

@@ -19,7 +19,11 @@ NO_KEYS = "this worker has no approver keys to verify tokens (set SIGNOFF_APPROV
 
 
 class Verifier(Protocol):
+    """What checks tokens (`ApproverKeys`): verifies one, and says what it is for the start-up log."""
+
     def verify(self, token: str, now: datetime | None = None, *, expired_ok: bool = False) -> Identity: ...
+
+    def describe(self) -> str: ...
 
 
 def identify(verifier: Verifier | None, input: IdentifyInput) -> IdentifyOutput:

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,6 +36,7 @@ from temporalio.exceptions import ApplicationError
 
 from signoff.activities.models import NotifyInput, NotifyOutput
 from signoff.agent.snapshot import NotifyPlan
+from signoff.config.environment import NOTIFY_SECRET_FILE_ENV, NOTIFY_URLS_ENV, Environment
 from signoff.config.smallfile import read_small_file
 from signoff.errors import ConfigError
 from signoff.runtime.devserver import DEFAULT_ADDRESS
@@ -46,8 +45,6 @@ from signoff.text.links import inbox_link, inbox_root, ui_link, ui_root
 from signoff.text.notices import WAITING_KINDS, Notice, notice_text, slack_message
 from signoff.text.notify_signature import SIGNATURE_HEADER, signature
 
-URLS_ENV = "SIGNOFF_NOTIFY_URLS"
-SECRET_ENV = "SIGNOFF_NOTIFY_SECRET_FILE"
 EVENT_HEADER = "X-Signoff-Event"
 DELIVERY_HEADER = "X-Signoff-Delivery"
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
@@ -110,7 +107,7 @@ class NotifyConfig:
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 shown = channel_label(url) if parts.scheme else url.split("/")[0][:40] + "/..."
                 raise ConfigError(
-                    f"{URLS_ENV}: entry {number} ({shown}) is not an absolute http(s) URL with a host, "
+                    f"{NOTIFY_URLS_ENV}: entry {number} ({shown}) is not an absolute http(s) URL with a host, "
                     "e.g. https://hooks.example.com/... (or slack+https://... for Slack's format)"
                 )
         object.__setattr__(self, "urls", tuple(dict.fromkeys(self.urls)))
@@ -130,7 +127,7 @@ class NotifyConfig:
 
     @classmethod
     def from_env(
-        cls, address: str, namespace: str, ui_base: str | None = None, environ: Mapping[str, str] | None = None
+        cls, env: Environment, address: str, namespace: str, ui_base: str | None = None
     ) -> NotifyConfig | None:
         """`SIGNOFF_NOTIFY_URLS` and `SIGNOFF_NOTIFY_SECRET_FILE`; None when no URL is set.
 
@@ -139,16 +136,15 @@ class NotifyConfig:
             ui_base: the Web UI this process knows of (the embedded dev server's);
                 `SIGNOFF_UI_URL` wins, and a local server's UI is assumed otherwise.
         """
-        env = os.environ if environ is None else environ
-        urls = tuple(u.strip() for u in env.get(URLS_ENV, "").split(",") if u.strip())
+        urls = env.notify_urls()
         if not urls:
             return None
-        path = env.get(SECRET_ENV, "").strip()
+        path = env.notify_secret_file()
         options = "" if address == DEFAULT_ADDRESS else f" --address {address}"
         options += "" if namespace == "default" else f" --namespace {namespace}"
         return cls(
             urls=urls,
-            secret=read_notify_secret(Path(path)) if path else None,
+            secret=read_notify_secret(path) if path else None,
             ui_root=ui_root(address, ui_base, env),
             inbox_root=inbox_root(env),
             namespace=namespace,
@@ -165,11 +161,11 @@ def read_notify_secret(path: Path) -> bytes:
     try:
         data = read_small_file(path, MAX_SECRET_BYTES).strip()
     except OSError as exc:
-        raise ConfigError(f"{SECRET_ENV}: cannot read {path}: {exc.strerror or exc}") from None
+        raise ConfigError(f"{NOTIFY_SECRET_FILE_ENV}: cannot read {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
-        raise ConfigError(f"{SECRET_ENV}: {path} is {exc}") from None
+        raise ConfigError(f"{NOTIFY_SECRET_FILE_ENV}: {path} is {exc}") from None
     if not data:
-        raise ConfigError(f"{SECRET_ENV}: {path} must hold one secret of 1 to {MAX_SECRET_BYTES} bytes")
+        raise ConfigError(f"{NOTIFY_SECRET_FILE_ENV}: {path} must hold one secret of 1 to {MAX_SECRET_BYTES} bytes")
     return data
 
 
@@ -204,7 +200,7 @@ async def deliver(config: NotifyConfig | None, input: NotifyInput) -> NotifyOutp
     url = config.url(input.channel) if config else None
     if config is None or url is None:
         raise ApplicationError(
-            f"channel {input.channel} is not among this worker's {URLS_ENV} (its configuration changed "
+            f"channel {input.channel} is not among this worker's {NOTIFY_URLS_ENV} (its configuration changed "
             "since the run started)",
             type="NotifyChannelUnknown",
             non_retryable=True,

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from signoff.activities.settings import ActivitySettings
 from signoff.agent.builder import AgentDefinition, ChatClientAgent
 from signoff.agent.snapshot import RunSnapshot
 from signoff.approval.gate import configured_gate, configured_policy
@@ -33,12 +32,14 @@ from signoff.approval.policy import ApprovalPolicy, Gate, PolicyBook
 from signoff.chat.base import ChatClient
 from signoff.contract import QUERY_SNAPSHOT
 from signoff.errors import ConfigError
+from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET, Limits
 from signoff.loop.messages import ChatMessage, MCPUnavailableEvent
 from signoff.tools.base import Tool
 from signoff.tools.mcp.tool import OwnSessions, rebuilt_tools
 from signoff.tools.registry import ToolRegistry
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the worker's settings hold the activities' types: they are read, not imported
+    from signoff.config.settings import WorkerSettings
     from signoff.tools.mcp.sessions import MCPSessions
 
 SNAPSHOTS_REMEMBERED = 1000
@@ -75,24 +76,25 @@ class ServedAgents:
         agents: the agents, by name.
         default_client: a factory for the chat client of agents without one (called once,
             lazily, so a worker without model configuration still starts).
-        settings: the limits, policies, payload budget and notification channels each
-            run's snapshot records.
+        settings: the worker's; each run's snapshot records its limits, policies and
+            notification channels (None: the contract's limits, no policies, no channels).
+        payload_budget: the largest payload a run may write (None: no limit), recorded too.
     """
 
     def __init__(
         self,
         agents: Mapping[str, ChatClientAgent],
         default_client: Callable[[], ChatClient] | None = None,
-        settings: ActivitySettings | None = None,
+        settings: WorkerSettings | None = None,
+        payload_budget: int | None = DEFAULT_PAYLOAD_BUDGET,
     ) -> None:
-        settings = settings or ActivitySettings()
         self._agents = dict(agents)
-        self.payload_budget = settings.payload_budget
-        self.notify = settings.notify_plan
+        self.payload_budget = payload_budget
+        self.notify = settings.notify_plan if settings else None
         self._default_factory = default_client
         self._default: ChatClient | None = None
-        self.limits = settings.limits
-        self.policies = settings.policies
+        self.limits = settings.limits if settings else Limits()
+        self.policies = settings.policies if settings else PolicyBook()
         self._taken: OrderedDict[str, Taken] = OrderedDict()
         self._foreign: OrderedDict[str, Resolved] = OrderedDict()
         self._made: OrderedDict[tuple[object, ...], Taken] = OrderedDict()

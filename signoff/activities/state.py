@@ -29,11 +29,11 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from signoff.activities.models import SealInput, SealOutput, UnsealInput, UnsealOutput
+from signoff.config.environment import STATE_KEY_FILE_ENV
 from signoff.config.smallfile import read_small_file
 from signoff.contract import WORKFLOW_TYPE
 from signoff.errors import ConfigError
 
-STATE_KEY_ENV = "SIGNOFF_STATE_KEY_FILE"
 MIN_STATE_KEY_BYTES = 32
 _CONTEXT = b"signoff continued state v1"
 
@@ -47,10 +47,11 @@ def read_state_key(path: str | os.PathLike[str]) -> bytes:
     try:
         key = read_small_file(path, 4096).strip()
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"{STATE_KEY_ENV}: cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        why = getattr(exc, "strerror", None) or exc
+        raise ConfigError(f"{STATE_KEY_FILE_ENV}: cannot read {path}: {why}") from None
     if len(key) < MIN_STATE_KEY_BYTES:
         raise ConfigError(
-            f"{STATE_KEY_ENV}: the key in {path} is {len(key)} bytes; it must be at least {MIN_STATE_KEY_BYTES}. "
+            f"{STATE_KEY_FILE_ENV}: the key in {path} is {len(key)} bytes; it must be at least {MIN_STATE_KEY_BYTES}. "
             'Make one with: python -c "import secrets; print(secrets.token_urlsafe(48))"'
         )
     return key
@@ -105,7 +106,7 @@ async def unseal(key: bytes | None, input: UnsealInput) -> UnsealOutput:
     if input.seal:
         return UnsealOutput(
             error="the continued state is sealed, but this worker has no state key to check it "
-            f"(set {STATE_KEY_ENV} as the other workers have it)"
+            f"(set {STATE_KEY_FILE_ENV} as the other workers have it)"
         )
     return await _continues_an_agent_run(workflow_id, input.continued_run_id)
 

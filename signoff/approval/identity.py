@@ -1,9 +1,9 @@
 """Who an approver is: JWTs verified against the keys the worker is configured with.
 
-`ApproverKeys` reads `SIGNOFF_APPROVER_KEYS` (an HS256 secret, PEM public keys or a JWKS;
-see `signoff.approval.keyfile`) and turns a token into an `Identity`, or refuses it with a
-`TokenError` whose `reason` says why. `issue_token` mints HS256 tokens for teams without
-an identity provider.
+`ApproverKeys` holds the keys of `SIGNOFF_APPROVER_KEYS` (an HS256 secret, PEM public keys or
+a JWKS; see `signoff.approval.keyfile`; the environment is read by `signoff.config`) and turns
+a token into an `Identity`, or refuses it with a `TokenError` whose `reason` says why.
+`issue_token` mints HS256 tokens for teams without an identity provider.
 
 Nothing here knows Temporal. Verification reads the clock and the key file, so a workflow
 must not call it directly: an activity verifies, and history records the `Identity` (a
@@ -13,9 +13,8 @@ frozen pydantic model), so a replay never depends on today's keys or today's tim
 from __future__ import annotations
 
 import json
-import os
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -38,11 +37,8 @@ from signoff.approval.keyfile import KeyKind, KeySet, VerificationKey, read_key_
 from signoff.approval.names import group_of, is_group_entry, name_key, name_problem, same_name
 from signoff.approval.people import Person
 from signoff.approval.signatures import CLAIM, SignoffClaim, read_claim
-from signoff.errors import ConfigError, TokenError, UsageError
+from signoff.errors import TokenError, UsageError
 
-ENV_KEYS = "SIGNOFF_APPROVER_KEYS"
-ENV_ISSUER = "SIGNOFF_APPROVER_ISSUER"
-ENV_AUDIENCE = "SIGNOFF_APPROVER_AUDIENCE"
 DEFAULT_TTL = timedelta(hours=1)
 TOKEN_REASONS = (
     "malformed",
@@ -109,17 +105,6 @@ class ApproverKeys:
     def load(cls, path: str | Path, issuer: str | None = None, audience: str | None = None) -> ApproverKeys:
         """Read a key file; ConfigError names the file and what was expected."""
         return cls(read_key_file(Path(path)), issuer, audience)
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> ApproverKeys | None:
-        """Keys from `SIGNOFF_APPROVER_KEYS` (+ `_ISSUER`, `_AUDIENCE`); None when unset."""
-        env = os.environ if environ is None else environ
-        path, issuer, audience = (env.get(name, "").strip() for name in (ENV_KEYS, ENV_ISSUER, ENV_AUDIENCE))
-        if not path:
-            if issuer or audience:
-                raise ConfigError(f"{ENV_ISSUER}/{ENV_AUDIENCE} are set but {ENV_KEYS} is not: name the key file")
-            return None
-        return cls.load(path, issuer or None, audience or None)
 
     @property
     def kind(self) -> KeyKind:

@@ -29,7 +29,6 @@ from signoff.approval.digest import canonical_json, sha256_hex
 from signoff.approval.names import name_problem
 from signoff.errors import ConfigError
 
-POLICY_FILE_ENV = "SIGNOFF_POLICY_FILE"
 DEFAULT_KEY = "*"
 ALWAYS_KEY = "always"
 """A policy file entry's gate: every call of the tool needs approval (not a field of the policy)."""
@@ -208,11 +207,11 @@ class PolicyBook(BaseModel):
         try:
             text = file.read_text()
         except OSError as exc:
-            raise ConfigError(f"{POLICY_FILE_ENV}: cannot read {file}: {exc.strerror or exc}") from None
+            raise ConfigError(f"SIGNOFF_POLICY_FILE: cannot read {file}: {exc.strerror or exc}") from None
         try:
             raw: Any = json.loads(text) if file.suffix == ".json" else tomllib.loads(text)
         except (ValueError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"{POLICY_FILE_ENV}: {file} is not valid {file.suffix or 'TOML'}: {exc}") from None
+            raise ConfigError(f"SIGNOFF_POLICY_FILE: {file} is not valid {file.suffix or 'TOML'}: {exc}") from None
         return cls.parse(raw, str(file))
 
     @classmethod
@@ -233,9 +232,3 @@ class PolicyBook(BaseModel):
             if gate:
                 always.add(str(name))
         return cls(policies=policies, always=frozenset(always))
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> PolicyBook:
-        """The book of `SIGNOFF_POLICY_FILE`, or an empty one."""
-        path = (os.environ if env is None else env).get(POLICY_FILE_ENV)
-        return cls.load(path) if path else cls()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -35,11 +35,10 @@ from signoff.approval.keyfile import MIN_RSA_BITS, read_key_file
 from signoff.approval.names import name_problem
 from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse
 from signoff.approval.signatures import SignoffClaim, decision_claim
+from signoff.config.environment import APPROVER_KEY_FILE_ENV
 from signoff.config.smallfile import read_small_file
 from signoff.errors import ConfigError, UsageError
 
-ENV_KEY_FILE = "SIGNOFF_APPROVER_KEY_FILE"
-ENV_KID = "SIGNOFF_APPROVER_KID"
 HEADER = "signoff-key: "
 """The first line of a key file `signoff keys new` writes: whom the key signs as."""
 KeyType = Literal["ed25519", "ec", "rsa"]
@@ -77,12 +76,13 @@ class SigningKey:
         try:
             data = read_small_file(file, 1 << 16)
         except (OSError, ValueError) as exc:
-            raise ConfigError(f"{ENV_KEY_FILE}: cannot read {file}: {getattr(exc, 'strerror', None) or exc}") from None
+            why = getattr(exc, "strerror", None) or exc
+            raise ConfigError(f"{APPROVER_KEY_FILE_ENV}: cannot read {file}: {why}") from None
         if b"PRIVATE KEY-----" not in data:
             keys = read_key_file(file)
             if keys.kind != "secret":
                 raise ConfigError(
-                    f"{ENV_KEY_FILE}: {file} holds public keys; sign with a private key "
+                    f"{APPROVER_KEY_FILE_ENV}: {file} holds public keys; sign with a private key "
                     "(`signoff keys new`) or an HS256 secret file"
                 )
             return cls(file, "HS256", keys.keys[0].material)
@@ -91,19 +91,12 @@ class SigningKey:
             key = serialization.load_pem_private_key(data, password=None)
         except TypeError:
             raise ConfigError(
-                f"{ENV_KEY_FILE}: {file} is encrypted; signoff reads unencrypted keys (keep it 0600)"
+                f"{APPROVER_KEY_FILE_ENV}: {file} is encrypted; signoff reads unencrypted keys (keep it 0600)"
             ) from None
         except ValueError as exc:
-            raise ConfigError(f"{ENV_KEY_FILE}: {file} cannot be read as a private key: {exc}") from None
+            raise ConfigError(f"{APPROVER_KEY_FILE_ENV}: {file} cannot be read as a private key: {exc}") from None
         groups = tuple(str(g) for g in header.get("groups") or ())
         return cls(file, _algorithm(key, file), key, kid or header.get("kid"), header.get("sub"), groups)
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> SigningKey | None:
-        """The key of `SIGNOFF_APPROVER_KEY_FILE` (with `SIGNOFF_APPROVER_KID`), or None."""
-        values = os.environ if env is None else env
-        path = values.get(ENV_KEY_FILE, "").strip()
-        return cls.load(path, values.get(ENV_KID, "").strip() or None) if path else None
 
     def sign(
         self,
@@ -175,9 +168,11 @@ def _header(path: Path, data: bytes) -> dict[str, Any]:
     try:
         header = json.loads(first[len(HEADER) :])
     except ValueError:
-        raise ConfigError(f"{ENV_KEY_FILE}: the first line of {path} is not JSON after {HEADER.strip()!r}") from None
+        raise ConfigError(
+            f"{APPROVER_KEY_FILE_ENV}: the first line of {path} is not JSON after {HEADER.strip()!r}"
+        ) from None
     if not isinstance(header, dict):
-        raise ConfigError(f"{ENV_KEY_FILE}: the first line of {path} does not name the key's subject")
+        raise ConfigError(f"{APPROVER_KEY_FILE_ENV}: the first line of {path} does not name the key's subject")
     return header
 
 
@@ -188,7 +183,7 @@ def _algorithm(key: Any, path: Path) -> str:
         return "ES256"
     if isinstance(key, rsa.RSAPrivateKey) and key.key_size >= MIN_RSA_BITS:
         return "RS256"
-    raise ConfigError(f"{ENV_KEY_FILE}: {path} is not an Ed25519, EC P-256 or RSA (2048+) private key")
+    raise ConfigError(f"{APPROVER_KEY_FILE_ENV}: {path} is not an Ed25519, EC P-256 or RSA (2048+) private key")
 
 
 def new_key_pair(
@@ -240,4 +235,4 @@ def _public_jwk(key: PrivateKey) -> str:
     return str(RSAAlgorithm.to_jwk(public))
 
 
-__all__ = ["ENV_KEY_FILE", "ENV_KID", "SigningKey", "new_key_pair", "signed_decision"]
+__all__ = ["SigningKey", "new_key_pair", "signed_decision"]

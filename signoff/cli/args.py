@@ -5,18 +5,17 @@ from __future__ import annotations
 import argparse
 import getpass
 import importlib.metadata
-import os
 from datetime import timedelta
 from typing import Any
 
 from signoff.approval.requests import MAX_SECONDS, GrantMatch
-from signoff.approval.signing import ENV_KEY_FILE, ENV_KID
 from signoff.cli.binding import MIN_PREFIX, digest_text
 from signoff.cli.codec import add_codec_parser
 from signoff.cli.demo import DEMO_PROMPT
 from signoff.cli.inbox import add_inbox_parser
 from signoff.cli.replay import add_replay_parser
-from signoff.cli.token import ENV_TOKEN, add_token_parser, parse_duration
+from signoff.cli.token import add_token_parser, parse_duration
+from signoff.config.environment import APPROVER_KEY_FILE_ENV, APPROVER_KID_ENV, APPROVER_TOKEN_ENV, Environment
 
 
 def _version() -> str:
@@ -26,20 +25,21 @@ def _version() -> str:
         return "(not installed)"
 
 
-def default_approver() -> str | None:
+def default_approver(env: Environment | None = None) -> str | None:
     """$USER, or the login name, for the audit trail."""
     try:
-        return os.environ.get("USER") or getpass.getuser()
+        return (env or Environment()).user() or getpass.getuser()
     except (OSError, KeyError):  # no user database entry (some containers)
         return None
 
 
-def identity(args: argparse.Namespace) -> tuple[str | None, str | None]:
+def identity(args: argparse.Namespace, env: Environment | None = None) -> tuple[str | None, str | None]:
     """(approver, token) to send. A token decides as its subject: the approver goes with it
     only when given (`--approver`), so it cannot conflict; without a token, $USER."""
-    token = getattr(args, "token", None) or os.environ.get(ENV_TOKEN, "").strip() or None
+    env = env or Environment()
+    token = getattr(args, "token", None) or env.approver_token()
     approver = getattr(args, "approver", None)
-    return (approver if token else approver or default_approver()), token
+    return (approver if token else approver or default_approver(env)), token
 
 
 def _digest(text: str) -> str:
@@ -78,11 +78,13 @@ def _connection_flags() -> argparse.ArgumentParser:
 
 def _who(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--approver", help="name for the audit trail (default: $USER; with a token: its subject)")
-    parser.add_argument("--token", help=f"approver token (JWT) proving who decides (default: ${ENV_TOKEN})")
+    parser.add_argument("--token", help=f"approver token (JWT) proving who decides (default: ${APPROVER_TOKEN_ENV})")
     parser.add_argument(
-        "--key-file", metavar="FILE", help=f"sign decisions on verified calls with this key (default: ${ENV_KEY_FILE})"
+        "--key-file",
+        metavar="FILE",
+        help=f"sign decisions on verified calls with this key (default: ${APPROVER_KEY_FILE_ENV})",
     )
-    parser.add_argument("--kid", help=f"the key's id in the workers' JWKS (default: ${ENV_KID})")
+    parser.add_argument("--kid", help=f"the key's id in the workers' JWKS (default: ${APPROVER_KID_ENV})")
 
 
 def _add_run(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -20,7 +20,6 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.service import RPCError
 
 from signoff.approval.audit import GENESIS, is_elided
-from signoff.approval.identity import ApproverKeys
 from signoff.approval.requests import ApprovalRecord
 from signoff.cli import talk
 from signoff.cli.audit_check import check_against_history, check_chain, check_signatures
@@ -119,7 +118,7 @@ async def cmd_audit(args: argparse.Namespace, ctx: Context) -> int:
         return 0
     assert client is not None
     try:
-        keys = ApproverKeys.from_env()
+        keys = ctx.env.approver_keys()
     except ConfigError as exc:
         raise CommandError(str(exc), 2) from None
     chain = await run_chain(client, args.run)

@@ -8,19 +8,18 @@ decrypt (`runtime/codec_server.py`).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 from urllib.parse import urlsplit
 
 from signoff.cli.talk import CommandError
+from signoff.config.environment import CODEC_KEYS_ENV, CODEC_SERVER_TOKEN_FILE_ENV, UI_URL_ENV, Environment
 from signoff.config.smallfile import read_small_file
 from signoff.errors import ConfigError
-from signoff.runtime.codec import CODEC_KEYS_ENV, CodecKeys
-from signoff.text.links import DEFAULT_UI_BASE, UI_URL_ENV
+from signoff.runtime.codec import CodecKeys
+from signoff.text.links import DEFAULT_UI_BASE
 
 DEFAULT_PORT = 8081
-TOKEN_FILE_ENV = "SIGNOFF_CODEC_SERVER_TOKEN_FILE"
 MAX_TOKEN_FILE_BYTES = 4096
 
 
@@ -38,7 +37,7 @@ def add_codec_parser(sub: Any) -> None:
     p.add_argument(
         "--auth-token-file",
         metavar="PATH",
-        help=f"require `Authorization: Bearer <the file's token>` (env {TOKEN_FILE_ENV})",
+        help=f"require `Authorization: Bearer <the file's token>` (env {CODEC_SERVER_TOKEN_FILE_ENV})",
     )
     p.add_argument(
         "--allow-namespace",
@@ -49,10 +48,10 @@ def add_codec_parser(sub: Any) -> None:
     )
 
 
-def origins(given: list[str]) -> list[str]:
+def origins(given: list[str], env: Environment | None = None) -> list[str]:
     """The allowed origins, each `scheme://host[:port]` (a path given with one is dropped)."""
     found = []
-    for url in given or [os.environ.get(UI_URL_ENV) or DEFAULT_UI_BASE]:
+    for url in given or [(env or Environment()).ui_url() or DEFAULT_UI_BASE]:
         parts = urlsplit(url.strip())
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise CommandError(f"--origin takes the Web UI's http(s)://host[:port], got {url!r}", 2)
@@ -73,20 +72,21 @@ def read_token(path: str | None) -> str | None:
     return token
 
 
-def cmd_codec_server(args: argparse.Namespace) -> int:
+def cmd_codec_server(args: argparse.Namespace, env: Environment | None = None) -> int:
     """Serve until interrupted."""
     import uvicorn
 
     from signoff.runtime.codec_server import codec_app
 
+    env = env or Environment()
     try:
-        keys = CodecKeys.from_env(os.environ)
+        keys = CodecKeys.from_env(env)
     except ConfigError as exc:
         raise CommandError(str(exc)) from None
     if keys is None:
         raise CommandError(f"the codec server needs the workers' key file: set {CODEC_KEYS_ENV}", 2)
-    allowed = origins(args.origin)
-    token = read_token(args.auth_token_file or os.environ.get(TOKEN_FILE_ENV))
+    allowed = origins(args.origin, env)
+    token = read_token(args.auth_token_file or env.codec_server_token_file())
     app = codec_app(keys, origins=allowed, token=token, namespaces=args.allow_namespace)
     endpoint = f"http://{args.host}:{args.port}"
     print(

@@ -87,7 +87,7 @@ async def cmd_decide(args: argparse.Namespace, ctx: Context) -> int:
     fields = decision_fields(args)
     if args.json:  # the answer alone on standard output; what is shown to a person goes to standard error
         ctx = dataclasses.replace(ctx, console=Console(sys.stderr))
-    who = Who.from_args(args)
+    who = Who.from_args(args, ctx.env)
     if args.query is not None:
         return await decide_by_query(args, ctx, fields, who)
     handle = (await ctx.connect()).get_workflow_handle(args.run)

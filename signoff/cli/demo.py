@@ -7,34 +7,33 @@ the built-in scripted model (`signoff.testing.demo_script`) in-process.
 from __future__ import annotations
 
 import contextlib
-import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from signoff.chat.base import ChatClient
-from signoff.chat.config import ENV_BASE_URL, LLMConfig
+from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.cli.style import Style
+from signoff.config.environment import DATA_DIR, DEMO_NO_KEY_ENV, Environment
 from signoff.testing import ScriptedModelServer, demo_script
 
 DEMO_PROMPT = "What is in the workspace? List its files."
-DEMO_WORKSPACES = Path(".signoff") / "demo-workspace"
-# Deliberately unset: the scripted model must never be sent a real provider's key.
-NO_KEY_ENV = "SIGNOFF_DEMO_NO_KEY"
+DEMO_WORKSPACES = DATA_DIR / "demo-workspace"
 SCRIPTED_MODEL = (
     "built-in scripted model (no LLM configured; set SIGNOFF_LLM_BASE_URL/SIGNOFF_LLM_MODEL/"
     "SIGNOFF_LLM_API_KEY to use a real one)"
 )
 
 
-def configured_model() -> LLMConfig | None:
+def configured_model(env: Environment | None = None) -> LLMConfig | None:
     """The provider of `SIGNOFF_LLM_*` when `SIGNOFF_LLM_BASE_URL` is set, else None.
 
     Raises:
         ConfigError: `SIGNOFF_LLM_BASE_URL` is set but the configuration cannot work.
     """
-    return LLMConfig.from_env() if os.environ.get(ENV_BASE_URL) else None
+    env = env or Environment()
+    return LLMConfig.from_env(env) if env.llm_base_url() else None
 
 
 @contextlib.contextmanager
@@ -47,7 +46,7 @@ def demo_model(config: LLMConfig | None) -> Iterator[tuple[str, Callable[[], Cha
         yield f"{config.model} at {config.base_url} (from SIGNOFF_LLM_*)", lambda: OpenAIChatClient(config)
         return
     with ScriptedModelServer(demo_script) as server:
-        scripted = LLMConfig(base_url=server.base_url, model="scripted", api_key_env=NO_KEY_ENV)
+        scripted = LLMConfig(base_url=server.base_url, model="scripted", api_key_env=DEMO_NO_KEY_ENV)
         yield SCRIPTED_MODEL, lambda: OpenAIChatClient(scripted)
 
 

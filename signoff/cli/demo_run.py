@@ -31,6 +31,7 @@ from signoff.cli.runs import announce, start
 from signoff.cli.style import Console
 from signoff.cli.talk import CommandError, Handle
 from signoff.cli.who import Who
+from signoff.config.environment import Environment
 from signoff.contract import AgentRunInput
 from signoff.errors import ConfigError
 from signoff.runtime.connection import ConnectError, open_client
@@ -46,13 +47,13 @@ ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 """Signals that end the demo like Ctrl-C does: its run is cancelled first."""
 
 
-def demo_decider(args: argparse.Namespace, console: Console) -> Decider:
+def demo_decider(args: argparse.Namespace, console: Console, env: Environment) -> Decider:
     """--yes approves; a terminal asks (and its end of input, Ctrl-D, ends the demo); otherwise a
     decision made elsewhere is awaited."""
     if args.yes:
-        return auto_approver(console, Who.from_args(args))
+        return auto_approver(console, Who.from_args(args, env))
     if sys.stdin.isatty():
-        return Prompter(console, Who.from_args(args), end_on_eof=True)
+        return Prompter(console, Who.from_args(args, env), end_on_eof=True)
     return elsewhere(console)
 
 
@@ -65,7 +66,7 @@ async def run_demo(
     async with contextlib.AsyncExitStack() as stack:
         inbox = None
         if args.inbox:
-            inbox = await stack.enter_async_context(inbox_beside(client, ctx, identity(args)[0] or "you"))
+            inbox = await stack.enter_async_context(inbox_beside(client, ctx, identity(args, ctx.env)[0] or "you"))
         return await _demo_run(client, ctx, args, model, chat, started, inbox)
 
 
@@ -81,7 +82,7 @@ async def _demo_run(
     from signoff.runtime.worker import build_worker  # the worker stack: only the demo needs it
 
     workspace, task_queue = demo_workspace(), f"signoff-demo-{uuid.uuid4().hex[:8]}"
-    ui = ui_root(ctx.settings.address, ctx.ui_base)
+    ui = ui_root(ctx.settings.address, ctx.ui_base, ctx.env)
     ctx.console.print(
         *demo_banner(ctx.console.style, ctx.settings.address, started, ui, model, workspace, task_queue, inbox)
     )
@@ -93,7 +94,7 @@ async def _demo_run(
         try:
             with ended.by_signals():
                 announce(ctx, handle.id)
-                code = await follow_to_end(handle, ctx, demo_decider(args, ctx.console), client)
+                code = await follow_to_end(handle, ctx, demo_decider(args, ctx.console, ctx.env), client)
             finished = True
             return code
         except InputEnded:
@@ -159,7 +160,7 @@ async def _temporal_for_demo(ctx: Context) -> tuple[Client, EmbeddedServer | Non
 async def cmd_demo(args: argparse.Namespace, ctx: Context) -> int:
     """One command on a fresh machine: server (if needed), worker, model, a run to approve."""
     try:
-        config = configured_model()  # a bad LLM config fails before any server starts
+        config = configured_model(ctx.env)  # a bad LLM config fails before any server starts
     except ConfigError as exc:
         raise CommandError(str(exc), 2) from None
     with demo_model(config) as (model, chat):

@@ -150,7 +150,7 @@ class Follower:
                 console.style,
                 ctx.options,
                 console.width,
-                inbox_root(),
+                inbox_root(ctx.env),
             )
         )
         ctx.shown.record(self.handle.id, [request])

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 async def cmd_extend(args: argparse.Namespace, ctx: Context) -> int:
     """Move a waiting call's deadline later (allowed approvers only; signed for a verified call
     when a key is set)."""
-    who = Who.from_args(args)
+    who = Who.from_args(args, ctx.env)
     handle = (await ctx.connect()).get_workflow_handle(args.run)
     request = next((r for r in await talk.pending(handle) if r.call_id == args.call), None) if who.key else None
     approver, token = who.extension(request, args.seconds)

@@ -12,8 +12,9 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from signoff.cli.talk import CommandError
+from signoff.config.environment import INBOX_URL_ENV
 from signoff.errors import ConfigError
-from signoff.text.links import INBOX_URL_ENV, inbox_root, ui_root
+from signoff.text.links import inbox_root, ui_root
 
 if TYPE_CHECKING:
     import uvicorn
@@ -61,8 +62,8 @@ def inbox_server(
             2,
         )
     try:
-        who = WhoIsAsking.from_env(local_user)
-        signer = InboxSigner.from_env()
+        who = WhoIsAsking.from_env(ctx.env, local_user)
+        signer = InboxSigner.from_env(ctx.env)
     except ConfigError as exc:
         raise CommandError(str(exc), 2) from None
     app = inbox_app(
@@ -70,8 +71,8 @@ def inbox_server(
         who,
         signer,
         namespace=ctx.settings.namespace,
-        public_url=inbox_root(),
-        ui_root=ui_root(ctx.settings.address, ctx.ui_base),
+        public_url=inbox_root(ctx.env),
+        ui_root=ui_root(ctx.settings.address, ctx.ui_base, ctx.env),
     )
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2, proxy_headers=False
@@ -110,10 +111,11 @@ async def cmd_inbox(args: argparse.Namespace, ctx: Context) -> int:
     """Serve until interrupted."""
     client = await ctx.connect()
     server, what = inbox_server(client, ctx, args.host, args.port, args.local_user)
-    url = inbox_root() or f"http://{args.host}:{args.port}"
+    public = inbox_root(ctx.env)
+    url = public or f"http://{args.host}:{args.port}"
     print(
         f"signoff: inbox on {url} ({what})"
-        + ("" if inbox_root() else f"\nsignoff: set {INBOX_URL_ENV}={url} for workers and the CLI to link to it"),
+        + ("" if public else f"\nsignoff: set {INBOX_URL_ENV}={url} for workers and the CLI to link to it"),
         flush=True,
     )
     try:

@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from signoff.approval.requests import ToolApprovalResponse
 from signoff.approval.signatures import decision_claim
-from signoff.approval.signing import ENV_KEY_FILE, ENV_KID, new_key_pair
+from signoff.approval.signing import new_key_pair
 from signoff.cli import talk
 from signoff.cli.decide import answer_fields
 from signoff.cli.talk import CommandError
 from signoff.cli.who import Who
+from signoff.config.environment import APPROVER_KEY_FILE_ENV, APPROVER_KID_ENV
 from signoff.errors import UsageError
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
     where = f"added to {args.add_to}" if args.add_to else "add it to the workers' SIGNOFF_APPROVER_KEYS JWKS"
     print(
         f"signoff: wrote the private key to {out} (0600); the public entry above: {where}.\n"
-        f"signoff: to sign with it: export {ENV_KEY_FILE}={out.resolve()} {ENV_KID}={entry['kid']}",
+        f"signoff: to sign with it: export {APPROVER_KEY_FILE_ENV}={out.resolve()} {APPROVER_KID_ENV}={entry['kid']}",
         file=sys.stderr,
     )
     return 0
@@ -88,7 +89,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
 async def cmd_sign(args: argparse.Namespace, ctx: Context) -> int:
     """Print `{"call_id", "approved", "arguments_digest", ..., "token"}` for one pending call."""
     fields = answer_fields(args, approved=not args.deny)
-    who = Who.from_args(args)
+    who = Who.from_args(args, ctx.env)
     handle = (await ctx.connect()).get_workflow_handle(args.run)
     request = next((r for r in await talk.pending(handle) if r.call_id == args.call), None)
     if request is None:

@@ -43,6 +43,7 @@ from signoff.cli.shown import ShownCalls
 from signoff.cli.style import Console
 from signoff.cli.talk import CommandError
 from signoff.cli.token import cmd_token
+from signoff.config.environment import Environment
 from signoff.errors import ConfigError
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.devserver import DEFAULT_ADDRESS
@@ -53,11 +54,13 @@ from signoff.text.neutral import neutralise
 
 @dataclasses.dataclass(frozen=True)
 class Context:
-    """What every command needs: where Temporal is, and where to write."""
+    """What every command needs: where Temporal is, where to write, and the environment
+    (`signoff.config.environment`) its other settings come from."""
 
     settings: ConnectionSettings
     console: Console
     ui_base: str | None = None
+    env: Environment = dataclasses.field(default_factory=Environment)
 
     @functools.cached_property
     def shown(self) -> ShownCalls:
@@ -65,7 +68,7 @@ class Context:
         return ShownCalls(self.settings.address, self.settings.namespace)
 
     def link(self, workflow_id: str) -> str | None:
-        return ui_link(workflow_id, self.settings.namespace, self.settings.address, self.ui_base)
+        return ui_link(workflow_id, self.settings.namespace, self.settings.address, self.ui_base, self.env)
 
     @property
     def options(self) -> str:
@@ -104,10 +107,10 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Context], Coroutine[Any, Any, 
 }
 
 
-def settings_from(args: argparse.Namespace) -> ConnectionSettings:
+def settings_from(args: argparse.Namespace, env: Environment) -> ConnectionSettings:
     """Temporal's client configuration (profile, environment), the flags on top."""
     try:
-        return ConnectionSettings.load(profile=args.profile, address=args.address, namespace=args.namespace)
+        return ConnectionSettings.load(env, profile=args.profile, address=args.address, namespace=args.namespace)
     except ConfigError as exc:
         raise CommandError(str(exc), 2) from None
 
@@ -134,14 +137,15 @@ def _main(argv: Sequence[str] | None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else 2
+    env = Environment()
     if args.command == "token":  # tokens need no server, nor its settings
-        return asyncio.run(cmd_token(args))
+        return asyncio.run(cmd_token(args, env))
     if args.command == "keys":
         return cmd_keys(args)
     try:
         if args.command == "codec-server":  # its keys, no Temporal connection
-            return cmd_codec_server(args)
-        ctx = Context(settings_from(args), Console())
+            return cmd_codec_server(args, env)
+        ctx = Context(settings_from(args, env), Console(env=env), env=env)
         return asyncio.run(COMMANDS[args.command](args, ctx))
     except CommandError as exc:  # its text may quote the run (call ids, reasons): inert
         print(f"signoff: {neutralise(str(exc))}", file=sys.stderr)

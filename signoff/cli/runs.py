@@ -86,7 +86,7 @@ def announce(ctx: Context, workflow_id: str) -> None:
 async def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
     """Start an AgentRun (with a key set, as its signed requester); with --wait, follow it and
     answer approvals at the prompt."""
-    who = Who.from_args(args)
+    who = Who.from_args(args, ctx.env)
     workflow_id = args.id or f"signoff-{uuid.uuid4().hex[:8]}"
     run_input = _run_input(args, who.requester(workflow_id))
     client = await ctx.connect()
@@ -192,7 +192,7 @@ async def cmd_pending(args: argparse.Namespace, ctx: Context) -> int:
         ]
         ctx.console.print(json.dumps(data, indent=2, ensure_ascii=True))
     else:
-        ctx.console.print(*render_pending(rows, ctx.console.style, ctx.console.width, inbox=inbox_root()))
+        ctx.console.print(*render_pending(rows, ctx.console.style, ctx.console.width, inbox=inbox_root(ctx.env)))
     return 0
 
 

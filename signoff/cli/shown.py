@@ -23,28 +23,26 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from signoff.approval.requests import ToolApprovalRequest
 from signoff.cli.calls import shown_call
+from signoff.config.environment import Environment
 
 if TYPE_CHECKING:
     from signoff.cli.main import Context
 
-STATE_ENV = "XDG_STATE_HOME"
 FILE_NAME = "shown.json"
 MAX_AGE = 30 * 86400.0
 MAX_ENTRIES = 5000
 _VERSION = 1
 
 
-def state_dir(environ: Mapping[str, str] | None = None) -> Path:
+def state_dir(env: Environment | None = None) -> Path:
     """`$XDG_STATE_HOME/signoff`, or `~/.local/state/signoff`."""
-    env = os.environ if environ is None else environ
-    base = env.get(STATE_ENV, "").strip()
-    return (Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "state") / "signoff"
+    return ((env or Environment()).state_home() or Path.home() / ".local" / "state") / "signoff"
 
 
 class ShownCalls:

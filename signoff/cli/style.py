@@ -14,9 +14,9 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping
 from typing import Any, TextIO
 
+from signoff.config.environment import Environment
 from signoff.text.neutral import neutralise
 
 _CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "blue": "34", "cyan": "36"}
@@ -44,12 +44,11 @@ def _encodes(stream: TextIO, text: str) -> bool:
     return True
 
 
-def terminal_width(stream: TextIO, environ: Mapping[str, str] | None = None) -> int | None:
+def terminal_width(stream: TextIO, env: Environment | None = None) -> int | None:
     """Columns to wrap at: `COLUMNS`, else the terminal's (80 when it reports none, as a pty
     without a window size does); None (no wrapping) off a terminal."""
-    env = os.environ if environ is None else environ
-    if (columns := env.get("COLUMNS", "")).isdigit() and int(columns) >= 20:
-        return int(columns)
+    if (columns := (env or Environment()).columns()) is not None:
+        return columns
     if not is_tty(stream):
         return None
     try:
@@ -73,10 +72,10 @@ class Style:
         self.frames = _FANCY_FRAMES if fancy else _PLAIN_FRAMES
 
     @classmethod
-    def for_stream(cls, stream: TextIO, environ: Mapping[str, str] | None = None) -> Style:
+    def for_stream(cls, stream: TextIO, env: Environment | None = None) -> Style:
         """Colours on a terminal unless `NO_COLOR` is set; Unicode where the encoding allows."""
-        env = os.environ if environ is None else environ
-        return cls(colour=is_tty(stream) and not env.get("NO_COLOR"), fancy=_encodes(stream, "".join(_FANCY.values())))
+        colour = is_tty(stream) and not (env or Environment()).no_color()
+        return cls(colour=colour, fancy=_encodes(stream, "".join(_FANCY.values())))
 
     def paint(self, text: str, *names: str) -> str:
         """`text` in the named styles (`bold`, `dim`, `red`, `green`, `yellow`, `blue`, `cyan`)."""
@@ -109,10 +108,10 @@ def print_json(data: Any) -> None:
 class Console:
     """Where the CLI writes: a stream with its style, width and spinner; inert output."""
 
-    def __init__(self, stream: TextIO | None = None, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, env: Environment | None = None) -> None:
         self.stream = stream or sys.stdout
-        self.style = Style.for_stream(self.stream, environ)
-        self.width = terminal_width(self.stream, environ)
+        self.style = Style.for_stream(self.stream, env)
+        self.width = terminal_width(self.stream, env)
         self.tty = is_tty(self.stream)
         """Whether a person reads this output as it comes (a terminal)."""
         self.spinner = Spinner(self.stream, self.tty, self.style.frames)

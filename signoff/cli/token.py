@@ -11,23 +11,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from signoff.approval.identity import (
-    ENV_AUDIENCE,
-    ENV_ISSUER,
-    ENV_KEYS,
-    ApproverKeys,
-    issue_token,
+from signoff.approval.identity import ApproverKeys, issue_token
+from signoff.config.environment import (
+    APPROVER_AUDIENCE_ENV,
+    APPROVER_ISSUER_ENV,
+    APPROVER_KEYS_ENV,
+    APPROVER_TOKEN_ENV,
+    Environment,
 )
 from signoff.errors import ConfigError, TokenError, UsageError
 
-ENV_TOKEN = "SIGNOFF_APPROVER_TOKEN"
 MAX_TTL = timedelta(days=366)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"(\d{1,9})([smhd]?)")
@@ -69,56 +68,53 @@ def add_token_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     _key_flags(issue, "the HS256 secret file")
     check = actions.add_parser("verify", help="check a token against the approver keys")
-    check.add_argument("token", nargs="?", help=f"the token (default: ${ENV_TOKEN}; - reads standard input)")
+    check.add_argument("token", nargs="?", help=f"the token (default: ${APPROVER_TOKEN_ENV}; - reads standard input)")
     _key_flags(check, "the approver key file: HS256 secret, PEM public keys or JWKS")
 
 
 def _key_flags(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("--key-file", metavar="FILE", help=f"{what} (default: ${ENV_KEYS})")
-    parser.add_argument("--issuer", help=f"the token's issuer, `iss` (default: ${ENV_ISSUER})")
-    parser.add_argument("--audience", help=f"the token's audience, `aud` (default: ${ENV_AUDIENCE})")
-
-
-def _setting(value: str | None, variable: str) -> str | None:
-    return value or os.environ.get(variable, "").strip() or None
+    parser.add_argument("--key-file", metavar="FILE", help=f"{what} (default: ${APPROVER_KEYS_ENV})")
+    parser.add_argument("--issuer", help=f"the token's issuer, `iss` (default: ${APPROVER_ISSUER_ENV})")
+    parser.add_argument("--audience", help=f"the token's audience, `aud` (default: ${APPROVER_AUDIENCE_ENV})")
 
 
 def _groups(values: list[str]) -> list[str]:
     return [group.strip() for value in values for group in value.split(",") if group.strip()]
 
 
-def _issue(args: argparse.Namespace, key_file: str) -> int:
+def _issue(args: argparse.Namespace, key_file: str, env: Environment) -> int:
     token = issue_token(
         Path(key_file),
         args.sub,
         _groups(args.groups),
         args.ttl,
-        _setting(args.issuer, ENV_ISSUER),
-        _setting(args.audience, ENV_AUDIENCE),
+        args.issuer or env.approver_issuer(),
+        args.audience or env.approver_audience(),
     )
     print(token)
     return 0
 
 
-def _verify(args: argparse.Namespace, key_file: str) -> int:
-    token = args.token or os.environ.get(ENV_TOKEN, "")
+def _verify(args: argparse.Namespace, key_file: str, env: Environment) -> int:
+    token = args.token or env.approver_token() or ""
     if token == "-":
         token = sys.stdin.read()
     if not token.strip():
-        raise UsageError(f"give the token to check, or set {ENV_TOKEN}")
-    keys = ApproverKeys.load(key_file, _setting(args.issuer, ENV_ISSUER), _setting(args.audience, ENV_AUDIENCE))
+        raise UsageError(f"give the token to check, or set {APPROVER_TOKEN_ENV}")
+    keys = ApproverKeys.load(key_file, args.issuer or env.approver_issuer(), args.audience or env.approver_audience())
     identity = keys.verify(token)
     print(json.dumps(identity.model_dump(mode="json"), indent=2))
     return 0
 
 
-async def cmd_token(args: argparse.Namespace) -> int:
+async def cmd_token(args: argparse.Namespace, env: Environment | None = None) -> int:
     """Run `token issue` or `token verify`; errors go to stderr (1 failed, 2 usage)."""
-    key_file = _setting(args.key_file, ENV_KEYS)
+    env = env or Environment()
+    key_file = args.key_file or env.approver_keys_file()
     try:
         if key_file is None:
-            raise UsageError(f"name the key file with --key-file or {ENV_KEYS}")
-        return (_issue if args.token_command == "issue" else _verify)(args, key_file)
+            raise UsageError(f"name the key file with --key-file or {APPROVER_KEYS_ENV}")
+        return (_issue if args.token_command == "issue" else _verify)(args, key_file, env)
     except UsageError as exc:
         print(f"signoff: {exc}", file=sys.stderr)
         return 2

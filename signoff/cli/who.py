@@ -10,16 +10,15 @@ given (`--approver`, default `$USER`), or by `SIGNOFF_APPROVER_TOKEN` (`--token`
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from signoff.approval.identity import ENV_AUDIENCE, ENV_ISSUER
 from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse
 from signoff.approval.signatures import SignoffClaim, decision_claim, extension_claim, requester_claim
-from signoff.approval.signing import ENV_KEY_FILE, ENV_KID, SigningKey
+from signoff.approval.signing import SigningKey
 from signoff.cli.args import default_approver, identity
 from signoff.cli.talk import CommandError
+from signoff.config.environment import APPROVER_KEY_FILE_ENV, Environment
 from signoff.errors import ConfigError, UsageError
 
 DECISION_TTL = timedelta(minutes=10)
@@ -46,23 +45,27 @@ class Who:
     named: str | None = None
     issuer: str | None = None
     audience: str | None = None
+    user: str | None = None
+    """`$USER`, or the login name: whom a shared secret signs as when no name is given."""
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> Who:
+    def from_args(cls, args: argparse.Namespace, env: Environment | None = None) -> Who:
         """From `--approver`, `--token`, `--key-file`, `--kid` and their variables.
 
         Raises:
             CommandError: the key file cannot be used (exit code 2).
         """
-        approver, token = identity(args)
-        path = getattr(args, "key_file", None) or os.environ.get(ENV_KEY_FILE, "").strip()
-        kid = getattr(args, "kid", None) or os.environ.get(ENV_KID, "").strip() or None
+        env = env or Environment()
+        approver, token = identity(args, env)
+        path = getattr(args, "key_file", None) or env.approver_key_file()
+        kid = getattr(args, "kid", None) or env.approver_kid()
         try:
             key = SigningKey.load(path, kid) if path else None
         except ConfigError as exc:
             raise CommandError(str(exc), 2) from None
-        issuer, audience = (os.environ.get(name, "").strip() or None for name in (ENV_ISSUER, ENV_AUDIENCE))
-        return cls(approver, token, key, getattr(args, "approver", None), issuer, audience)
+        named = getattr(args, "approver", None)
+        issuer, audience = env.approver_issuer(), env.approver_audience()
+        return cls(approver, token, key, named, issuer, audience, default_approver(env))
 
     @property
     def subject(self) -> str | None:
@@ -72,7 +75,7 @@ class Who:
             return self.named
         if self.key.personal:
             return self.named or self.key.subject
-        return self.named or default_approver()
+        return self.named or self.user
 
     def decision(self, request: ToolApprovalRequest | None, response: ToolApprovalResponse) -> ToolApprovalResponse:
         """`response` as sent: signed for `request` when its policy is verified and a key is
@@ -95,7 +98,8 @@ class Who:
     def sign(self, claim: SignoffClaim, ttl: timedelta) -> str:
         """A token signing `claim` with the key (CommandError without one)."""
         if self.key is None:
-            raise CommandError(f"no key to sign with: set {ENV_KEY_FILE} (make one with `signoff keys new`)", 2)
+            make = "make one with `signoff keys new`"
+            raise CommandError(f"no key to sign with: set {APPROVER_KEY_FILE_ENV} ({make})", 2)
         return self._sign(claim, ttl)
 
     def _sign(self, claim: SignoffClaim, ttl: timedelta) -> str:

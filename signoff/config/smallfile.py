@@ -1,7 +1,6 @@
 """Reading the small files a worker keeps to itself (keys, secrets) without being stalled.
 
-Each secret a setting names by path (`SIGNOFF_LLM_API_KEY_FILE`, `SIGNOFF_APPROVER_KEYS`,
-`SIGNOFF_NOTIFY_SECRET_FILE`, `SIGNOFF_S3_SECRET_ACCESS_KEY_FILE`) is read here: opened
+Each secret file a setting names (`signoff.config.secrets` lists them) is read here: opened
 non-blocking, so a FIFO planted at the path cannot hang the worker, and read only if it is a
 regular file no larger than its reader expects. Callers word the errors for their setting.
 """

@@ -16,18 +16,15 @@ public key is in the workers' JWKS under `SIGNOFF_INBOX_SIGNING_KID`.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from signoff.approval.identity import ENV_AUDIENCE, ENV_ISSUER
 from signoff.approval.signatures import DecisionClaim
-from signoff.approval.signing import ENV_KEY_FILE, SigningKey
+from signoff.approval.signing import SigningKey
+from signoff.config.environment import APPROVER_KEY_FILE_ENV, INBOX_SIGNING_KEY_FILE_ENV, Environment
 from signoff.errors import ConfigError
 from signoff.inbox.who import Viewer
 
-SIGNING_KEY_ENV = "SIGNOFF_INBOX_SIGNING_KEY_FILE"
-SIGNING_KID_ENV = "SIGNOFF_INBOX_SIGNING_KID"
 TOKEN_TTL = timedelta(minutes=5)
 """A token is sent as it is made; a short life leaves little to steal."""
 
@@ -63,20 +60,15 @@ class InboxSigner:
         try:
             key = SigningKey.load(path, kid)
         except ConfigError as exc:
-            raise ConfigError(f"{SIGNING_KEY_ENV}: {str(exc).removeprefix(f'{ENV_KEY_FILE}: ')}") from None
+            why = str(exc).removeprefix(f"{APPROVER_KEY_FILE_ENV}: ")
+            raise ConfigError(f"{INBOX_SIGNING_KEY_FILE_ENV}: {why}") from None
         return cls(key, issuer, audience)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> InboxSigner | None:
+    def from_env(cls, env: Environment) -> InboxSigner | None:
         """The key of `SIGNOFF_INBOX_SIGNING_KEY_FILE`, or None when it is not set."""
-        env = os.environ if environ is None else environ
-        path = env.get(SIGNING_KEY_ENV, "").strip()
-        if not path:
-            return None
-        kid, issuer, audience = (
-            env.get(name, "").strip() or None for name in (SIGNING_KID_ENV, ENV_ISSUER, ENV_AUDIENCE)
-        )
-        return cls.load(path, kid, issuer, audience)
+        key = env.inbox_signing_key()
+        return cls.load(key.path, key.kid, env.approver_issuer(), env.approver_audience()) if key else None
 
     @property
     def algorithm(self) -> str:

@@ -10,22 +10,14 @@ Each limit has a defined outcome (CONTRACT v2 "Limits"), and none may wedge a ru
 | transcript the model sees | 500,000 bytes (`SIGNOFF_TRANSCRIPT_BUDGET`) | oldest tool results elided |
 | audit arguments kept | 262,144 bytes | oldest records keep digests only |
 
-The worker reads them once; a run snapshots them when it starts, so a paused run keeps
-the limits it started with.
+The worker reads them once (`signoff.config.environment`); a run snapshots them when it
+starts, so a paused run keeps the limits it started with.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
+from pydantic import BaseModel, ConfigDict, Field
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from signoff.errors import ConfigError
-
-MAX_TOOL_OUTPUT_ENV = "SIGNOFF_MAX_TOOL_OUTPUT"
-MAX_CALLS_PER_TURN_ENV = "SIGNOFF_MAX_CALLS_PER_TURN"
-TRANSCRIPT_BUDGET_ENV = "SIGNOFF_TRANSCRIPT_BUDGET"
 MAX_ROUNDS_LIMIT = 1000
 TEMPORAL_BLOB_LIMIT = 2 * 1024 * 1024
 """Temporal's default per-payload limit (`limit.blobSize.error`)."""
@@ -43,37 +35,6 @@ class Limits(BaseModel):
     max_parallel_tools: int = Field(32, ge=1, le=512)
     transcript_budget: int = Field(500_000, ge=10_000, le=100_000_000)
     audit_budget: int = Field(262_144, ge=10_000, le=100_000_000)
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> Limits:
-        """The limits set by `SIGNOFF_MAX_TOOL_OUTPUT`, `SIGNOFF_MAX_CALLS_PER_TURN`,
-        `SIGNOFF_TRANSCRIPT_BUDGET`; the contract's defaults for the rest.
-
-        Raises:
-            ConfigError: a value is not a whole number in its allowed range (named).
-        """
-        env = os.environ if env is None else env
-        given = {}
-        for field, name in _ENV.items():
-            raw = env.get(name, "").strip()
-            if raw:
-                try:
-                    given[field] = int(raw.replace("_", "").replace(",", ""))
-                except ValueError:
-                    raise ConfigError(f"{name}={raw!r} is not a whole number") from None
-        try:
-            return cls(**given)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            name = _ENV.get(str(error["loc"][0]), str(error["loc"][0]))
-            raise ConfigError(f"{name}: {error['msg']}") from None
-
-
-_ENV = {
-    "max_tool_output": MAX_TOOL_OUTPUT_ENV,
-    "max_calls_per_turn": MAX_CALLS_PER_TURN_ENV,
-    "transcript_budget": TRANSCRIPT_BUDGET_ENV,
-}
 
 
 def cap_text(text: str, limit: int, what: str = "tool output") -> str:

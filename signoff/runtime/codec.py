@@ -30,7 +30,7 @@ import binascii
 import logging
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,10 +40,10 @@ from google.protobuf.message import DecodeError
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
+from signoff.config.environment import CODEC_KEYS_ENV, Environment
 from signoff.config.smallfile import read_small_file
 from signoff.errors import ConfigError
 
-CODEC_KEYS_ENV = "SIGNOFF_CODEC_KEYS"
 ENCODING = b"binary/encrypted"
 KEY_ID = "encryption-key-id"
 KEY_BYTES = 32
@@ -54,7 +54,6 @@ _LINE = "kid:base64key (a key id of letters, digits, '.', '_' or '-', then 32 by
 log = logging.getLogger("signoff.codec")
 
 __all__ = [
-    "CODEC_KEYS_ENV",
     "ENCODING",
     "CodecKeys",
     "EncryptionCodec",
@@ -87,10 +86,10 @@ class CodecKeys:
             raise ConfigError(f"{self.source} lists the key id {repeated[0]!r} twice: each key needs its own id")
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> CodecKeys | None:
+    def from_env(cls, env: Environment) -> CodecKeys | None:
         """The keys of the file `SIGNOFF_CODEC_KEYS` names, or None when it is unset."""
-        path = environ.get(CODEC_KEYS_ENV, "").strip()
-        return cls.read(Path(path)) if path else None
+        path = env.codec_keys_file()
+        return cls.read(path) if path else None
 
     @classmethod
     def read(cls, path: Path) -> CodecKeys:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -36,18 +35,15 @@ from temporalio.envconfig import ClientConfigProfile
 from temporalio.runtime import Runtime
 from temporalio.service import TLSConfig
 
+from signoff.config.environment import LOCAL_PAYLOADS, TEMPORAL_CONFIG_FILE_ENV, Environment
 from signoff.contract import DEFAULT_TASK_QUEUE, SEARCH_ATTRIBUTES
 from signoff.errors import ConfigError
 from signoff.runtime.codec import CodecKeys, EncryptionCodec
-from signoff.runtime.devserver import DATA_DIR, DEFAULT_ADDRESS, EmbeddedServer, is_listening
+from signoff.runtime.devserver import DEFAULT_ADDRESS, EmbeddedServer, is_listening
 from signoff.runtime.storage import PayloadStore, check_store, data_converter
 from signoff.runtime.telemetry import TelemetrySettings, install_tracer_provider, tracing_interceptor
 
 DEFAULT_NAMESPACE = "default"
-TASK_QUEUE_ENV = "SIGNOFF_TASK_QUEUE"
-CONFIG_FILE_ENV = "TEMPORAL_CONFIG_FILE"
-_BOOLEAN_ENV = ("TEMPORAL_TLS", "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION")
-_BOOLEANS = ("true", "false", "1", "0")
 _LOOPBACK = ("localhost", "127.0.0.1", "[::1]")
 _KINDS = {
     "Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
@@ -93,19 +89,22 @@ class ConnectionSettings:
     @classmethod
     def load(
         cls,
+        env: Environment | None = None,
         *,
         profile: str | None = None,
         address: str | None = None,
         namespace: str | None = None,
-        environ: Mapping[str, str] | None = None,
     ) -> ConnectionSettings:
         """Settings from the profile and environment, with `address`/`namespace` (flags) on top.
+
+        Args:
+            env: the environment (`signoff.config.environment`); the process's when None.
 
         Raises:
             ConfigError: a missing config file or profile, an unreadable certificate, a
                 setting this SDK cannot honour, or an API key that would travel in clear text.
         """
-        env = dict(os.environ if environ is None else environ)
+        env = env or Environment()
         connect = _connect_config(profile, env)
         address = address or connect.get("target_host") or None
         tls = connect.get("tls", False)
@@ -113,13 +112,13 @@ class ConnectionSettings:
         settings = cls(
             address=address or DEFAULT_ADDRESS,
             namespace=namespace or connect.get("namespace") or DEFAULT_NAMESPACE,
-            task_queue=env.get(TASK_QUEUE_ENV) or DEFAULT_TASK_QUEUE,
+            task_queue=env.task_queue() or DEFAULT_TASK_QUEUE,
             configured=configured,
-            profile=profile or env.get("TEMPORAL_PROFILE") or None,
+            profile=profile or env.temporal_profile(),
             api_key=connect.get("api_key"),
             tls=tls,
             rpc_metadata=dict(connect.get("rpc_metadata") or {}),
-            payload_store=PayloadStore.from_env(env, None if configured else Path.cwd() / DATA_DIR / "payloads"),
+            payload_store=PayloadStore.from_env(env, None if configured else Path.cwd() / LOCAL_PAYLOADS),
             codec_keys=CodecKeys.from_env(env),
             telemetry=TelemetrySettings.from_env(env),
         )
@@ -152,24 +151,14 @@ class ConnectionSettings:
             )
 
 
-def _connect_config(profile: str | None, env: dict[str, str]) -> dict[str, Any]:
+def _connect_config(profile: str | None, env: Environment) -> dict[str, Any]:
     """The SDK's profile + environment, as `Client.connect` keywords, with clear errors."""
-    config_file = env.get(CONFIG_FILE_ENV)
-    if config_file and not Path(config_file).is_file():
-        raise ConfigError(f"{CONFIG_FILE_ENV}={config_file} does not name a readable file")
-    for name in _BOOLEAN_ENV:
-        if env.get(name) and env[name].lower() not in _BOOLEANS:
-            raise ConfigError(f"{name} must be true or false, got {env[name]!r}")
-    if env.get("TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "").lower() in ("true", "1"):
-        raise ConfigError(
-            "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION is not supported by the Temporal Python SDK: "
-            "give the server's CA with TEMPORAL_TLS_SERVER_CA_CERT_PATH and the name in its "
-            "certificate with TEMPORAL_TLS_SERVER_NAME instead"
-        )
+    variables = env.temporal_variables()
     try:
-        loaded = ClientConfigProfile.load(profile, override_env_vars=env)
+        loaded = ClientConfigProfile.load(profile, override_env_vars=variables)
     except RuntimeError as exc:  # the SDK's ConfigError: profile not found, bad TOML...
-        where = f" ({CONFIG_FILE_ENV}={config_file})" if config_file else ""
+        config_file = env.temporal_config_file()
+        where = f" ({TEMPORAL_CONFIG_FILE_ENV}={config_file})" if config_file else ""
         raise ConfigError(f"Temporal client configuration{where}: {exc}") from None
     try:
         return dict(loaded.to_client_connect_config())
@@ -196,7 +185,7 @@ async def connect(settings: ConnectionSettings, *, runtime: Runtime | None = Non
     codec = EncryptionCodec(settings.codec_keys, strict=not worker) if settings.codec_keys else None
     interceptors = []
     if settings.telemetry.otel:
-        install_tracer_provider(os.environ)
+        install_tracer_provider(Environment())
         interceptors.append(tracing_interceptor())
     try:
         return await Client.connect(

@@ -12,7 +12,6 @@ the server reports when an old version is drained (no open run pinned to it). RE
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from temporalio.api.workflowservice.v1 import DescribeWorkerDeploymentRequest
@@ -21,11 +20,10 @@ from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import WorkerDeploymentConfig
 
+from signoff.config.environment import BUILD_ID_ENV, DEPLOYMENT_NAME_ENV, Environment
 from signoff.contract import WORKFLOW_TYPE
 from signoff.errors import ConfigError
 
-DEPLOYMENT_NAME_ENV = "SIGNOFF_DEPLOYMENT_NAME"
-BUILD_ID_ENV = "SIGNOFF_BUILD_ID"
 MAX_CHARS = 255
 _PRINTABLE = re.compile(r"[!-~]+")  # visible ASCII, no spaces
 
@@ -57,23 +55,14 @@ class DeploymentSettings:
             )
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> DeploymentSettings | None:
+    def from_env(cls, env: Environment) -> DeploymentSettings | None:
         """The version both variables name, or None when neither is set.
 
         Raises:
             ConfigError: only one is set, or a value Temporal would refuse.
         """
-        name = environ.get(DEPLOYMENT_NAME_ENV, "").strip()
-        build_id = environ.get(BUILD_ID_ENV, "").strip()
-        if not name and not build_id:
-            return None
-        if not (name and build_id):
-            given, missing = (DEPLOYMENT_NAME_ENV, BUILD_ID_ENV) if name else (BUILD_ID_ENV, DEPLOYMENT_NAME_ENV)
-            raise ConfigError(
-                f"{given} is set but {missing} is not: Worker Versioning needs both (the deployment "
-                "and this build of it), or neither"
-            )
-        return cls(name, build_id)
+        found = env.deployment()
+        return cls(found.name, found.build_id) if found else None
 
     @property
     def version(self) -> WorkerDeploymentVersion:

@@ -22,12 +22,12 @@ import sysconfig
 import time
 from pathlib import Path
 
+from signoff.config.environment import DATA_DIR
 from signoff.contract import SEARCH_ATTRIBUTES
 from signoff.errors import ConfigError
 from signoff.runtime.filestore import make_private_dir
 
 DEFAULT_ADDRESS = "localhost:7233"
-DATA_DIR = Path(".signoff")
 UI_PORT = 8233
 DYNAMIC_CONFIG = ("frontend.WorkflowPauseEnabled=true",)
 """Server settings of the embedded server: Workflow Pause (`temporal workflow pause`, Server 1.30+)

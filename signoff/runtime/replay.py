@@ -47,6 +47,7 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
+from signoff.config.environment import Environment
 from signoff.contract import WORKFLOW_TYPE
 from signoff.errors import UsageError
 from signoff.runtime.codec import ENCODING, KEY_ID, CodecKeys, EncryptionCodec
@@ -486,9 +487,9 @@ def replay_histories(
     """
     sources = list(_sources(histories))
     keys = CodecKeys.read(Path(codec_keys)) if isinstance(codec_keys, (str, os.PathLike)) else codec_keys
-    keys = keys if codec_keys is not None else CodecKeys.from_env(os.environ)
+    keys = keys if codec_keys is not None else CodecKeys.from_env(Environment())
     store = PayloadStore(payload_store) if isinstance(payload_store, str) else payload_store
-    store = store if payload_store is not None else PayloadStore.from_env(os.environ)
+    store = store if payload_store is not None else PayloadStore.from_env(Environment())
     replayer = HistoryReplayer(replay_data_converter(store, keys), keys, workflows)
 
     async def collect() -> list[ReplayOutcome]:

@@ -13,7 +13,6 @@ an ignored signal) rather than failing the workflow task for ever.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import StorageDriverClaim, StorageDriverRetrieveContext
 
+from signoff.config.environment import S3_SECRET_ACCESS_KEY_FILE_ENV, Environment
 from signoff.config.smallfile import read_small_file
 from signoff.errors import ConfigError
 from signoff.runtime.filestore import UnresolvablePayload, not_a_payload
@@ -35,26 +35,23 @@ except ImportError as exc:  # the optional extra is not installed
     ) from None
 
 # The secret key as container secrets are mounted (botocore reads it only from env or INI files).
-SECRET_FILE_ENV = "SIGNOFF_S3_SECRET_ACCESS_KEY_FILE"
 MAX_SECRET_BYTES = 4096
 # The SDK's driver writes keys of this shape (`v0/ns/...`, `v0/d/sha256/...`).
 _KEY_START = "v0/"
 
 
-def _session() -> aioboto3.Session:
+def _session(env: Environment | None = None) -> aioboto3.Session:
     """AWS's own settings; with `SIGNOFF_S3_SECRET_ACCESS_KEY_FILE`, the secret key from that file."""
-    path = os.environ.get(SECRET_FILE_ENV)
-    if not path:
+    given = (env or Environment()).s3_secret_key()
+    if given is None:
         return aioboto3.Session()
-    key_id = os.environ.get("AWS_ACCESS_KEY_ID")
-    if not key_id:
-        raise ConfigError(f"{SECRET_FILE_ENV} is set: also set AWS_ACCESS_KEY_ID, the key's id")
+    key_id, path = given
     try:
         secret = read_small_file(path, MAX_SECRET_BYTES).decode("utf-8", "replace").strip()
     except OSError as exc:
-        raise ConfigError(f"{SECRET_FILE_ENV}={path}: cannot read it ({exc.strerror})") from None
+        raise ConfigError(f"{S3_SECRET_ACCESS_KEY_FILE_ENV}={path}: cannot read it ({exc.strerror})") from None
     except ValueError as exc:
-        raise ConfigError(f"{SECRET_FILE_ENV}={path}: cannot read it ({exc})") from None
+        raise ConfigError(f"{S3_SECRET_ACCESS_KEY_FILE_ENV}={path}: cannot read it ({exc})") from None
     return aioboto3.Session(aws_access_key_id=key_id, aws_secret_access_key=secret)
 
 

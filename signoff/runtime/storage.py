@@ -20,7 +20,6 @@ import asyncio
 import dataclasses
 import os
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -34,6 +33,12 @@ from temporalio.converter import (
     StorageDriver,
 )
 
+from signoff.config.environment import (
+    DEFAULT_PAYLOAD_THRESHOLD,
+    PAYLOAD_STORE_ENV,
+    PAYLOAD_THRESHOLD_ENV,
+    Environment,
+)
 from signoff.errors import ConfigError
 from signoff.runtime.codec import PayloadDecryptError
 from signoff.runtime.filestore import (
@@ -43,9 +48,6 @@ from signoff.runtime.filestore import (
     make_private_dir,
 )
 
-STORE_ENV = "SIGNOFF_PAYLOAD_STORE"
-THRESHOLD_ENV = "SIGNOFF_PAYLOAD_THRESHOLD"
-DEFAULT_THRESHOLD = 256 * 1024
 # Temporal refuses blobs of 2 MB; a threshold above that would never keep a payload out.
 MAX_THRESHOLD = 2 * 1024 * 1024
 S3_EXTRA = "signoff[s3]"
@@ -54,9 +56,6 @@ _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _SHAPES = "file:///absolute/path or s3://bucket/prefix"
 
 __all__ = [
-    "DEFAULT_THRESHOLD",
-    "STORE_ENV",
-    "THRESHOLD_ENV",
     "FileStorageDriver",
     "PayloadStore",
     "PayloadStoreError",
@@ -77,18 +76,20 @@ class PayloadStore:
     """
 
     url: str
-    threshold: int = DEFAULT_THRESHOLD
+    threshold: int = DEFAULT_PAYLOAD_THRESHOLD
 
     def __post_init__(self) -> None:
         if not 0 <= self.threshold <= MAX_THRESHOLD:
-            raise ConfigError(f"{THRESHOLD_ENV} must be between 0 and {MAX_THRESHOLD} bytes, got {self.threshold}")
+            raise ConfigError(
+                f"{PAYLOAD_THRESHOLD_ENV} must be between 0 and {MAX_THRESHOLD} bytes, got {self.threshold}"
+            )
         self._parts()  # raises ConfigError for a URL of the wrong shape
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str], default: Path | None = None) -> PayloadStore | None:
-        """The store `environ` names, else one in the directory `default`, else None (inline)."""
-        threshold = _threshold(environ.get(THRESHOLD_ENV, ""))
-        url = environ.get(STORE_ENV, "").strip()
+    def from_env(cls, env: Environment, default: Path | None = None) -> PayloadStore | None:
+        """The store `env` names, else one in the directory `default`, else None (inline)."""
+        threshold = env.payload_threshold()
+        url = env.payload_store()
         if not url and default is not None:
             url = default.absolute().as_uri()
         return cls(url, threshold) if url else None
@@ -116,35 +117,28 @@ class PayloadStore:
     def _parts(self) -> tuple[str, str, str]:
         url = urlsplit(self.url)
         if url.query or url.fragment or url.username or url.password:
-            raise ConfigError(f"{STORE_ENV} takes no query, fragment or credentials: use {_SHAPES}, got {self.url!r}")
+            raise ConfigError(
+                f"{PAYLOAD_STORE_ENV} takes no query, fragment or credentials: use {_SHAPES}, got {self.url!r}"
+            )
         if url.scheme == "file":
             path = unquote(url.path)
             if url.netloc not in ("", "localhost") or not path.startswith("/"):
                 raise ConfigError(
-                    f"{STORE_ENV} needs an absolute path with three slashes, "
+                    f"{PAYLOAD_STORE_ENV} needs an absolute path with three slashes, "
                     f"e.g. file:///var/lib/signoff/payloads; got {self.url!r}"
                 )
             return "file", os.path.normpath(path), ""
         if url.scheme == "s3":
             if not _BUCKET.fullmatch(url.netloc):
                 raise ConfigError(
-                    f"{STORE_ENV}: {url.netloc!r} is not a valid S3 bucket name "
+                    f"{PAYLOAD_STORE_ENV}: {url.netloc!r} is not a valid S3 bucket name "
                     f"(3-63 lowercase letters, digits, dots, hyphens); got {self.url!r}"
                 )
             prefix = url.path.strip("/")
             if prefix and any(part in ("", ".", "..") for part in prefix.split("/")):
-                raise ConfigError(f"{STORE_ENV}: the prefix {prefix!r} has an empty, '.' or '..' segment")
+                raise ConfigError(f"{PAYLOAD_STORE_ENV}: the prefix {prefix!r} has an empty, '.' or '..' segment")
             return "s3", url.netloc, prefix
-        raise ConfigError(f"{STORE_ENV} must be {_SHAPES}, got {self.url!r}")
-
-
-def _threshold(text: str) -> int:
-    if not text.strip():
-        return DEFAULT_THRESHOLD
-    try:
-        return int(text)
-    except ValueError:
-        raise ConfigError(f"{THRESHOLD_ENV} must be a number of bytes, got {text!r}") from None
+        raise ConfigError(f"{PAYLOAD_STORE_ENV} must be {_SHAPES}, got {self.url!r}")
 
 
 def storage_driver(store: PayloadStore) -> StorageDriver:

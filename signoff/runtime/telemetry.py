@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +26,7 @@ from temporalio.client import Client
 from temporalio.common import MetricGauge, MetricMeter
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
+from signoff.config.environment import METRICS_ADDRESS_ENV, OTEL_ENV, Environment
 from signoff.contract import METRIC_PENDING, METRIC_WAIT, SA_STATUS, STATUS_AWAITING, WORKFLOW_TYPE
 from signoff.errors import ConfigError
 from signoff.loop.metrics import DESCRIPTIONS, WAIT_BUCKETS
@@ -35,17 +35,12 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
     from temporalio.contrib.opentelemetry import TracingInterceptor
 
-METRICS_ADDRESS_ENV = "SIGNOFF_METRICS_ADDRESS"
-OTEL_ENV = "SIGNOFF_OTEL"
 OTEL_EXTRA = "signoff[otel]"
 DEFAULT_SERVICE_NAME = "signoff"
 PENDING_POLL_SECONDS = 15.0
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 log = logging.getLogger("signoff.telemetry")
 
 __all__ = [
-    "METRICS_ADDRESS_ENV",
-    "OTEL_ENV",
     "PendingGauge",
     "TelemetrySettings",
     "install_tracer_provider",
@@ -75,11 +70,10 @@ class TelemetrySettings:
                 )
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> TelemetrySettings:
-        otel = environ.get(OTEL_ENV, "").strip().lower()
-        if otel not in _TRUE + _FALSE:
-            raise ConfigError(f"{OTEL_ENV} must be 1 or 0, got {environ[OTEL_ENV]!r}")
-        return cls(environ.get(METRICS_ADDRESS_ENV, "").strip() or None, otel in _TRUE)
+    def from_env(cls, env: Environment) -> TelemetrySettings:
+        """`SIGNOFF_METRICS_ADDRESS` and `SIGNOFF_OTEL`."""
+        otel = env.otel()
+        return cls(env.metrics_address(), otel)
 
     def runtime(self) -> Runtime | None:
         """A runtime serving Prometheus metrics on `metrics_address`, or None (the SDK's default).
@@ -130,7 +124,7 @@ def tracing_interceptor(provider: TracerProvider | None = None) -> TracingInterc
 _installed: list[Any] = []
 
 
-def install_tracer_provider(environ: Mapping[str, str]) -> None:
+def install_tracer_provider(env: Environment) -> None:
     """Make the global tracer provider export spans as the `OTEL_*` settings say (once per process).
 
     Raises:
@@ -146,9 +140,9 @@ def install_tracer_provider(environ: Mapping[str, str]) -> None:
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
     except ImportError:
         raise ConfigError(f"{OTEL_ENV}=1 needs OpenTelemetry and its exporter: pip install '{OTEL_EXTRA}'") from None
-    attributes = {} if environ.get("OTEL_SERVICE_NAME") else {"service.name": DEFAULT_SERVICE_NAME}
+    attributes = {} if env.otel_service_named() else {"service.name": DEFAULT_SERVICE_NAME}
     provider = TracerProvider(resource=Resource.create(attributes))
-    kind = environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower()
+    kind = env.otel_exporter()
     exporter: SpanExporter = ConsoleSpanExporter() if kind == "console" else OTLPSpanExporter()
     provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)

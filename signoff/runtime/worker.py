@@ -1,8 +1,10 @@
 """The signoff worker: `python worker.py [--agents myapp.agents ...]`.
 
-Configured by the environment (CONTRACT.md); how it connects (TLS, mTLS, API key,
-`temporal.toml` profiles, the payload store) is `runtime/connection.py`. With nothing
-configured and nothing listening on localhost:7233 it starts the embedded dev server.
+Configured by the environment (CONTRACT.md), read once at start into one `WorkerSettings`
+(`signoff/config/settings.py`; each variable is `signoff/config/environment.py`'s); how it
+connects (TLS, mTLS, API key, `temporal.toml` profiles, the payload store) is
+`runtime/connection.py`. With nothing configured and nothing listening on localhost:7233 it
+starts the embedded dev server.
 """
 
 from __future__ import annotations
@@ -25,18 +27,17 @@ from temporalio.worker.workflow_sandbox import (
     SandboxRestrictions,
 )
 
-from signoff.activities import ActivitySettings, AgentActivities
-from signoff.activities.identify import Verifier
-from signoff.activities.notify import NotifyConfig
+from signoff.activities import AgentActivities
 from signoff.agent.builder import ChatClientAgent
 from signoff.agent.defaults import default_agent
-from signoff.approval.policy import PolicyBook
 from signoff.chat.base import ChatClient
-from signoff.chat.config import ENV_BASE_URL, ENV_MODEL, LLMConfig
+from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
+from signoff.config.environment import AGENTS_ENV, Environment
+from signoff.config.settings import WorkerSettings
 from signoff.contract import DEFAULT_TASK_QUEUE
 from signoff.errors import SignoffError, UsageError
-from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET, Limits
+from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET
 from signoff.runtime.connection import (
     DEFAULT_NAMESPACE,
     ConnectionSettings,
@@ -44,19 +45,18 @@ from signoff.runtime.connection import (
     open_client,
 )
 from signoff.runtime.connection import connect as connect_with
-from signoff.runtime.deployment import DeploymentSettings, routing_note
+from signoff.runtime.deployment import routing_note
 from signoff.runtime.guard import worker_client
 from signoff.runtime.hardening import harden_process
-from signoff.runtime.setup import WorkerSetup
 from signoff.runtime.storage import close_storage
 from signoff.runtime.telemetry import PendingGauge, flush_traces
 from signoff.runtime.tokens import SignedDecisionCheck
+from signoff.tools.files.scope import WorkspaceScope
+from signoff.tools.mcp import MCPServer
 from signoff.workflows.agent_run import AgentRun
 
-AGENTS_ENV = "SIGNOFF_AGENTS"
 __all__ = [  # connecting lives in runtime/connection.py; these names stay importable from here
     "ConnectionSettings",
-    "WorkerSettings",
     "build_worker",
     "connect",
     "ensure_search_attributes",
@@ -68,12 +68,11 @@ __all__ = [  # connecting lives in runtime/connection.py; these names stay impor
 ]
 
 
-# The worker's settings are the connection settings (address, TLS, task queue, store).
-WorkerSettings = ConnectionSettings
-
-
-def load_agents(modules: Iterable[str] = (), include_default: bool = True) -> dict[str, ChatClientAgent]:
-    """The agents to serve: `default` plus those of each module named.
+def load_agents(
+    modules: Iterable[str] = (), include_default: bool = True, env: Environment | None = None
+) -> dict[str, ChatClientAgent]:
+    """The agents to serve: `default` (its workspace and MCP servers from `env`, the process's
+    environment when None) plus those of each module named.
 
     A module offers agents as `agents()` (a function returning them) or `AGENTS`
     (a list or a dict); either may hold `ChatClientAgent`s built with `AgentBuilder`.
@@ -83,7 +82,9 @@ def load_agents(modules: Iterable[str] = (), include_default: bool = True) -> di
     Raises:
         UsageError: a module cannot be found, or offers no agents.
     """
-    found: dict[str, ChatClientAgent] = {"default": default_agent()} if include_default else {}
+    found: dict[str, ChatClientAgent] = {}
+    if include_default:
+        found["default"] = default_agent(WorkspaceScope.from_env(env), mcp_servers=MCPServer.from_env(env))
     if modules and os.getcwd() not in sys.path:
         sys.path.append(os.getcwd())
     for name in modules:
@@ -107,30 +108,6 @@ def load_agents(modules: Iterable[str] = (), include_default: bool = True) -> di
 def default_chat_client() -> ChatClient:
     """The provider of `SIGNOFF_LLM_*`; ConfigError names the variable that is missing."""
     return OpenAIChatClient(LLMConfig.from_env())
-
-
-NO_MODEL = (
-    f"no model configured ({ENV_BASE_URL} is not set): runs of {{agents}} will fail at their first model turn. "
-    "Set SIGNOFF_LLM_BASE_URL and SIGNOFF_LLM_MODEL (and SIGNOFF_LLM_API_KEY) for a provider; or, to try signoff "
-    "without one, serve the scripted model in another terminal: `python -m signoff.testing --port 8400`, then "
-    f"start the worker with {ENV_BASE_URL}=http://127.0.0.1:8400/v1 {ENV_MODEL}=scripted"
-)
-
-
-def model_check(agents: Mapping[str, ChatClientAgent], environ: Mapping[str, str] | None = None) -> str | None:
-    """A warning when agents need the worker's model and none is configured; None when all is well.
-
-    Raises:
-        ConfigError: a model is configured but cannot work (a missing model name, a key set twice).
-    """
-    env = os.environ if environ is None else environ
-    needing = sorted(name for name, agent in agents.items() if agent.chat_client is None)
-    if not needing:
-        return None
-    if env.get(ENV_BASE_URL, "").strip():
-        LLMConfig.from_env(env)  # fails now, naming the variable, not at the first model turn
-        return None
-    return NO_MODEL.format(agents=", ".join(needing))
 
 
 def sandbox_runner() -> SandboxedWorkflowRunner:
@@ -160,45 +137,33 @@ def build_worker(
     task_queue: str = DEFAULT_TASK_QUEUE,
     default_client: Callable[[], ChatClient] | None = default_chat_client,
     *,
-    limits: Limits | None = None,
-    policies: PolicyBook | None = None,
+    settings: WorkerSettings | None = None,
     payload_budget: int | _FromClient | None = FROM_CLIENT,
-    verifier: Verifier | None = None,
-    notify: NotifyConfig | None = None,
-    state_key: bytes | None = None,
-    deployment: DeploymentSettings | None = None,
     **options: Any,
 ) -> Worker:
     """A worker for `AgentRun` and its activities, serving `agents` (by name).
 
     Args:
-        limits: the limits runs snapshot (default: the contract's).
-        policies: approval policies by tool name (`SIGNOFF_POLICY_FILE`).
+        settings: the worker's (`WorkerSettings`: limits, policies, approver keys, state key,
+            notification channels, deployment version, workflow cache); default: none set,
+            the contract's limits.
         payload_budget: the largest payload a run may write (None: no limit). By default
             none when the client's data converter has an external store for large
             payloads, else Temporal's limit less a margin.
-        verifier: checks approvers' tokens (`SIGNOFF_APPROVER_KEYS`).
-        notify: where runs send notices (`SIGNOFF_NOTIFY_URLS`); None sends none.
-        state_key: seals the state runs carry across continue-as-new (`SIGNOFF_STATE_KEY_FILE`;
-            every worker of the task queue needs the same one). None: nothing is sealed, and a
-            continued run is adopted only if the server says it continues an `AgentRun` of
-            this task queue.
-        deployment: this worker's Worker Deployment version (`SIGNOFF_DEPLOYMENT_NAME`,
-            `SIGNOFF_BUILD_ID`): versioning on, `AgentRun` pinned. None: unversioned.
-        **options: passed to `temporalio.worker.Worker`.
+        **options: passed to `temporalio.worker.Worker` (they win over `settings`).
     """
+    settings = settings or WorkerSettings()
     if payload_budget is FROM_CLIENT:
         payload_budget = None if client.data_converter.external_storage is not None else DEFAULT_PAYLOAD_BUDGET
     client = worker_client(client)  # a payload it cannot resolve never fails a workflow task (runtime/guard.py)
-    settings = ActivitySettings(
-        limits or Limits(), policies or PolicyBook(), payload_budget, verifier, notify, state_key
-    )
-    activities = AgentActivities(agents, default_client, settings)
+    activities = AgentActivities(agents, default_client, settings=settings, payload_budget=payload_budget)
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))
-    options["interceptors"] = [SignedDecisionCheck(verifier), *options.get("interceptors", ())]
+    if settings.max_cached_workflows is not None:
+        options.setdefault("max_cached_workflows", settings.max_cached_workflows)
+    options["interceptors"] = [SignedDecisionCheck(settings.verifier), *options.get("interceptors", ())]
     options["plugins"] = [*options.get("plugins", ()), activities.plugin()]  # MCP sessions close with the worker
-    if deployment is not None:
-        options["deployment_config"] = deployment.worker_config()
+    if settings.deployment is not None:
+        options["deployment_config"] = settings.deployment.worker_config()
     return Worker(
         client,
         task_queue=task_queue,
@@ -214,38 +179,36 @@ async def connect(address: str, namespace: str = DEFAULT_NAMESPACE) -> Client:
     return await connect_with(ConnectionSettings.load(address=address, namespace=namespace))
 
 
-async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | None = None) -> None:
-    """Run a worker until SIGINT/SIGTERM, then shut down gracefully."""
+async def serve(agent_modules: Sequence[str] = (), env: Environment | None = None) -> None:
+    """Run a worker until SIGINT/SIGTERM, then shut down gracefully.
+
+    Args:
+        agent_modules: modules offering agents besides `default` (`--agents`, `SIGNOFF_AGENTS`).
+        env: the environment it is configured by; the process's when None.
+    """
     harden_process()  # before anything reads a secret: tools must not read our memory
-    settings = settings or ConnectionSettings.load()
-    agents = load_agents(agent_modules)
-    setup = WorkerSetup.from_env(agents, local=not settings.configured)  # what cannot work stops the worker here
-    no_model = model_check(agents)
-    runtime = settings.telemetry.runtime()  # binds SIGNOFF_METRICS_ADDRESS now, or says why it cannot
-    client, server = await open_client(settings, runtime=runtime, worker=True)
+    env = env or Environment()
+    connection = ConnectionSettings.load(env)
+    agents = load_agents(agent_modules, env=env)
+    settings = WorkerSettings.load(env, agents, connection)  # what cannot work stops the worker here
+    runtime = connection.telemetry.runtime()  # binds SIGNOFF_METRICS_ADDRESS now, or says why it cannot
+    client, server = await open_client(connection, runtime=runtime, worker=True)
     pending: asyncio.Task[None] | None = None
     try:
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-        notify = NotifyConfig.from_env(settings.address, settings.namespace, server.ui_url if server else None)
         worker = build_worker(
-            client,
-            agents,
-            settings.task_queue,
-            graceful_shutdown_timeout=timedelta(seconds=10),
-            notify=notify,
-            **setup.worker_options(),
+            client, agents, connection.task_queue, settings=settings, graceful_shutdown_timeout=timedelta(seconds=10)
         )
         if runtime is not None:
-            pending = asyncio.create_task(PendingGauge(client, runtime.metric_meter, settings.task_queue).run())
-        lines = setup.describe(agents) + ([notify.describe()] if notify else []) + _observability(settings)
-        for line in lines + ([no_model] if no_model else []):
+            pending = asyncio.create_task(PendingGauge(client, runtime.metric_meter, connection.task_queue).run())
+        for line in settings.describe(agents):
             print(f"signoff: {line}", flush=True)
-        if setup.deployment is not None:
-            print(f"signoff: {await routing_note(client, setup.deployment)}", flush=True)
+        if settings.deployment is not None:
+            print(f"signoff: {await routing_note(client, settings.deployment)}", flush=True)
         print(
-            f"signoff: worker on task queue {settings.task_queue!r} at {settings.describe()}, "
+            f"signoff: worker on task queue {connection.task_queue!r} at {connection.describe()}, "
             f"agents: {', '.join(sorted(agents))}",
             flush=True,
         )
@@ -261,12 +224,6 @@ async def serve(agent_modules: Sequence[str] = (), settings: WorkerSettings | No
             server.stop()
 
 
-def _observability(settings: WorkerSettings) -> list[str]:
-    """Start-up log lines for metrics, traces and payload encryption (never a key)."""
-    codec = [settings.codec_keys.describe()] if settings.codec_keys else ["payload encryption: off"]
-    return settings.telemetry.describe() + codec
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Run a signoff worker.")
     parser.add_argument(
@@ -276,10 +233,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         help=f"module offering agents() or AGENTS (repeatable; env {AGENTS_ENV}, comma-separated)",
     )
     args = parser.parse_args(argv)
-    modules = args.agents + [m.strip() for m in os.environ.get(AGENTS_ENV, "").split(",") if m.strip()]
+    env = Environment()
     code = 0
     try:
-        asyncio.run(serve(modules))
+        asyncio.run(serve(args.agents + env.agent_modules(), env))
     except SignoffError as exc:  # settings that cannot work, or Temporal not reachable: say so, no traceback
         print(f"signoff: {exc}", file=sys.stderr)
         code = 1

@@ -3,30 +3,27 @@ server's UI when it is local) and a call's page in the inbox (`SIGNOFF_INBOX_URL
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from urllib.parse import quote, urlencode
 
+from signoff.config.environment import Environment
+
 DEFAULT_UI_BASE = "http://localhost:8233"
-UI_URL_ENV = "SIGNOFF_UI_URL"
-INBOX_URL_ENV = "SIGNOFF_INBOX_URL"
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"}
 
 
-def ui_root(address: str, base: str | None = None, environ: Mapping[str, str] | None = None) -> str | None:
+def ui_root(address: str, base: str | None = None, env: Environment | None = None) -> str | None:
     """The Web UI: `SIGNOFF_UI_URL`, else `base`, else localhost:8233 when the server is local."""
-    env = os.environ if environ is None else environ
-    root = env.get(UI_URL_ENV) or base
+    root = (env or Environment()).ui_url() or base
     if not root and address.rpartition(":")[0] in LOCAL_HOSTS:
         root = DEFAULT_UI_BASE
     return root.rstrip("/") if root else None
 
 
 def ui_link(
-    workflow_id: str, namespace: str, address: str, base: str | None = None, environ: Mapping[str, str] | None = None
+    workflow_id: str, namespace: str, address: str, base: str | None = None, env: Environment | None = None
 ) -> str | None:
     """The Web UI page of a run (see `ui_root`); None when no UI is known."""
-    root = ui_root(address, base, environ)
+    root = ui_root(address, base, env)
     if not root:
         return None
     return f"{root}/namespaces/{quote(namespace, safe='')}/workflows/{quote(workflow_id, safe='')}"
@@ -37,10 +34,9 @@ def inbox_path(workflow_id: str, call_id: str) -> str:
     return "/call?" + urlencode({"run": workflow_id, "id": call_id})
 
 
-def inbox_root(environ: Mapping[str, str] | None = None) -> str | None:
+def inbox_root(env: Environment | None = None) -> str | None:
     """Where people reach the inbox (`SIGNOFF_INBOX_URL`), or None."""
-    root = (os.environ if environ is None else environ).get(INBOX_URL_ENV, "").strip()
-    return root.rstrip("/") or None
+    return (env or Environment()).inbox_url()
 
 
 def inbox_link(workflow_id: str, call_id: str, root: str | None) -> str | None:

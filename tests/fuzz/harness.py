@@ -52,6 +52,7 @@ from temporalio.testing import WorkflowEnvironment
 from signoff.approval.identity import ApproverKeys
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
+from signoff.config.settings import WorkerSettings
 from signoff.contract import AgentRunInput, AgentRunResult
 from signoff.loop.messages import ChatMessage, ToolCall
 from signoff.runtime.storage import PayloadStore, close_storage, data_converter
@@ -131,8 +132,8 @@ class Harness:
             self.client,
             agents,
             self.task_queue,
-            verifier=ApproverKeys.load(self.key_file),
             default_client=lambda: OpenAIChatClient(config),
+            settings=WorkerSettings(verifier=ApproverKeys.load(self.key_file)),
         )
         self._running = asyncio.ensure_future(self._worker.run())
 

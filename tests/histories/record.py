@@ -38,6 +38,7 @@ from signoff.activities.notify import NotifyConfig
 from signoff.agent.builder import AgentBuilder, ChatClientAgent
 from signoff.approval.identity import ApproverKeys, issue_token
 from signoff.approval.policy import ApprovalPolicy, OnTimeout
+from signoff.config.environment import Environment
 from signoff.contract import RunOptions
 from signoff.loop.limits import Limits
 from signoff.loop.messages import ChatMessage, ToolCall
@@ -425,7 +426,7 @@ async def record_encrypted(rig: Rig) -> dict[str, WorkflowHistory]:
     large tool output in the payload store `payloads/` (ciphertext, committed with it)."""
     out = {}
     env = {"TEMPORAL_ADDRESS": rig.address, "SIGNOFF_CODEC_KEYS": str(HERE / "codec.keys")}
-    settings = ConnectionSettings.load(environ=env)
+    settings = ConnectionSettings.load(Environment(env))
     async with rig.worker(script, client=await connect(settings, worker=True)) as queue:
         client = await connect(settings)
         run = await start_run(client, queue, "secret")
@@ -436,7 +437,7 @@ async def record_encrypted(rig: Rig) -> dict[str, WorkflowHistory]:
     store = HERE / "payloads"
     shutil.rmtree(store, ignore_errors=True)  # content-addressed: only this run's payloads stay
     env |= {"SIGNOFF_PAYLOAD_STORE": store.absolute().as_uri(), "SIGNOFF_PAYLOAD_THRESHOLD": "4096"}
-    settings = ConnectionSettings.load(environ=env)
+    settings = ConnectionSettings.load(Environment(env))
     large = turns([call("run_command", "call_1", command=STORED_OUTPUT)])
     worker_client, client = await connect(settings, worker=True), await connect(settings)
     async with rig.worker(large, client=worker_client) as queue:

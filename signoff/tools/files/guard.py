@@ -3,8 +3,8 @@
 - `/proc`, `/sys` and `/dev`: judged by real path before anything is opened, and again by
   the opened descriptor (its real path, and its device against those filesystems and every
   mount of their kinds), so neither a symlink, a bind mount nor a race brings them back.
-- The worker's own secret files, named in its environment (`SECRET_FILE_ENV`): judged by the
-  device and inode of what was opened, so another name or a hard link does not help.
+- The worker's own secret files (`signoff.config.secrets`, the one registry of them): judged by
+  the device and inode of what was opened, so another name or a hard link does not help.
 - Anything but a regular file, for reading and writing: a FIFO or a device could block a
   worker thread forever or act on open.
 """
@@ -17,22 +17,11 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from signoff.config.environment import Environment
+from signoff.config.secrets import secret_paths
 from signoff.tools.files.fs import mounted_devices
 
 SYSTEM_TREES = ("/proc", "/sys", "/dev")
-SECRET_FILE_ENV = (
-    "SIGNOFF_LLM_API_KEY_FILE",
-    "SIGNOFF_NOTIFY_SECRET_FILE",
-    "SIGNOFF_APPROVER_KEYS",
-    "SIGNOFF_APPROVER_KEY_FILE",
-    "SIGNOFF_STATE_KEY_FILE",
-    "SIGNOFF_S3_SECRET_ACCESS_KEY_FILE",
-    "SIGNOFF_CODEC_KEYS",
-    "TEMPORAL_TLS_CLIENT_KEY_PATH",
-    "TEMPORAL_CONFIG_FILE",
-    "SIGNOFF_MCP_CONFIG",
-)
-"""Environment variables whose value is the path of a file the worker keeps to itself."""
 
 # Filesystem types that only ever hold kernel or device state: refused wherever mounted.
 _SYSTEM_FS_TYPES = frozenset(
@@ -91,15 +80,14 @@ def _system_devices() -> frozenset[int]:
     return frozenset(devices)
 
 
-def _secret_files(env: Mapping[str, str]) -> dict[tuple[int, int], str]:
+def _secret_files(env: Environment) -> dict[tuple[int, int], str]:
     secrets = {}
-    for name in SECRET_FILE_ENV:
-        if path := env.get(name):
-            try:
-                found = os.stat(path)
-            except (OSError, ValueError):
-                continue  # missing: nothing to protect (the worker will say so itself)
-            secrets[(found.st_dev, found.st_ino)] = name
+    for name, path in secret_paths(env).items():
+        try:
+            found = os.stat(path)
+        except (OSError, ValueError):
+            continue  # missing: nothing to protect (the worker will say so itself)
+        secrets[(found.st_dev, found.st_ino)] = name
     return secrets
 
 
@@ -119,9 +107,10 @@ class Guard:
     secrets: Mapping[tuple[int, int], str] = field(default_factory=dict)
 
     @classmethod
-    def now(cls, env: Mapping[str, str] | None = None) -> Guard:
-        """Read the mounts and the secret files' identities now (`os.environ` when env is None)."""
-        return cls(_system_devices(), _secret_files(os.environ if env is None else env))
+    def now(cls, env: Environment | None = None) -> Guard:
+        """Read the mounts and the secret files' identities now (the process's environment when
+        `env` is None)."""
+        return cls(_system_devices(), _secret_files(env or Environment()))
 
     def check_opened(self, shown: str, fd: int, found: os.stat_result) -> None:
         """Refuse what `fd` (whose `fstat` is `found`) opened, if it is off limits.
@@ -200,7 +189,6 @@ def is_beneath(real: str | os.PathLike[str] | None, root: str | os.PathLike[str]
 
 
 __all__ = [
-    "SECRET_FILE_ENV",
     "SYSTEM_TREES",
     "Guard",
     "Refusal",

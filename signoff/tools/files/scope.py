@@ -10,16 +10,14 @@ they run, so what was judged inside cannot be swapped for something outside.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 
+from signoff.config.environment import DEFAULT_SCOPE_POLICY, SCOPE_POLICY_ENV, Environment
 from signoff.errors import ConfigError
 from signoff.tools.files.fs import Probe, probe_beneath, split_path
-
-WORKSPACE_ENV = "SIGNOFF_WORKSPACE"
-POLICY_ENV = "SIGNOFF_SCOPE_POLICY"
 
 
 class ScopePolicy(str, Enum):
@@ -46,7 +44,7 @@ class ScopePolicy(str, Enum):
             raise ConfigError(f"scope policy {value!r} is not valid; use one of: {allowed}") from None
 
 
-DEFAULT_POLICY = ScopePolicy.APPROVE_OUTSIDE
+DEFAULT_POLICY = ScopePolicy(DEFAULT_SCOPE_POLICY)
 
 
 class ScopeDecision(str, Enum):
@@ -79,24 +77,23 @@ class WorkspaceScope:
         self.policy = ScopePolicy.parse(policy)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> WorkspaceScope:
+    def from_env(cls, env: Environment | None = None) -> WorkspaceScope:
         """The scope configured by `SIGNOFF_WORKSPACE` and `SIGNOFF_SCOPE_POLICY`.
 
         Args:
-            env: the environment to read; `os.environ` when None.
+            env: the environment to read; the process's when None.
 
         Raises:
             ConfigError: the workspace is not a directory or the policy is unknown.
         """
-        env = os.environ if env is None else env
-        root = env.get(WORKSPACE_ENV) or os.getcwd()
-        raw_policy = env.get(POLICY_ENV) or DEFAULT_POLICY.value
+        env = env or Environment()
+        raw_policy = env.scope_policy()
         try:
             policy = ScopePolicy.parse(raw_policy)
         except ConfigError:
             allowed = ", ".join(p.value for p in ScopePolicy)
-            raise ConfigError(f"{POLICY_ENV}={raw_policy!r} is not valid; use one of: {allowed}") from None
-        return cls(root, policy)
+            raise ConfigError(f"{SCOPE_POLICY_ENV}={raw_policy!r} is not valid; use one of: {allowed}") from None
+        return cls(env.workspace(), policy)
 
     def resolve(self, path: str | os.PathLike[str]) -> Path:
         """The real absolute location of `path`, which need not exist yet.
