@@ -42,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
     from signoff.loop.agent_loop import AwaitApproval, DecisionError, Fail, Finish, RunTools, unanswered_calls
     from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET, size_over, too_large
     from signoff.loop.messages import ToolCall
-    from signoff.workflows import steps
+    from signoff.workflows import steps, upgrade  # #20: upgrade = moving to a new version
     from signoff.workflows.handlers import DecisionHandlers
     from signoff.workflows.queries import RunQueries
     from signoff.workflows.record import SIGNOFF_AGENT
@@ -79,7 +79,7 @@ class AgentRun(DecisionHandlers, RunQueries):
                     raise ApplicationError(action.message, type="ApprovalTimeout", non_retryable=True)
                 if isinstance(action, RunTools):
                     await self._run_tools(action.calls)
-                elif workflow.info().is_continue_as_new_suggested():
+                elif workflow.info().is_continue_as_new_suggested() or upgrade.due(self._loop.state):  # #20
                     await self._continue_as_new()
                 elif isinstance(action, AwaitApproval):
                     await self._await_decisions()
@@ -239,7 +239,11 @@ class AgentRun(DecisionHandlers, RunQueries):
         """Wait until the round's calls are decided, firing their timers on time."""
         loop = self._loop
         self._record.set_status(STATUS_AWAITING, loop.pending_requests())
-        while loop.pending_requests() and not workflow.info().is_continue_as_new_suggested():
+        while (
+            loop.pending_requests()
+            and not workflow.info().is_continue_as_new_suggested()
+            and not upgrade.due(loop.state)  # #20: a safe point to move to the new version
+        ):
             wake = loop.next_wakeup()
             timeout = max(wake - workflow.now(), timedelta(0)) if wake else None
             try:
@@ -258,7 +262,11 @@ class AgentRun(DecisionHandlers, RunQueries):
 
     def _changed_since(self, revision: int) -> Callable[[], bool]:
         """What ends a wait: a handler changed something after `revision`, or history grew long."""
-        return lambda: self._revision != revision or workflow.info().is_continue_as_new_suggested()
+        return lambda: (
+            self._revision != revision
+            or workflow.info().is_continue_as_new_suggested()
+            or upgrade.due(self._loop.state)  # #20: woken by anything once the target version changed
+        )
 
     # --- bookkeeping -------------------------------------------------------------------
 
@@ -284,7 +292,7 @@ class AgentRun(DecisionHandlers, RunQueries):
         self._checked(carried, "the state carried across continue-as-new")
         if workflow.patched(SEALS_STATE):
             carried.seal = await self._seal(carried)
-        workflow.continue_as_new(carried)
+        workflow.continue_as_new(carried, initial_versioning_behavior=upgrade.behaviour(self._loop.state))  # #20
 
     async def _seal(self, state: ContinuedRun) -> str:
         """The worker's seal on `state` for this workflow and chain (`activities/state.py`)."""
