@@ -261,7 +261,8 @@ class AgentRun(DecisionHandlers, RunQueries):
         self._record.set_status(STATUS_RUNNING, [])
 
     def _changed_since(self, revision: int) -> Callable[[], bool]:
-        """What ends a wait: a handler changed something after `revision`, or history grew long."""
+        """What ends a wait: a handler changed something after `revision`, history grew long, or
+        the run should move to its deployment's new version (#20, upgrade.py)."""
         return lambda: (
             self._revision != revision
             or workflow.info().is_continue_as_new_suggested()
