@@ -7,6 +7,7 @@ writes stdout and stderr to files, and is killed by id when the test ends.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,6 +30,15 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def package_copy(root: Path, old: str, new: str) -> Path:
+    """A copy of the installed package under `root` whose workflow code has `old` (in one module of
+    signoff/workflows/) replaced by `new`: other code, run with PYTHONPATH and cwd `root`."""
+    shutil.copytree(REPO / "signoff", root / "signoff", ignore=shutil.ignore_patterns("__pycache__"))
+    (target,) = [p for p in (root / "signoff" / "workflows").glob("*.py") if old in p.read_text()]
+    target.write_text(target.read_text().replace(old, new))
+    return root
 
 
 def clean_env(**variables: str | Path) -> dict[str, str]:

@@ -42,3 +42,12 @@ def test_scale_bench_runs_and_classes_runs_by_the_workers_cache_counters(tmp_pat
         "started on A, approved on B": 4,
         "started and approved on B": 4,
     }
+
+
+def test_caller_check_bench_runs_and_both_ways_give_the_same_answer(tmp_path: Path) -> None:
+    env = {**os.environ, "BENCH_RESULTS": str(tmp_path)}
+    command = [sys.executable, "-m", "bench.caller_check", "--calls", "5"]
+    out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    stats = json.loads((tmp_path / "caller_check.json").read_text())["stats"]
+    assert {name: stats[name]["cpu_ms"]["n"] for name in stats} == {"sdk_describe": 5, "raw_describe": 5}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,7 @@ from signoff.testing import HistoryReplayError, replay_histories
 from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, call, running_worker, start_run
 from tests.histories.manifest import HERE, Manifest
 from tests.histories.record import parked
-from tests.processes import REPO, clean_env
+from tests.processes import REPO, clean_env, package_copy
 from tests.waiting import assert_eventually
 from tests.workflow_variants import ToolsInReverse, WaitsBeforeTheModel
 
@@ -47,11 +46,7 @@ def replay_cli(*args: str | Path, cwd: Path | None = None, **env: str | Path) ->
 
 def installed_copy(tmp_path: Path, edit: str) -> Path:
     """A copy of the installed package whose workflow code has `UPSERT` replaced by `edit`."""
-    root = tmp_path / "site"
-    shutil.copytree(REPO / "signoff", root / "signoff", ignore=shutil.ignore_patterns("__pycache__"))
-    (target,) = [p for p in (root / "signoff" / "workflows").glob("*.py") if UPSERT in p.read_text()]
-    target.write_text(target.read_text().replace(UPSERT, edit))
-    return root
+    return package_copy(tmp_path / "site", UPSERT, edit)
 
 
 def test_a_v1_history_would_not_resume_and_the_cli_says_why_in_plain_words() -> None:

@@ -1,12 +1,16 @@
 """Worker Versioning: `SIGNOFF_DEPLOYMENT_NAME` and `SIGNOFF_BUILD_ID`.
 
 With both set, the worker joins Temporal's Worker Deployment `SIGNOFF_DEPLOYMENT_NAME` as the
-version `<name>.<build id>` (`WorkerDeploymentConfig`), and `AgentRun` is pinned: a run stays
-on the version it started on, so a deploy never hands a parked run to code that cannot
-replay it. Which version new runs start on is the server's routing (its current and ramping
-versions, set with `temporal worker deployment set-current-version` / `set-ramping-version`);
-the server reports when an old version is drained (no open run pinned to it). README,
-"Deploys and parked runs". Without them the worker is unversioned, as before.
+version `<name>.<build id>` (`WorkerDeploymentConfig`), and `AgentRun` is pinned: a run is
+replayed only by the version it runs on, so a deploy never hands a parked run to code that
+cannot replay it. When the deployment's target version changes, a run moves there itself,
+through a continue-as-new that starts a new run on the new code (`workflows/upgrade.py`). The
+pin is the worker's default behaviour, not an annotation on `AgentRun`: the server refuses a
+workflow task that names a versioning behaviour from an unversioned worker. Which version
+new runs start on is the server's routing (its current and ramping versions, set with
+`temporal worker deployment set-current-version` / `set-ramping-version`); the server reports
+when an old version is drained (no open run pinned to it). README, "Deploys and parked runs".
+Without them the worker is unversioned, as before.
 """
 
 from __future__ import annotations
@@ -78,7 +82,8 @@ class DeploymentSettings:
         """The start-up log line."""
         return (
             f"worker deployment {self.name}, build {self.build_id} (version {self.version.to_canonical_string()}); "
-            f"{WORKFLOW_TYPE} runs stay pinned to the version they start on"
+            f"{WORKFLOW_TYPE} runs are pinned, and move to the deployment's current version only at a safe point "
+            "(between rounds, or waiting for a person with no approved call left to run)"
         )
 
     def commands(self) -> str:

@@ -68,7 +68,7 @@ with workflow.unsafe.imports_passed_through():
     from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET, Limits, size_over, too_large
     from signoff.loop.messages import AgentEvent, ChatMessage, ToolCall
     from signoff.loop.transcript import Sender
-    from signoff.workflows import steps, verify
+    from signoff.workflows import steps, upgrade, verify  # #20: upgrade = moving to a new version
     from signoff.workflows.intake import DecisionIntake
     from signoff.workflows.metrics import RunMetrics
     from signoff.workflows.notifications import Notifier, notice_for
@@ -168,7 +168,7 @@ class AgentRun:
                     raise ApplicationError(action.message, type="ApprovalTimeout", non_retryable=True)
                 case RunTools():
                     await self._run_tools(action.calls)
-                case _ if workflow.info().is_continue_as_new_suggested():
+                case _ if workflow.info().is_continue_as_new_suggested() or upgrade.due(self._loop.state):  # #20
                     await self._continue_as_new()
                 case AwaitApproval():
                     await self._await_decisions()
@@ -361,7 +361,11 @@ class AgentRun:
         """Wait until the round's calls are decided, firing their timers on time."""
         loop = self._loop
         self._record.set_status(STATUS_AWAITING, loop.pending_requests())
-        while loop.pending_requests() and not workflow.info().is_continue_as_new_suggested():
+        while (
+            loop.pending_requests()
+            and not workflow.info().is_continue_as_new_suggested()
+            and not upgrade.due(loop.state)  # #20: a safe point to move to the new version
+        ):
             wake = loop.next_wakeup()
             timeout = max(wake - workflow.now(), timedelta(0)) if wake else None
             try:
@@ -379,8 +383,13 @@ class AgentRun:
         self._record.set_status(STATUS_RUNNING, [])
 
     def _changed_since(self, revision: int) -> Callable[[], bool]:
-        """What ends a wait: a handler changed something after `revision`, or history grew long."""
-        return lambda: self._revision != revision or workflow.info().is_continue_as_new_suggested()
+        """What ends a wait: a handler changed something after `revision`, history grew long, or
+        the run should move to its deployment's new version (#20, upgrade.py)."""
+        return lambda: (
+            self._revision != revision
+            or workflow.info().is_continue_as_new_suggested()
+            or upgrade.due(self._loop.state)  # #20: woken by anything once the target version changed
+        )
 
     def _changed(self) -> None:
         """What the intake calls once people changed what the run waits for."""
@@ -428,7 +437,7 @@ class AgentRun:
         self._checked(carried, "the state carried across continue-as-new")
         if workflow.patched(SEALS_STATE):
             carried.seal = await seal(carried)
-        workflow.continue_as_new(carried)
+        workflow.continue_as_new(carried, initial_versioning_behavior=upgrade.behaviour(self._loop.state))  # #20
 
     async def _wind_down(self) -> None:
         """Give notices in flight their time (`notifications.DRAIN`), then let handlers finish."""

@@ -43,6 +43,7 @@ from signoff.contract import RunOptions
 from signoff.loop.limits import Limits
 from signoff.loop.messages import ChatMessage, ToolCall
 from signoff.runtime.connection import ConnectionSettings, connect
+from signoff.runtime.deployment import DeploymentSettings
 from signoff.runtime.devserver import find_temporal_binary
 from signoff.runtime.fingerprint import workflow_code
 from signoff.runtime.storage import close_storage
@@ -66,6 +67,7 @@ from tests.histories.manifest import HERE, Manifest
 from tests.mcp_helpers import mcp_call, stdio
 from tests.processes import free_port
 from tests.receiver import Receiver
+from tests.versioning import chain, make_current, moved
 
 SERVERS: dict[str, tuple[str, ...]] = {
     "early_can": ("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=40"),
@@ -102,10 +104,11 @@ class Rig:
         script: Script,
         agents: dict[str, ChatClientAgent] | None = None,
         client: Client | None = None,
+        queue: str | None = None,
         **options: Any,
     ) -> AsyncIterator[str]:
-        """A worker on a fresh task queue (its name is yielded) with the scripted model."""
-        queue = f"record-{uuid.uuid4()}"
+        """A worker on `queue` (default a fresh one; its name is yielded) with the scripted model."""
+        queue = queue or f"record-{uuid.uuid4()}"
         with ScriptedModelServer(script) as model:
             async with running_worker(
                 client or self.client, queue, model, agents or agents_for(self.workspace), **options
@@ -322,6 +325,42 @@ async def record_strangers(rig: Rig) -> dict[str, WorkflowHistory]:
 async def temporal_cli(address: str, *args: str) -> None:
     process = await asyncio.create_subprocess_exec(str(find_temporal_binary()), *args, "--address", address)
     assert await process.wait() == 0
+
+
+# --- Worker Versioning: runs that move to the deployment's new version ----------------------
+
+
+@shape("moved_between_rounds", "moved_while_waiting", "moved_into")
+async def record_moved(rig: Rig) -> dict[str, WorkflowHistory]:
+    """Two versions of one Worker Deployment on one task queue, `a` current, then `b`: a run
+    parked on `a` and approved after the switch (its call runs on `a`, then the run continues
+    as new with AUTO_UPGRADE before its next model turn, workflows/upgrade.py); a run parked on
+    `a` woken undecided by the README's wake (an empty list of decisions), which moves at once,
+    and the run it moved into on `b`, started with the call pending, then approved."""
+    deployment, queue = f"record-{uuid.uuid4().hex[:8]}", f"record-{uuid.uuid4()}"
+
+    def version(build: str) -> contextlib.AbstractAsyncContextManager[str]:
+        return rig.worker(script, queue=queue, deployment=DeploymentSettings(deployment, build))
+
+    out = {}
+    async with version("a"):
+        await make_current(rig.client, deployment, "a")
+        approved, woken = await start_run(rig.client, queue, "approve"), await start_run(rig.client, queue, "wake")
+        for run in (approved, woken):
+            await wait_pending(run)
+        async with version("b"):
+            await make_current(rig.client, deployment, "b")
+            await approved.execute_update("submit_tool_approval", approval("call_1", approver="a"))
+            await finished(approved)
+            out["moved_between_rounds"] = await chain(rig.client, approved).fetch_history()
+
+            await woken.signal("tool_approval", [])
+            into = await moved(rig.client, woken)
+            await wait_pending(into)
+            await into.execute_update("submit_tool_approval", approval("call_1", approver="a"))
+            out["moved_into"] = await finished(into)
+            out["moved_while_waiting"] = await chain(rig.client, woken).fetch_history()
+    return out
 
 
 # --- governance ----------------------------------------------------------------------------
