@@ -48,7 +48,7 @@ PACKAGE = ROOT / "signoff"
 # the name in `__all__` or by renaming it with a leading `_`. Equality is checked, so a fixed
 # (or moved) entry fails here too, and must be removed.
 IMPORTED_ELSEWHERE_BUT_NOT_LISTED = {
-    "signoff.approval.identity": {"DEFAULT_TTL", "ENV_AUDIENCE", "ENV_ISSUER", "ENV_KEYS", "TOKEN_REASONS"},
+    "signoff.approval.identity": {"DEFAULT_TTL", "TOKEN_REASONS"},
     "signoff.approval.requests": {"MAX_TOKEN_CHARS", "checked_name"},
     "signoff.approval.signatures": {"SIGN_HELP"},
     "signoff.runtime.codec": {"KEY_ID"},
@@ -64,7 +64,7 @@ PUBLIC_BUT_USED_ONLY_INSIDE = {
     "signoff.runtime.codec_server": {"NAMESPACE_HEADER"},
     "signoff.runtime.storage": {"MAX_THRESHOLD", "S3_EXTRA", "storage_driver"},
     "signoff.runtime.telemetry": {"DEFAULT_SERVICE_NAME", "OTEL_EXTRA", "PENDING_POLL_SECONDS"},
-    "signoff.runtime.worker": {"AGENTS_ENV", "FROM_CLIENT", "NO_MODEL", "default_chat_client", "model_check"},
+    "signoff.runtime.worker": {"FROM_CLIENT", "default_chat_client"},
     "signoff.tools.builtins": {"ListDirArguments", "RemovePathArguments", "WriteFileArguments"},
     "signoff.tools.files.fs": {"RESOLVE_BENEATH", "RESOLVE_IN_ROOT", "RESOLVE_NO_MAGICLINKS"},
     "signoff.tools.mcp.config": {"MAX_CONFIG_BYTES", "MAX_SERVER_NAME", "SERVER_NAME"},
