@@ -5,10 +5,6 @@ FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY signoff ./signoff
-COPY workflows ./workflows
-COPY activities ./activities
-COPY cli ./cli
-COPY runtime ./runtime
 COPY examples ./examples
 COPY worker.py client.py ./
 # Compile now: the code is read-only to the worker, which cannot write .pyc files next to it.

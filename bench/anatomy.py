@@ -38,8 +38,11 @@ def payloads(message: Message) -> list[Payload]:
     for descriptor, value in message.ListFields():
         if descriptor.message_type is None:
             continue
-        items = value.values() if descriptor.message_type.GetOptions().map_entry else (
-            [value] if isinstance(value, Message) else value)  # fmt: skip
+        items = (
+            value.values()
+            if descriptor.message_type.GetOptions().map_entry
+            else ([value] if isinstance(value, Message) else value)
+        )
         for item in items:
             if isinstance(item, Message):
                 found += payloads(item)
@@ -48,7 +51,7 @@ def payloads(message: Message) -> list[Payload]:
 
 def label(event: Any) -> str:
     kind = event.WhichOneof("attributes") or ""
-    attrs = getattr(event, kind) if kind else None
+    attrs: Any = getattr(event, kind) if kind else None
     if event.HasField("activity_task_scheduled_event_attributes"):
         return attrs.activity_type.name
     if event.HasField("marker_recorded_event_attributes"):
@@ -76,11 +79,16 @@ def anatomy(events: list[Any]) -> dict[str, Any]:
     for event in events:
         name = EventType.Name(event.event_type).removeprefix("EVENT_TYPE_")
         found = payloads(event)
-        rows.append({
-            "id": event.event_id, "type": name, "what": label(event), "bytes": event.ByteSize(),
-            "payload_bytes": sum(p.ByteSize() for p in found),
-            "fields": {k: v for p in found for k, v in fields(p).items()},
-        })  # fmt: skip
+        rows.append(
+            {
+                "id": event.event_id,
+                "type": name,
+                "what": label(event),
+                "bytes": event.ByteSize(),
+                "payload_bytes": sum(p.ByteSize() for p in found),
+                "fields": {k: v for p in found for k, v in fields(p).items()},
+            }
+        )
         by_kind[f"{name} {label(event)}".strip()] += event.ByteSize()
     total = sum(r["bytes"] for r in rows)
     return {"events": len(rows), "bytes": total, "rows": rows, "by_kind": dict(by_kind.most_common())}
@@ -118,16 +126,34 @@ def side_by_side(name: str, signoff: dict[str, Any], floor: dict[str, Any]) -> l
     rows.append(["total", signoff["bytes"], floor["bytes"]])
     ops = sorted(set(signoff["rpcs"]) | set(floor["rpcs"]))
     texts = [
-        table(f"{name}: history bytes by event ({signoff['events']} vs {floor['events']} events, "
-              f"{signoff['bytes'] / floor['bytes']:.2f}×)", ["event", "signoff B", "floor B"], rows),
-        table(f"{name}: frontend RPCs (polls left out)", ["operation", "signoff", "floor"],
-              [[op, signoff["rpcs"].get(op, 0), floor["rpcs"].get(op, 0)] for op in ops]),
-    ]  # fmt: skip
+        table(
+            f"{name}: history bytes by event ({signoff['events']} vs {floor['events']} events, "
+            f"{signoff['bytes'] / floor['bytes']:.2f}×)",
+            ["event", "signoff B", "floor B"],
+            rows,
+        ),
+        table(
+            f"{name}: frontend RPCs (polls left out)",
+            ["operation", "signoff", "floor"],
+            [[op, signoff["rpcs"].get(op, 0), floor["rpcs"].get(op, 0)] for op in ops],
+        ),
+    ]
     big = [r for r in signoff["rows"] if r["fields"] and r["payload_bytes"] >= 200]
-    texts.append(table(f"{name}: signoff's payloads over 200 B, by field", ["event", "what", "payload B", "fields (B)"],
-                       [[f"{r['id']} {r['type']}", r["what"], r["payload_bytes"],
-                         ", ".join(f"{k} {v}" for k, v in sorted(r["fields"].items(), key=lambda kv: -kv[1]))]
-                        for r in big]))  # fmt: skip
+    texts.append(
+        table(
+            f"{name}: signoff's payloads over 200 B, by field",
+            ["event", "what", "payload B", "fields (B)"],
+            [
+                [
+                    f"{r['id']} {r['type']}",
+                    r["what"],
+                    r["payload_bytes"],
+                    ", ".join(f"{k} {v}" for k, v in sorted(r["fields"].items(), key=lambda kv: -kv[1])),
+                ]
+                for r in big
+            ],
+        )
+    )
     return texts
 
 

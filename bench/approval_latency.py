@@ -30,15 +30,17 @@ def decision_gap(events, activity: str) -> dict[str, float]:
     """UpdateAccepted → the tool activity's scheduled and started events, in seconds."""
     accepted = next(e for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED)
     scheduled = next(
-        e for e in events
+        e
+        for e in events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
         and e.activity_task_scheduled_event_attributes.activity_type.name == activity
-    )  # fmt: skip
+    )
     started = next(
-        e for e in events
+        e
+        for e in events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
         and e.activity_task_started_event_attributes.scheduled_event_id == scheduled.event_id
-    )  # fmt: skip
+    )
     if not accepted.event_id < scheduled.event_id:
         raise BenchError("the tool ran before the decision was accepted")
     return {
@@ -87,8 +89,11 @@ async def main(argv: list[str] | None = None) -> dict:
     for m in metrics:
         s, f = stats["signoff"][m], stats["floor"][m]
         rows.append([m, s["p50"] * 1000, s["p95"] * 1000, f["p50"] * 1000, f["p95"] * 1000, s["p50"] / f["p50"]])
-    text = table(f"Approval round trip: {args.runs} sequential runs, approved by update at the pause (ms)",
-                 ["interval", "signoff p50", "signoff p95", "floor p50", "floor p95", "p50 ratio"], rows)  # fmt: skip
+    text = table(
+        f"Approval round trip: {args.runs} sequential runs, approved by update at the pause (ms)",
+        ["interval", "signoff p50", "signoff p95", "floor p50", "floor p95", "p50 ratio"],
+        rows,
+    )
     data = {"args": vars(args), "stats": stats, "ratios_p50": {r[0]: r[-1] for r in rows}, "raw": samples}
     write_results("approval_latency", data, [text])
     return data

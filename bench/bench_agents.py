@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from signoff.agent import AgentBuilder, ChatClientAgent
+from signoff.agent.builder import AgentBuilder, ChatClientAgent
 from signoff.chat.base import ChatClient
 from signoff.tools import ApprovalRequiredTool, tool
 from signoff.tools.mcp import MCPServer
@@ -19,8 +19,13 @@ from signoff.tools.mcp import MCPServer
 AGENT = "bench"
 BIG_AGENT = "bench_big"
 MCP_AGENT, MCP_HTTP_AGENT = "bench_mcp", "bench_mcp_http"
-MCP_STDIO = MCPServer(name="bench", command=sys.executable, args=["-m", "bench.mcp_noop_server"],
-                      env={"PYTHONDONTWRITEBYTECODE": "1"}, trusted=True)  # fmt: skip
+MCP_STDIO = MCPServer(
+    name="bench",
+    command=sys.executable,
+    args=["-m", "bench.mcp_noop_server"],
+    env={"PYTHONDONTWRITEBYTECODE": "1"},
+    trusted=True,
+)
 INSTRUCTIONS = "You are a benchmark agent. Call the tool you are asked to call."
 
 

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,8 +228,10 @@ class WorkerProcess:
                 self.kill()
 
     def report(self) -> str:
-        return (f"--- {self.name} stdout:\n{self.out.read_text(errors='replace')[-3000:]}"
-                f"--- stderr:\n{self.err.read_text(errors='replace')[-3000:]}")
+        return (
+            f"--- {self.name} stdout:\n{self.out.read_text(errors='replace')[-3000:]}"
+            f"--- stderr:\n{self.err.read_text(errors='replace')[-3000:]}"
+        )
 
 
 @asynccontextmanager
@@ -259,7 +261,7 @@ async def bounded(items: Iterable[T], fn: Callable[[T], Awaitable[Any]], limit: 
     return await asyncio.gather(*(one(i) for i in items))
 
 
-def run(main: Callable[[], Awaitable[Any]]) -> None:
+def run(main: Callable[[], Coroutine[Any, Any, Any]]) -> None:
     """`asyncio.run(main())`: SIGTERM cleans up like Ctrl-C (workers stopped, server shut
     down); exits 1 loudly on a wrong result, and skips interpreter finalization, where
     the SDK's runtime threads can abort an otherwise finished process."""
@@ -281,5 +283,3 @@ def run(main: Callable[[], Awaitable[Any]]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
-
-

@@ -48,6 +48,7 @@ async def one(bench, kind: str, runs: int) -> dict[str, float]:
             task.result()
         await asyncio.gather(*tasks)
         t_all = time.perf_counter()
+        assert second.ready_at is not None  # set by ready()
         return {"worker_ready_s": second.ready_at - t0, "to_first_done_s": t_first - t0, "to_all_done_s": t_all - t0}
     finally:
         first.stop()
@@ -67,14 +68,23 @@ async def main(argv: list[str] | None = None) -> dict:
                 samples[kind].append(await one(bench, kind, args.runs))
     metrics = list(samples["signoff"][0])
     stats = {k: {m: summary([s[m] for s in v]) for m in metrics} for k, v in samples.items()}
-    rows = [[m, stats["signoff"][m]["p50"], stats["signoff"][m]["max"], stats["floor"][m]["p50"],
-             stats["signoff"][m]["p50"] / stats["floor"][m]["p50"]] for m in metrics]  # fmt: skip
+    rows = [
+        [
+            m,
+            stats["signoff"][m]["p50"],
+            stats["signoff"][m]["max"],
+            stats["floor"][m]["p50"],
+            stats["signoff"][m]["p50"] / stats["floor"][m]["p50"],
+        ]
+        for m in metrics
+    ]
     ok = stats["signoff"]["to_first_done_s"]["max"] <= TARGET_S
     text = table(
         f"Crash recovery: {args.runs} parked runs, worker SIGKILLed, new worker started, all approved "
         f"({args.repeats} repeats). Target: new worker start → first run done ≤ {TARGET_S:.0f} s ({target(ok)})",
-        ["interval (s)", "signoff p50", "signoff max", "floor p50", "p50 ratio"], rows,
-    )  # fmt: skip
+        ["interval (s)", "signoff p50", "signoff max", "floor p50", "p50 ratio"],
+        rows,
+    )
     data = {"args": vars(args), "stats": stats, "target": {"to_first_done_s": TARGET_S, "met": ok}, "raw": samples}
     write_results("crash_recovery", data, [text])
     return data

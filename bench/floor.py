@@ -12,7 +12,9 @@ import asyncio
 import json
 import os
 import signal
+from collections.abc import Callable
 from datetime import timedelta
+from typing import cast
 
 from pydantic import BaseModel
 from temporalio import activity
@@ -21,10 +23,11 @@ from temporalio.worker import Worker
 from bench.bench_agents import INSTRUCTIONS, bench_agent, gated_noop, noop
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
-from signoff.messages import ChatMessage, ToolCall
+from signoff.loop.messages import ChatMessage, ToolCall
 
-SPECS = bench_agent().snapshot([]).specs
-FUNCTIONS = {"noop": noop, "gated_noop": gated_noop.inner}
+SPECS = bench_agent().definition([]).specs
+# `ApprovalRequiredTool.inner` is any Tool; the bench's is the function tool `_gated`, callable.
+FUNCTIONS: dict[str, Callable[..., str]] = {"noop": noop, "gated_noop": cast("Callable[..., str]", gated_noop.inner)}
 _client: OpenAIChatClient | None = None
 
 
@@ -65,9 +68,14 @@ async def serve() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     worker = Worker(
-        client, task_queue=queue, workflows=[FloorRun], activities=[chat, tool], workflow_runner=sandbox_runner(),
-        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1), graceful_shutdown_timeout=timedelta(seconds=10),
-    )  # fmt: skip
+        client,
+        task_queue=queue,
+        workflows=[FloorRun],
+        activities=[chat, tool],
+        workflow_runner=sandbox_runner(),
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
+        graceful_shutdown_timeout=timedelta(seconds=10),
+    )
     print(f"floor: worker on task queue {queue!r}", flush=True)
     async with worker:
         await stop.wait()

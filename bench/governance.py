@@ -35,10 +35,10 @@ from temporalio.api.enums.v1 import EventType
 from bench.common import BenchEnv, BenchError, bench_env, run, workers
 from bench.report import summary, table, write_results
 from bench.runs import START, approve, finish, history_events, wait_paused
-from signoff.approvals import Binding, ToolApprovalResponse
-from signoff.digest import arguments_digest
-from signoff.signatures import decision_claim
-from signoff.signing import SigningKey, new_key_pair
+from signoff.approval.digest import arguments_digest
+from signoff.approval.requests import Binding, ToolApprovalResponse
+from signoff.approval.signatures import decision_claim
+from signoff.approval.signing import SigningKey, new_key_pair
 
 TOOL, ROUNDS, CALL = "gated_noop", 1, "call_1_1"
 
@@ -58,25 +58,42 @@ class _Hook(BaseHTTPRequestHandler):
 
 def signed_approval(key: SigningKey, workflow_id: str, chain_id: str) -> dict[str, Any]:
     """The decision on the bench's gated call, signed for exactly that call of that run."""
-    binding = Binding(workflow_id=workflow_id, chain_id=chain_id, call_id=CALL, tool=TOOL,
-                      arguments_digest=arguments_digest({"x": "1"}))  # fmt: skip
+    binding = Binding(
+        workflow_id=workflow_id,
+        chain_id=chain_id,
+        call_id=CALL,
+        tool=TOOL,
+        arguments_digest=arguments_digest({"x": "1"}),
+    )
     response = ToolApprovalResponse(call_id=CALL, approved=True)
     return {"call_id": CALL, "approved": True, "token": key.sign(decision_claim(binding, response))}
 
 
 def tool_seconds(events: list[Any]) -> float:
     """The tool activity's started → completed, on the server's clock."""
-    started = next(e for e in events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
-                   and e.activity_task_started_event_attributes.scheduled_event_id == _tool_scheduled(events))
-    completed = next(e for e in events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
-                     and e.activity_task_completed_event_attributes.scheduled_event_id == _tool_scheduled(events))
+    started = next(
+        e
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+        and e.activity_task_started_event_attributes.scheduled_event_id == _tool_scheduled(events)
+    )
+    completed = next(
+        e
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+        and e.activity_task_completed_event_attributes.scheduled_event_id == _tool_scheduled(events)
+    )
     return completed.event_time.ToNanoseconds() / 1e9 - started.event_time.ToNanoseconds() / 1e9
 
 
 def _tool_scheduled(events: list[Any]) -> int:
     names = ("signoff.tool", "floor.tool")
-    return next(e.event_id for e in events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-                and e.activity_task_scheduled_event_attributes.activity_type.name in names)
+    return next(
+        e.event_id
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name in names
+    )
 
 
 async def one(bench: BenchEnv, kind: str, queue: str, key: SigningKey) -> dict[str, float]:
@@ -95,8 +112,12 @@ async def one(bench: BenchEnv, kind: str, queue: str, key: SigningKey) -> dict[s
     if kind == "verified" and not result.approvals[0].verified:
         raise BenchError(f"{handle.id}: the verified run's approval was not verified")
     events = await history_events(client, handle.id)
-    return {"start_to_paused": t_paused - t0, "decision_to_finished": t_done - t_paused, "events": float(len(events)),
-            "tool_activity": tool_seconds(events)}  # fmt: skip
+    return {
+        "start_to_paused": t_paused - t0,
+        "decision_to_finished": t_done - t_paused,
+        "events": float(len(events)),
+        "tool_activity": tool_seconds(events),
+    }
 
 
 async def main(argv: list[str] | None = None) -> dict:
@@ -114,10 +135,12 @@ async def main(argv: list[str] | None = None) -> dict:
     threading.Thread(target=hook.serve_forever, daemon=True).start()
     queues = {kind: f"{kind}-{uuid.uuid4().hex[:8]}" for kind in ("plain", "verified", "notify", "floor")}
     env = {
-        queues["verified"]: {"SIGNOFF_POLICY_FILE": str(folder / "policies.json"),
-                             "SIGNOFF_APPROVER_KEYS": str(folder / "approvers.json")},
+        queues["verified"]: {
+            "SIGNOFF_POLICY_FILE": str(folder / "policies.json"),
+            "SIGNOFF_APPROVER_KEYS": str(folder / "approvers.json"),
+        },
         queues["notify"]: {"SIGNOFF_NOTIFY_URLS": f"http://127.0.0.1:{hook.server_address[1]}/hook"},
-    }  # fmt: skip
+    }
     specs = [("floor" if k == "floor" else "signoff", q) for k, q in queues.items()]
     samples: dict[str, list[dict[str, float]]] = {k: [] for k in queues}
     async with bench_env() as bench, workers(bench, *specs, env=env):
@@ -133,16 +156,32 @@ async def main(argv: list[str] | None = None) -> dict:
     rows = []
     for kind, s in stats.items():
         d = s["decision_to_finished"]["p50"]
-        rows.append([kind, d * 1000, s["decision_to_finished"]["p95"] * 1000, s["start_to_paused"]["p50"] * 1000,
-                     s["events"]["p50"], s["tool_activity"]["p50"] * 1000,
-                     d / stats["plain"]["decision_to_finished"]["p50"],
-                     d / stats["floor"]["decision_to_finished"]["p50"]])  # fmt: skip
+        rows.append(
+            [
+                kind,
+                d * 1000,
+                s["decision_to_finished"]["p95"] * 1000,
+                s["start_to_paused"]["p50"] * 1000,
+                s["events"]["p50"],
+                s["tool_activity"]["p50"] * 1000,
+                d / stats["plain"]["decision_to_finished"]["p50"],
+                d / stats["floor"]["decision_to_finished"]["p50"],
+            ]
+        )
     text = table(
         f"What governance costs: {args.runs} runs each, one approval (ms); notices received: {_Hook.received}",
-        ["worker", "decision→finished p50", "p95", "start→paused p50", "events/run", "tool activity p50",
-         "vs plain", "vs floor"],
+        [
+            "worker",
+            "decision→finished p50",
+            "p95",
+            "start→paused p50",
+            "events/run",
+            "tool activity p50",
+            "vs plain",
+            "vs floor",
+        ],
         rows,
-    )  # fmt: skip
+    )
     data = {"args": vars(args), "stats": stats, "notices_received": _Hook.received, "raw": samples}
     write_results("governance", data, [text])
     return data

@@ -12,13 +12,14 @@ import argparse
 import json
 import uuid
 from collections import Counter
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 
 from bench.common import bench_env, run, workers
 from bench.report import table, target, write_results
 from bench.runs import START, finish, history_events
-from signoff.messages import ChatMessage, ToolCall
+from signoff.loop.messages import ChatMessage, ToolCall
 
 TOOL = "noop"
 TARGET_RATIO = 2.0
@@ -62,19 +63,27 @@ async def measure(bench, kind: str, queue: str, rounds: int) -> dict:
     runs = await chain(bench.client, handle.id)
     sizes = [sum(e.ByteSize() for e in events) for events in runs]
     return {
-        "kind": kind, "rounds": rounds, "runs": len(runs),
-        "events_total": sum(len(r) for r in runs), "events_max_run": max(len(r) for r in runs),
-        "bytes_total": sum(sizes), "bytes_max_run": max(sizes),
+        "kind": kind,
+        "rounds": rounds,
+        "runs": len(runs),
+        "events_total": sum(len(r) for r in runs),
+        "events_max_run": max(len(r) for r in runs),
+        "bytes_total": sum(sizes),
+        "bytes_max_run": max(sizes),
         "bytes_by_event_type": by_type([e for r in runs for e in r]),
-    }  # fmt: skip
+    }
 
 
 async def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", default="1,10,50,200")
-    parser.add_argument("--server-arg", action="append", default=[],
-                        help="extra dev-server flag, e.g. --server-arg=--dynamic-config-value "
-                             "--server-arg=limit.historySize.suggestContinueAsNew=1000000")  # fmt: skip
+    parser.add_argument(
+        "--server-arg",
+        action="append",
+        default=[],
+        help="extra dev-server flag, e.g. --server-arg=--dynamic-config-value "
+        "--server-arg=limit.historySize.suggestContinueAsNew=1000000",
+    )
     args = parser.parse_args(argv)
     lengths = [int(r) for r in args.rounds.split(",")]
     queues = {"signoff": f"bench-{uuid.uuid4().hex[:8]}", "floor": f"floor-{uuid.uuid4().hex[:8]}"}
@@ -83,33 +92,59 @@ async def main(argv: list[str] | None = None) -> dict:
         for n in lengths:
             for kind, queue in queues.items():
                 rows.append(await measure(bench, kind, queue, n))
-    lines, prev = [], {}
+    lines = []
+    prev: dict[str, dict[str, Any]] = {}
     for r in rows:
         floor = next(f for f in rows if f["kind"] == "floor" and f["rounds"] == r["rounds"])
         p = prev.get(r["kind"])
         per_round = (r["bytes_total"] - p["bytes_total"]) / (r["rounds"] - p["rounds"]) if p else None
         r["bytes_per_round_marginal"] = per_round
         prev[r["kind"]] = r
-        lines.append([r["kind"], r["rounds"], r["runs"], r["events_total"], r["events_max_run"], r["bytes_total"],
-                      r["bytes_max_run"], per_round if per_round is not None else "-",
-                      new_message_bytes(r["rounds"]), f"{r['bytes_total'] / floor['bytes_total']:.2f}×"])  # fmt: skip
+        lines.append(
+            [
+                r["kind"],
+                r["rounds"],
+                r["runs"],
+                r["events_total"],
+                r["events_max_run"],
+                r["bytes_total"],
+                r["bytes_max_run"],
+                per_round if per_round is not None else "-",
+                new_message_bytes(r["rounds"]),
+                f"{r['bytes_total'] / floor['bytes_total']:.2f}×",
+            ]
+        )
     one = {r["kind"]: r for r in rows if r["rounds"] == min(lengths)}
     ratio = one["signoff"]["bytes_total"] / one["floor"]["bytes_total"]
     text = table(
         f"History growth (model → noop per round). {min(lengths)}-round run vs floor: {ratio:.2f}× bytes "
         f"(target ≤ {TARGET_RATIO}: {target(ratio <= TARGET_RATIO)})",
-        ["workflow", "rounds", "runs (CAN)", "events", "events max run", "bytes total", "bytes max run",
-         "bytes/round (marginal)", "new msg bytes/round", "bytes vs floor"],
+        [
+            "workflow",
+            "rounds",
+            "runs (CAN)",
+            "events",
+            "events max run",
+            "bytes total",
+            "bytes max run",
+            "bytes/round (marginal)",
+            "new msg bytes/round",
+            "bytes vs floor",
+        ],
         lines,
-    )  # fmt: skip
+    )
     longest = [r for r in rows if r["rounds"] == max(lengths)]
     breakdown = table(
         f"Where the bytes are, {max(lengths)}-round run (bytes by event type)",
         ["event type", *(r["kind"] for r in longest)],
         [[t, *(r["bytes_by_event_type"].get(t, 0) for r in longest)] for t in longest[0]["bytes_by_event_type"]],
     )
-    data = {"args": vars(args), "rows": rows, "one_tool_ratio": ratio,
-            "target": {"one_tool_ratio": TARGET_RATIO, "met": ratio <= TARGET_RATIO}}  # fmt: skip
+    data = {
+        "args": vars(args),
+        "rows": rows,
+        "one_tool_ratio": ratio,
+        "target": {"one_tool_ratio": TARGET_RATIO, "met": ratio <= TARGET_RATIO},
+    }
     write_results("history_growth", data, [text, breakdown])
     return data
 

@@ -15,12 +15,14 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from bench.bench_agents import BIG_AGENT, BIG_OUTPUT
 from bench.common import BenchError, bench_env, run, workers
 from bench.history_growth import chain
 from bench.report import summary, table, write_results
 from bench.runs import history_bytes, start_signoff
+from signoff.config.environment import Environment
 from signoff.runtime.connection import ConnectionSettings, connect
 
 TOOL = "big"
@@ -49,14 +51,16 @@ async def main(argv: list[str] | None = None) -> dict:
     queues = {"store": f"store-{uuid.uuid4().hex[:8]}", "inline": f"inline-{uuid.uuid4().hex[:8]}"}
     common = {"SIGNOFF_MAX_TOOL_OUTPUT": "400000"}
     env = {queues["store"]: {**common, "SIGNOFF_PAYLOAD_STORE": store.as_uri()}, queues["inline"]: common}
-    rows = {}
+    rows: dict[str, list[Any]] = {}
     async with bench_env() as bench, workers(bench, *(("signoff", q) for q in queues.values()), env=env):
-        settings = ConnectionSettings.load(environ={"TEMPORAL_ADDRESS": bench.address,
-                                                    "SIGNOFF_PAYLOAD_STORE": store.as_uri()})  # fmt: skip
+        settings = ConnectionSettings.load(
+            Environment({"TEMPORAL_ADDRESS": bench.address, "SIGNOFF_PAYLOAD_STORE": store.as_uri()})
+        )
         stored_client = await connect(settings)
         for kind in ("inline", "store", "inline", "store"):  # alternate, to spread drift
-            half = await measure(stored_client if kind == "store" else bench.client, queues[kind], args.rounds,
-                                 max(1, args.runs // 2))  # fmt: skip
+            half = await measure(
+                stored_client if kind == "store" else bench.client, queues[kind], args.rounds, max(1, args.runs // 2)
+            )
             rows.setdefault(kind, []).append(half)
     data = {kind: _merge(halves) for kind, halves in rows.items()}
     store_bytes = sum(f.stat().st_size for f in store.rglob("*") if f.is_file())
@@ -66,11 +70,18 @@ async def main(argv: list[str] | None = None) -> dict:
         f"Large payloads: {args.rounds} rounds of {BIG_OUTPUT:,}-character tool outputs per run "
         f"(store / inline: history bytes {ratio_bytes:.3f}×, time {ratio_time:.2f}×)",
         ["worker", "runs", "history bytes p50", "s/run p50", "s/run p95"],
-        [[kind, len(d["raw_seconds"]), d["history_bytes"]["p50"], d["seconds"]["p50"], d["seconds"]["p95"]]
-         for kind, d in data.items()],
-    )  # fmt: skip
-    result = {"args": vars(args), "rows": data, "store_bytes_total": store_bytes,
-              "ratio_history_bytes": ratio_bytes, "ratio_seconds": ratio_time}  # fmt: skip
+        [
+            [kind, len(d["raw_seconds"]), d["history_bytes"]["p50"], d["seconds"]["p50"], d["seconds"]["p95"]]
+            for kind, d in data.items()
+        ],
+    )
+    result = {
+        "args": vars(args),
+        "rows": data,
+        "store_bytes_total": store_bytes,
+        "ratio_history_bytes": ratio_bytes,
+        "ratio_seconds": ratio_time,
+    }
     write_results("large_payloads", result, [text])
     return result
 

@@ -28,6 +28,7 @@ from bench.bench_agents import AGENT, MCP_AGENT, MCP_HTTP_AGENT, MCP_STDIO, noop
 from bench.common import REPO, BenchEnv, bench_env, free_port, run, workers
 from bench.report import summary, table, write_results
 from bench.runs import finish, start_signoff
+from signoff import Tool
 from signoff.runtime.devserver import is_listening
 from signoff.tools.mcp import MCPServer
 
@@ -71,7 +72,7 @@ async def direct(url: str, calls: int) -> dict[str, list[float]]:
     try:
         (stdio_tool,), _ = await open_tools([MCP_STDIO], sessions)
         (http_tool,), _ = await open_tools([MCPServer(name="bench", url=url, trusted=True)], sessions)
-        tools = {"function": noop, "MCP stdio": stdio_tool, "MCP HTTP": http_tool}
+        tools: dict[str, Tool] = {"function": noop, "MCP stdio": stdio_tool, "MCP HTTP": http_tool}
         samples: dict[str, list[float]] = {k: [] for k in tools}
         for _ in range(calls):
             for kind, tool in tools.items():
@@ -92,8 +93,13 @@ async def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args(argv)
     port = free_port()
-    http = subprocess.Popen([sys.executable, "-m", "bench.mcp_noop_server", "--http", str(port)], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    http = subprocess.Popen(
+        [sys.executable, "-m", "bench.mcp_noop_server", "--http", str(port)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         while not is_listening(f"127.0.0.1:{port}"):
@@ -113,22 +119,39 @@ async def main(argv: list[str] | None = None) -> dict:
     for kind, s in stats.items():
         p50 = s["wall_s"]["p50"]
         per_call = (p50 - listed) / args.rounds * 1000 if kind.startswith("MCP") else None
-        rows.append([kind, s["wall_s"]["p50"], s["wall_s"]["p95"], p50 / base,
-                     f"{per_call:.2f}" if per_call is not None else "-", s["worker_cpu_s"]["mean"]])  # fmt: skip
+        rows.append(
+            [
+                kind,
+                s["wall_s"]["p50"],
+                s["wall_s"]["p95"],
+                p50 / base,
+                f"{per_call:.2f}" if per_call is not None else "-",
+                s["worker_cpu_s"]["mean"],
+            ]
+        )
     direct_stats = {k: summary(v) for k, v in calls.items()}
     t1 = table(
         f"MCP calls: {args.runs} runs of {args.rounds} rounds each, per kind (listing at run start: "
         f"{(listed - base) * 1000:.1f} ms/run)",
-        ["kind", "p50 s/run", "p95 s/run", "ratio to plain", "ms/call over plain", "worker CPU s/run"], rows,
-    )  # fmt: skip
+        ["kind", "p50 s/run", "p95 s/run", "ratio to plain", "ms/call over plain", "worker CPU s/run"],
+        rows,
+    )
     t2 = table(
         f"One call in process, no Temporal ({args.calls} each)",
         ["tool", "p50 ms", "p95 ms", "ratio to function"],
-        [[k, s["p50"] * 1000, s["p95"] * 1000, s["p50"] / direct_stats["function"]["p50"]]
-         for k, s in direct_stats.items()],
-    )  # fmt: skip
-    data = {"args": vars(args), "stats": stats, "direct": direct_stats, "raw": raw, "raw_direct": calls,
-            "listing_ms_per_run": (listed - base) * 1000}  # fmt: skip
+        [
+            [k, s["p50"] * 1000, s["p95"] * 1000, s["p50"] / direct_stats["function"]["p50"]]
+            for k, s in direct_stats.items()
+        ],
+    )
+    data = {
+        "args": vars(args),
+        "stats": stats,
+        "direct": direct_stats,
+        "raw": raw,
+        "raw_direct": calls,
+        "listing_ms_per_run": (listed - base) * 1000,
+    }
     write_results("mcp_calls", data, [t1, t2])
     return data
 

@@ -11,8 +11,9 @@ from mcp.types import ToolAnnotations
 app = MCPServer("bench", log_level="WARNING")
 
 
-@app.tool(description="Do nothing and say so.", annotations=ToolAnnotations(read_only_hint=True),
-          structured_output=False)  # fmt: skip
+@app.tool(
+    description="Do nothing and say so.", annotations=ToolAnnotations(read_only_hint=True), structured_output=False
+)
 def noop(x: str) -> str:
     return f"noop:{x}"
 

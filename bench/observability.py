@@ -33,6 +33,7 @@ from temporalio.client import Client
 from bench.common import BenchEnv, BenchError, bench_env, free_port, run, workers
 from bench.report import summary, table, write_results
 from bench.runs import START, approve, finish, history_events, wait_paused
+from signoff.config.environment import Environment
 from signoff.runtime.connection import ConnectionSettings, connect
 
 TOOL, ROUNDS = "gated_noop", 1
@@ -70,14 +71,17 @@ async def main(argv: list[str] | None = None) -> dict:
     keys.write_text(f"bench:{base64.b64encode(os.urandom(32)).decode()}\n")
     metrics_address = f"127.0.0.1:{free_port()}"
     queues = {kind: f"{kind}-{uuid.uuid4().hex[:8]}" for kind in KINDS}
-    env = {queues["metrics"]: {"SIGNOFF_METRICS_ADDRESS": metrics_address},
-           queues["encrypted"]: {"SIGNOFF_CODEC_KEYS": str(keys)}}  # fmt: skip
+    env = {
+        queues["metrics"]: {"SIGNOFF_METRICS_ADDRESS": metrics_address},
+        queues["encrypted"]: {"SIGNOFF_CODEC_KEYS": str(keys)},
+    }
     specs = [("floor" if k == "floor" else "signoff", q) for k, q in queues.items()]
     samples: dict[str, list[dict[str, float]]] = {k: [] for k in queues}
     cpu: dict[str, float] = {}
     async with bench_env() as bench, workers(bench, *specs, env=env) as procs:
-        sealed = await connect(ConnectionSettings.load(environ={"TEMPORAL_ADDRESS": bench.address,
-                                                                "SIGNOFF_CODEC_KEYS": str(keys)}))  # fmt: skip
+        sealed = await connect(
+            ConnectionSettings.load(Environment({"TEMPORAL_ADDRESS": bench.address, "SIGNOFF_CODEC_KEYS": str(keys)}))
+        )
         clients = {kind: sealed if kind == "encrypted" else bench.client for kind in KINDS}
         for _ in range(args.warmup):
             for kind, queue in queues.items():
@@ -95,11 +99,17 @@ async def main(argv: list[str] | None = None) -> dict:
     stats = {k: {m: summary([s[m] for s in v]) for m in v[0]} for k, v in samples.items()}
     plain = stats["plain"]["decision_to_finished"]["p50"]
     rows = [
-        [kind, s["decision_to_finished"]["p50"] * 1000, s["decision_to_finished"]["p95"] * 1000,
-         s["start_to_paused"]["p50"] * 1000, cpu[kind] * 1000, s["decision_to_finished"]["p50"] / plain,
-         cpu[kind] / cpu["plain"]]
+        [
+            kind,
+            s["decision_to_finished"]["p50"] * 1000,
+            s["decision_to_finished"]["p95"] * 1000,
+            s["start_to_paused"]["p50"] * 1000,
+            cpu[kind] * 1000,
+            s["decision_to_finished"]["p50"] / plain,
+            cpu[kind] / cpu["plain"],
+        ]
         for kind, s in stats.items()
-    ]  # fmt: skip
+    ]
     text = table(
         f"What metrics and encryption cost: {args.runs} runs each, one approval (ms)",
         ["worker", "decision→finished p50", "p95", "start→paused p50", "worker CPU/run", "vs plain", "CPU vs plain"],

@@ -74,14 +74,21 @@ async def one_count(kind: str, count: int, worker_count: int) -> dict:
             for p in procs:
                 p.stop()
     return {
-        "kind": kind, "workers": worker_count, "runs": count,
-        "start_s": t_started - t0, "all_paused_s": t_paused - t0,
-        "baseline_rss_kb": base_rss, "parked_rss_kb": parked_rss, "peak_hwm_kb": peak,
+        "kind": kind,
+        "workers": worker_count,
+        "runs": count,
+        "start_s": t_started - t0,
+        "all_paused_s": t_paused - t0,
+        "baseline_rss_kb": base_rss,
+        "parked_rss_kb": parked_rss,
+        "peak_hwm_kb": peak,
         "per_parked_run_kb": (parked_rss - base_rss) / count,
-        "approve_s": t_approved - t1, "approve_to_done_s": t_done - t1,
-        "worker_cpu_park_s": cpu_park, "worker_cpu_resume_s": cpu_resume,
+        "approve_s": t_approved - t1,
+        "approve_to_done_s": t_done - t1,
+        "worker_cpu_park_s": cpu_park,
+        "worker_cpu_resume_s": cpu_resume,
         "evicted_from_cache": max(0, count - WORKER_CACHE * worker_count),
-    }  # fmt: skip
+    }
 
 
 async def main(argv: list[str] | None = None) -> dict:
@@ -102,25 +109,45 @@ async def main(argv: list[str] | None = None) -> dict:
     lines = []
     for r in rows:
         f = floor.get(r["runs"]) if r["kind"] == "signoff" and r["workers"] == 1 else None
-        lines.append([
-            f"{r['kind']} ×{r['workers']}w", r["runs"], r["all_paused_s"], r["baseline_rss_kb"] / 1024,
-            r["peak_hwm_kb"] / 1024, r["per_parked_run_kb"],
-            f"{r['per_parked_run_kb'] / f['per_parked_run_kb']:.2f}×" if f else "",
-            r["approve_to_done_s"], f"{r['approve_to_done_s'] / f['approve_to_done_s']:.2f}×" if f else "",
-            r["evicted_from_cache"],
-        ])  # fmt: skip
+        lines.append(
+            [
+                f"{r['kind']} ×{r['workers']}w",
+                r["runs"],
+                r["all_paused_s"],
+                r["baseline_rss_kb"] / 1024,
+                r["peak_hwm_kb"] / 1024,
+                r["per_parked_run_kb"],
+                f"{r['per_parked_run_kb'] / f['per_parked_run_kb']:.2f}×" if f else "",
+                r["approve_to_done_s"],
+                f"{r['approve_to_done_s'] / f['approve_to_done_s']:.2f}×" if f else "",
+                r["evicted_from_cache"],
+            ]
+        )
     big = [r for r in rows if r["kind"] == "signoff" and r["workers"] == 1]
     kb_ok = all(r["per_parked_run_kb"] <= TARGET_KB for r in big)
     s_ok = all(r["approve_to_done_s"] <= TARGET_S for r in big if r["runs"] >= 1000)
     text = table(
         f"Parked at scale (fresh worker each). Targets: ≤ {TARGET_KB} kB/parked run ({target(kb_ok)}), "
         f"1,000 approved → done ≤ {TARGET_S:.0f} s ({target(s_ok)})",
-        ["worker", "runs", "all paused s", "base RSS MB", "peak HWM MB", "kB/parked run", "vs floor",
-         "approve→done s", "vs floor", "evicted"],
+        [
+            "worker",
+            "runs",
+            "all paused s",
+            "base RSS MB",
+            "peak HWM MB",
+            "kB/parked run",
+            "vs floor",
+            "approve→done s",
+            "vs floor",
+            "evicted",
+        ],
         lines,
-    )  # fmt: skip
-    data = {"args": vars(args), "rows": rows, "targets": {"kb_per_run": TARGET_KB, "kb_met": kb_ok,
-            "approve_to_done_s": TARGET_S, "s_met": s_ok}}  # fmt: skip
+    )
+    data = {
+        "args": vars(args),
+        "rows": rows,
+        "targets": {"kb_per_run": TARGET_KB, "kb_met": kb_ok, "approve_to_done_s": TARGET_S, "s_met": s_ok},
+    }
     write_results("parked", data, [text])
     return data
 

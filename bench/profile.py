@@ -66,8 +66,9 @@ async def main() -> None:
             await one_run(bench.client, args.kind, queue, args.tool)
         spy = subprocess.Popen(
             [spy_bin, "record", "--pid", str(worker.pid), "--format", "raw", "--rate", str(args.rate), "-o", str(raw)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         await asyncio.sleep(1.0)
         cpu0, t0 = worker.cpu_seconds(), time.perf_counter()
         for _ in range(args.runs):

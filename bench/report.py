@@ -43,8 +43,14 @@ def summary(values: Sequence[float]) -> dict[str, float]:
 
 
 def machine() -> dict[str, Any]:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())  # fmt: skip
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
     mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
     version = subprocess.run([str(find_temporal_binary()), "--version"], capture_output=True, text=True).stdout.strip()
     return {

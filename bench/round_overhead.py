@@ -24,7 +24,7 @@ TOOL, ROUNDS = "noop", 1
 
 
 async def in_process(agent) -> None:
-    from signoff.session import AgentSession
+    from signoff.agent.session import AgentSession
 
     session = AgentSession()
     events = [e async for e in agent.run(prompt_for(TOOL, ROUNDS), session=session)]
@@ -89,18 +89,31 @@ async def main(argv: list[str] | None = None) -> dict:
         ),
     }
     rows = [
-        [k, s["wall_s"]["mean"], s["wall_s"]["p50"], s["wall_s"]["p95"],
-         s["worker_cpu_s"]["mean"] if k != "in-process" else "-"]
+        [
+            k,
+            s["wall_s"]["mean"],
+            s["wall_s"]["p50"],
+            s["wall_s"]["p95"],
+            s["worker_cpu_s"]["mean"] if k != "in-process" else "-",
+        ]
         for k, s in stats.items()
-    ]  # fmt: skip
+    ]
     verdict = ratios["signoff/floor p50"] <= TARGET
-    t1 = table(f"Round overhead: {args.runs} sequential runs of model → noop → model",
-               ["driver", "mean s/run", "p50 s/run", "p95 s/run", "worker CPU s/run"], rows)  # fmt: skip
+    t1 = table(
+        f"Round overhead: {args.runs} sequential runs of model → noop → model",
+        ["driver", "mean s/run", "p50 s/run", "p95 s/run", "worker CPU s/run"],
+        rows,
+    )
     goal = f"≤ {TARGET} ({target(verdict)})"
     ratio_rows = [[k, v, goal if k == "signoff/floor p50" else ""] for k, v in ratios.items()]
     t2 = table("Ratios", ["ratio", "value", "target"], ratio_rows)
-    data = {"args": vars(args), "stats": stats, "ratios": ratios,
-            "target": {"signoff/floor p50": TARGET, "met": verdict}, "raw": raw}  # fmt: skip
+    data = {
+        "args": vars(args),
+        "stats": stats,
+        "ratios": ratios,
+        "target": {"signoff/floor p50": TARGET, "met": verdict},
+        "raw": raw,
+    }
     write_results("round_overhead", data, [t1, t2])
     return data
 

@@ -23,6 +23,7 @@ FULL = [
     ("mcp_calls", ["--runs", "20", "--rounds", "10"]),
     ("verification", ["--calls", "2000"]),
     ("scale", ["--runs", "10000", "--cache", "200", "--sample", "50", "--handover", "200"]),
+    ("caller_check", ["--calls", "2000"]),
 ]
 QUICK = [
     ("round_overhead", ["--runs", "5", "--warmup", "1"]),
@@ -36,6 +37,7 @@ QUICK = [
     ("mcp_calls", ["--runs", "2", "--rounds", "2", "--calls", "20"]),
     ("verification", ["--calls", "100"]),
     ("scale", ["--runs", "60", "--cache", "30", "--sample", "3", "--handover", "5"]),
+    ("caller_check", ["--calls", "20"]),
 ]
 
 

@@ -33,9 +33,12 @@ async def start_floor(
     from bench.floor import FloorInput, FloorResult
 
     return await client.start_workflow(
-        "FloorRun", FloorInput(prompt=prompt_for(tool, rounds), max_rounds=rounds + 1),
-        id=workflow_id or f"floor-{uuid.uuid4()}", task_queue=queue, result_type=FloorResult,
-    )  # fmt: skip
+        "FloorRun",
+        FloorInput(prompt=prompt_for(tool, rounds), max_rounds=rounds + 1),
+        id=workflow_id or f"floor-{uuid.uuid4()}",
+        task_queue=queue,
+        result_type=FloorResult,
+    )
 
 
 START = {"signoff": start_signoff, "floor": start_floor}
@@ -126,5 +129,3 @@ async def wait_paused(client: Client, workflow_id: str, timeout: float = 60.0) -
 
 def history_bytes(events: Sequence[HistoryEvent]) -> int:
     return History(events=list(events)).ByteSize()
-
-

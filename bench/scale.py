@@ -114,11 +114,18 @@ async def one_worker(count: int, cache: int, sample: int) -> dict[str, Any]:
         finally:
             worker.stop()
     return {
-        "runs": count, "cache": cache, "park_s": park_s, "worker_cpu_park_s": cpu_park,
-        "baseline_rss_kb": base_rss, "parked_rss_kb": parked_rss, "peak_hwm_kb": peak,
-        "per_parked_run_kb": (parked_rss - base_rss) / count, "expected_as_classed": expected,
-        "approve_to_done_s": {k: summary(v) for k, v in samples.items() if v}, "samples": samples,
-    }  # fmt: skip
+        "runs": count,
+        "cache": cache,
+        "park_s": park_s,
+        "worker_cpu_park_s": cpu_park,
+        "baseline_rss_kb": base_rss,
+        "parked_rss_kb": parked_rss,
+        "peak_hwm_kb": peak,
+        "per_parked_run_kb": (parked_rss - base_rss) / count,
+        "expected_as_classed": expected,
+        "approve_to_done_s": {k: summary(v) for k, v in samples.items() if v},
+        "samples": samples,
+    }
 
 
 async def handover(count: int) -> dict[str, Any]:
@@ -163,10 +170,12 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
     rss_mb = one["parked_rss_kb"] / 1024
     cached_p50 = lat["cached"]["p50"] if "cached" in lat else float("nan")
     rows = [[k, v["n"], v["p50"] * 1000, v["p95"] * 1000, f"{v['p50'] / cached_p50:.2f}×"] for k, v in lat.items()]
-    title = (f"{args.runs:,} parked runs on one worker (cache {args.cache}): all waiting after {one['park_s']:.0f} s; "
-             f"worker RSS {rss_mb:.0f} MB parked (target ≤ {TARGET_RSS_MB} MB: "
-             f"{'met' if rss_mb <= TARGET_RSS_MB else 'MISSED'}), baseline {one['baseline_rss_kb'] / 1024:.0f} MB, "
-             f"peak {one['peak_hwm_kb'] / 1024:.0f} MB, {one['per_parked_run_kb']:.1f} kB per parked run")  # fmt: skip
+    title = (
+        f"{args.runs:,} parked runs on one worker (cache {args.cache}): all waiting after {one['park_s']:.0f} s; "
+        f"worker RSS {rss_mb:.0f} MB parked (target ≤ {TARGET_RSS_MB} MB: "
+        f"{'met' if rss_mb <= TARGET_RSS_MB else 'MISSED'}), baseline {one['baseline_rss_kb'] / 1024:.0f} MB, "
+        f"peak {one['peak_hwm_kb'] / 1024:.0f} MB, {one['per_parked_run_kb']:.1f} kB per parked run"
+    )
     texts = [
         table(title, ["approve → done", "runs", "p50 ms", "p95 ms", "vs cached"], rows),
         f"evicted p50 / cached p50 = {ratio:.2f}× (target ≤ {TARGET_RATIO}×: "
@@ -175,14 +184,25 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
     ]
     if two:
         base = two["approve_to_done_s"]["started and approved on B"]["p50"]
-        texts.append(table(f"Two workers, {args.handover} runs: parked on A, A stopped, approved on B",
-                           ["approve → done", "runs", "p50 ms", "p95 ms", "vs on B"],
-                           [[k, v["n"], v["p50"] * 1000, v["p95"] * 1000, f"{v['p50'] / base:.2f}×"]
-                            for k, v in two["approve_to_done_s"].items()]))  # fmt: skip
+        texts.append(
+            table(
+                f"Two workers, {args.handover} runs: parked on A, A stopped, approved on B",
+                ["approve → done", "runs", "p50 ms", "p95 ms", "vs on B"],
+                [
+                    [k, v["n"], v["p50"] * 1000, v["p95"] * 1000, f"{v['p50'] / base:.2f}×"]
+                    for k, v in two["approve_to_done_s"].items()
+                ],
+            )
+        )
     elapsed = time.perf_counter() - t0
     texts.append(f"bench.scale took {elapsed:.0f} s")
-    data = {"args": vars(args), "one_worker": one, "handover": two, "evicted_over_cached_p50": ratio,
-            "elapsed_s": elapsed}  # fmt: skip
+    data = {
+        "args": vars(args),
+        "one_worker": one,
+        "handover": two,
+        "evicted_over_cached_p50": ratio,
+        "elapsed_s": elapsed,
+    }
     write_results("scale", data, texts)
     return data
 

@@ -2,7 +2,7 @@
 
 In process, no server: the work the tool activity adds to an approved call under a verified
 policy (`activities/tool.py` `SignOffs.problem`): verifying each bound token against the
-worker's keys and checking it fits the call (`signoff.evidence`), for one signature (quorum
+worker's keys and checking it fits the call (`signoff.approval.evidence`), for one signature (quorum
 1) and for two plus a requester token (quorum 2, separate_requester), with a person's
 Ed25519 key (a JWKS of 20 people, found by `kid`) and with a shared HS256 secret. The
 baseline is the same loop doing nothing but build the call (the floor of the measurement).
@@ -21,16 +21,23 @@ from typing import Any
 
 from bench.common import BenchError, run
 from bench.report import table, write_results
-from signoff.approvals import Binding, ToolApprovalResponse
-from signoff.evidence import CallToRun, sign_off_problem
-from signoff.identity import ApproverKeys, issue_token
-from signoff.policy import ApprovalPolicy
-from signoff.signatures import decision_claim, requester_claim
-from signoff.signing import SigningKey, new_key_pair
+from signoff.approval.evidence import CallToRun, sign_off_problem
+from signoff.approval.identity import ApproverKeys, issue_token
+from signoff.approval.policy import ApprovalPolicy
+from signoff.approval.requests import Binding, ToolApprovalResponse
+from signoff.approval.signatures import decision_claim, requester_claim
+from signoff.approval.signing import SigningKey, new_key_pair
 
 BINDING = Binding(workflow_id="wf", chain_id="run-1", call_id="call_1", tool="deploy", arguments_digest="a" * 64)
-CALL = CallToRun(workflow_id="wf", chain_id="run-1", call_id="call_1", tool="deploy", arguments_digest="a" * 64,
-                 run_digest="a" * 64, at=datetime.now(UTC))  # fmt: skip
+CALL = CallToRun(
+    workflow_id="wf",
+    chain_id="run-1",
+    call_id="call_1",
+    tool="deploy",
+    arguments_digest="a" * 64,
+    run_digest="a" * 64,
+    at=datetime.now(UTC),
+)
 APPROVAL = decision_claim(BINDING, ToolApprovalResponse(call_id="call_1", approved=True))
 
 
@@ -82,8 +89,11 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     figures = {name: _per_call(args.calls, work) * 1000 for name, work in cases.items()}
     rows = [[name, ms, ms * 1000] for name, ms in figures.items()]
-    text = table(f"Checking a sign-off, per gated call ({args.calls} calls each, in process)",
-                 ["check", "ms per call", "µs per call"], rows)  # fmt: skip
+    text = table(
+        f"Checking a sign-off, per gated call ({args.calls} calls each, in process)",
+        ["check", "ms per call", "µs per call"],
+        rows,
+    )
     data = {"args": vars(args), "ms_per_call": figures}
     write_results("verification", data, [text])
     return data

@@ -20,24 +20,31 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from signoff import AgentBuilder, ApprovalPolicy, ApprovalRequiredTool, RunCommand, WriteFile, tool
+from signoff.agent.defaults import default_agent
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.contract import AgentRunInput, RunOptions
-from signoff.defaults import default_agent
 from signoff.inbox import WhoIsAsking, inbox_app
 from signoff.runtime.devserver import find_temporal_binary
 from signoff.runtime.worker import build_worker
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
-from signoff.tools.scope import WorkspaceScope
+from signoff.tools.files.scope import WorkspaceScope
 from signoff.workflows.record import SEARCH_ATTRIBUTE_KEYS
 
 HERE = Path(__file__).parent
 CONFIG = 'name = "checkout"\nlisten = "0.0.0.0:8080"\ndebug = true\nworkers = 4\nlog_level = "debug"\n'
 ASKS = {
-    "Rotate the nginx logs and restart it": ("run_command", {"command": "logrotate -f /etc/logrotate.d/nginx && "
-                                                             "systemctl reload nginx"}),
-    "Turn off debug logging in the service config": ("write_file", {"path": "service.toml", "content": CONFIG.replace(
-        "debug = true", "debug = false").replace('"debug"', '"info"')}),
+    "Rotate the nginx logs and restart it": (
+        "run_command",
+        {"command": "logrotate -f /etc/logrotate.d/nginx && systemctl reload nginx"},
+    ),
+    "Turn off debug logging in the service config": (
+        "write_file",
+        {
+            "path": "service.toml",
+            "content": CONFIG.replace("debug = true", "debug = false").replace('"debug"', '"info"'),
+        },
+    ),
     "Ship checkout 2.4.1 to production": ("deploy_service", {"service": "checkout", "version": "2.4.1"}),
     "Free some disk space on the build host": ("run_command", {"command": "rm -rf /var/cache/ci/builds/*"}),
 }
@@ -72,19 +79,30 @@ def free_port() -> int:
 async def main() -> None:
     from playwright.async_api import async_playwright
 
-    env = await WorkflowEnvironment.start_local(dev_server_existing_path=str(find_temporal_binary()),
-                                                search_attributes=SEARCH_ATTRIBUTE_KEYS,
-                                                data_converter=pydantic_data_converter)  # fmt: skip
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(find_temporal_binary()),
+        search_attributes=SEARCH_ATTRIBUTE_KEYS,
+        data_converter=pydantic_data_converter,
+    )
     workspace = Path(tempfile.mkdtemp(prefix="inbox-shots-"))
     (workspace / "service.toml").write_text(CONFIG)
     release = ApprovalPolicy(approvers=("alice", "bob", "group:release"), quorum=2, timeout_seconds=4 * 3600)
-    ops = (AgentBuilder("ops").with_instructions("You deploy services.").with_tool(get_status)
-           .with_tool(ApprovalRequiredTool(deploy_service, policy=release)).build())  # fmt: skip
+    ops = (
+        AgentBuilder("ops")
+        .with_instructions("You deploy services.")
+        .with_tool(get_status)
+        .with_tool(ApprovalRequiredTool(deploy_service, policy=release))
+        .build()
+    )
     scope = WorkspaceScope(workspace)
     # Changes to the service's files wait for a person too, in the workspace as well (a diff to review).
-    infra = (AgentBuilder("infra").with_instructions("You keep services running.")
-             .with_tool(ApprovalRequiredTool(RunCommand(scope))).with_tool(ApprovalRequiredTool(WriteFile(scope)))
-             .build())  # fmt: skip
+    infra = (
+        AgentBuilder("infra")
+        .with_instructions("You keep services running.")
+        .with_tool(ApprovalRequiredTool(RunCommand(scope)))
+        .with_tool(ApprovalRequiredTool(WriteFile(scope)))
+        .build()
+    )
     agents = {"default": default_agent(scope), "ops": ops, "infra": infra}
     queue, port = f"shots-{uuid.uuid4().hex[:6]}", free_port()
     with ScriptedModelServer(script) as model:
@@ -93,15 +111,27 @@ async def main() -> None:
             handles = []
             for prompt in ASKS:
                 agent = "ops" if "Ship" in prompt else "infra" if "config" in prompt else "default"
-                handles.append(await env.client.start_workflow(
-                    "AgentRun", AgentRunInput(agent=agent, prompt=prompt, options=RunOptions(requested_by="dana")),
-                    id=f"{agent}-{uuid.uuid4().hex[:6]}", task_queue=queue))  # fmt: skip
+                handles.append(
+                    await env.client.start_workflow(
+                        "AgentRun",
+                        AgentRunInput(agent=agent, prompt=prompt, options=RunOptions(requested_by="dana")),
+                        id=f"{agent}-{uuid.uuid4().hex[:6]}",
+                        task_queue=queue,
+                    )
+                )
                 await asyncio.sleep(1.2)
             deploy = handles[2]
             await asyncio.sleep(2)
             (call,) = await deploy.query("pending_approvals")
-            await deploy.execute_update("submit_tool_approval", {"call_id": call["call_id"], "approved": True,
-                                        "approver": "bob", "arguments_digest": call["arguments_digest"]})  # fmt: skip
+            await deploy.execute_update(
+                "submit_tool_approval",
+                {
+                    "call_id": call["call_id"],
+                    "approved": True,
+                    "approver": "bob",
+                    "arguments_digest": call["arguments_digest"],
+                },
+            )
             app = inbox_app(env.client, WhoIsAsking(local_user="alice"), ui_root="http://localhost:8233")
             server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
             serving = asyncio.create_task(server.serve())

@@ -7,8 +7,12 @@ drives the same loop from the `AgentRun` workflow (`signoff.workflows`). The CLI
 `signoff.cli`.
 """
 
-from signoff.agent import AgentBuilder, AgentSnapshot, ChatClientAgent
-from signoff.approvals import (
+from signoff.agent.builder import AgentBuilder, AgentDefinition, ChatClientAgent
+from signoff.agent.session import AgentRunOptions, AgentSession, CancellationToken
+from signoff.agent.snapshot import RunSnapshot
+from signoff.approval.identity import ApproverKeys, Identity, issue_token
+from signoff.approval.policy import ApprovalPolicy, OnTimeout, PolicyBook
+from signoff.approval.requests import (
     ApprovalRecord,
     Binding,
     Grant,
@@ -17,13 +21,13 @@ from signoff.approvals import (
     ToolApprovalResponse,
     Vote,
 )
+from signoff.approval.signing import SigningKey, new_key_pair, signed_decision
 from signoff.chat import PRESETS, ChatClient, ChatOptions, LLMConfig, OpenAIChatClient
 from signoff.contract import AgentRunInput, AgentRunResult, DecisionAck, RunOptions, RunStatus
 from signoff.errors import ConfigError, ProviderError, RunFailedError, SignoffError, StreamError, TokenError, UsageError
-from signoff.identity import ApproverKeys, Identity, issue_token
-from signoff.limits import Limits
-from signoff.loop import AgentLoop, AwaitApproval, CallModel, DecisionError, Fail, Finish, RunTools
-from signoff.messages import (
+from signoff.loop.agent_loop import AgentLoop, AwaitApproval, CallModel, DecisionError, Fail, Finish, RunTools
+from signoff.loop.limits import Limits
+from signoff.loop.messages import (
     AgentEvent,
     ApprovalDecisionEvent,
     ApprovalRequestEvent,
@@ -41,11 +45,7 @@ from signoff.messages import (
     ToolSpec,
     Usage,
 )
-from signoff.policy import ApprovalPolicy, OnTimeout, PolicyBook
-from signoff.render import AgentResponseConverter, render_event
-from signoff.session import AgentRunOptions, AgentSession, CancellationToken
-from signoff.signing import SigningKey, new_key_pair, signed_decision
-from signoff.snapshot import RunSnapshot
+from signoff.text.render import AgentResponseConverter, render_event
 from signoff.tools import (
     ApprovalRequiredTool,
     ContextProvider,
@@ -65,9 +65,14 @@ from signoff.tools import (
 )
 from signoff.tools.mcp import MCPServer, MCPTool
 
+AgentSnapshot = AgentDefinition
+"""`AgentDefinition`'s earlier name (a public name, kept): "snapshot" now means only
+`RunSnapshot`, what a run records of its agent."""
+
 __all__ = [
     "PRESETS",
     "AgentBuilder",
+    "AgentDefinition",
     "AgentEvent",
     "AgentLoop",
     "AgentResponseConverter",

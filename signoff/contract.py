@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from signoff.approvals import (
+from signoff.approval.requests import (
     MAX_APPROVER_CHARS,
     MAX_SECONDS,
     MAX_TOKEN_CHARS,
@@ -21,9 +21,9 @@ from signoff.approvals import (
     ToolApprovalResponse,
     checked_name,
 )
-from signoff.limits import MAX_ROUNDS_LIMIT
-from signoff.loop_state import DEFAULT_MAX_ROUNDS
-from signoff.messages import ChatMessage, FinishReason, Usage
+from signoff.loop.limits import MAX_ROUNDS_LIMIT
+from signoff.loop.messages import ChatMessage, FinishReason, Usage
+from signoff.loop.state import DEFAULT_MAX_ROUNDS
 
 WORKFLOW_TYPE = "AgentRun"
 DEFAULT_TASK_QUEUE = "signoff"

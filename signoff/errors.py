@@ -59,7 +59,7 @@ class TokenError(SignoffError):
 
     Attributes:
         reason: a stable short code for programs: one of `TOKEN_REASONS` in
-            `signoff.identity` (`"expired"`, `"bad_signature"`, `"wrong_audience"`, ...).
+            `signoff.approval.identity` (`"expired"`, `"bad_signature"`, `"wrong_audience"`, ...).
         message: what was wrong, for people, and what to do about it.
     """
 

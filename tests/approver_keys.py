@@ -20,8 +20,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 
-from signoff.approvals import ToolApprovalRequest
-from signoff.signing import SigningKey, signed_decision
+from signoff.approval.requests import ToolApprovalRequest
+from signoff.approval.signing import SigningKey, signed_decision
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey
@@ -76,9 +76,11 @@ def write_jwks(path: Path, *entries: dict[str, Any]) -> Path:
 def claims(**overrides: Any) -> dict[str, Any]:
     """Valid claims at NOW (expiring in ten minutes); a None override removes the claim."""
     base: dict[str, Any] = {
-        "sub": "alice", "groups": ["sre"], "iat": int(NOW.timestamp()),
+        "sub": "alice",
+        "groups": ["sre"],
+        "iat": int(NOW.timestamp()),
         "exp": int((NOW + timedelta(minutes=10)).timestamp()),
-    }  # fmt: skip
+    }
     base.update(overrides)
     return {k: v for k, v in base.items() if v is not None}
 
@@ -101,8 +103,14 @@ def hand_made(header: dict[str, Any], payload: bytes | str, hmac_key: bytes | No
     return f"{signing_input}.{b64(signature)}"
 
 
-def signed(key_file: Path, pending: dict[str, Any], subject: str | None = None, *groups: str,
-           approved: bool = True, **fields: Any) -> dict[str, Any]:
+def signed(
+    key_file: Path,
+    pending: dict[str, Any],
+    subject: str | None = None,
+    *groups: str,
+    approved: bool = True,
+    **fields: Any,
+) -> dict[str, Any]:
     """A decision on a pending call (as the `pending_approvals` query returns it), signed with
     the key in `key_file` (an HS256 secret, or a person's PEM key) for exactly that call."""
     request = ToolApprovalRequest.model_validate(pending)

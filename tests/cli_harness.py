@@ -20,7 +20,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from signoff.agent import ChatClientAgent
+from signoff.agent.builder import ChatClientAgent
 from tests.helpers import (
     Reply,
     ScriptedModelServer,
@@ -55,9 +55,15 @@ def cli_env(address: str, task_queue: str, state: Path | None = None) -> dict[st
 
 async def spawn(env: dict[str, str], *args: str, cwd: Path = ROOT) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
-        sys.executable, str(CLIENT), *args, cwd=cwd, env=env,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        str(CLIENT),
+        *args,
+        cwd=cwd,
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
 
 
 async def finish(proc: asyncio.subprocess.Process, stdin: str = "", timeout: float = 60) -> Done:
@@ -98,8 +104,11 @@ def echo_then_report(request: ScriptedRequest) -> Reply:
 
 @asynccontextmanager
 async def served(
-    client: Client, task_queue: str, workspace: Path,
-    script: Callable[[ScriptedRequest], Reply] = echo_then_report, extra: Sequence[ChatClientAgent] = (),
+    client: Client,
+    task_queue: str,
+    workspace: Path,
+    script: Callable[[ScriptedRequest], Reply] = echo_then_report,
+    extra: Sequence[ChatClientAgent] = (),
     **worker_options: Any,
 ) -> AsyncIterator[ScriptedModelServer]:
     with ScriptedModelServer(script) as model:

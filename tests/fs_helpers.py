@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from signoff.tools import fs
+from signoff.tools.files import fs
 
 
 def _unused(*args: Any, **kwargs: Any) -> int:

@@ -23,10 +23,10 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from signoff.agent import AgentBuilder, ChatClientAgent
+from signoff.agent.builder import AgentBuilder, ChatClientAgent
+from signoff.approval.policy import ApprovalPolicy
 from signoff.contract import SEARCH_ATTRIBUTES
-from signoff.messages import ToolCall
-from signoff.policy import ApprovalPolicy
+from signoff.loop.messages import ToolCall
 from signoff.testing import Script
 from signoff.tools.function import tool
 from tests.helpers import (
@@ -159,8 +159,10 @@ async def start_time_skipping() -> WorkflowEnvironment:
         test_server_existing_path=str(test_server_binary()),
         data_converter=pydantic_data_converter,
     )
-    kinds = {"Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-             "KeywordList": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST}  # fmt: skip
+    kinds = {
+        "Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+        "KeywordList": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+    }
     attributes = {name: kinds[kind] for name, kind in SEARCH_ATTRIBUTES.items()}
     await env.client.operator_service.add_search_attributes(
         AddSearchAttributesRequest(namespace="default", search_attributes=attributes)

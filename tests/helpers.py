@@ -13,15 +13,22 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowHandle
 
-from signoff.agent import ChatClientAgent
+from signoff.activities.identify import Verifier
+from signoff.activities.notify import NotifyConfig
+from signoff.agent.builder import ChatClientAgent
+from signoff.agent.defaults import default_agent
+from signoff.approval.policy import PolicyBook
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
+from signoff.config.environment import Environment
+from signoff.config.settings import WorkerSettings
 from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
-from signoff.defaults import default_agent
-from signoff.messages import ToolCall
+from signoff.loop.limits import Limits
+from signoff.loop.messages import ToolCall
+from signoff.runtime.connection import ConnectionSettings
 from signoff.runtime.worker import build_worker
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
-from signoff.tools.scope import ScopePolicy, WorkspaceScope
+from signoff.tools.files.scope import ScopePolicy, WorkspaceScope
 from tests.waiting import assert_eventually
 
 
@@ -37,12 +44,39 @@ def agents_for(
     return agents
 
 
+def worker_settings(agents: dict[str, ChatClientAgent], env: dict[str, str], *, local: bool = False) -> WorkerSettings:
+    """The settings `env` gives a worker of `agents`, checked; `local`: of the embedded or a local
+    dev server (no Temporal address, TLS or API key configured)."""
+    return WorkerSettings.load(Environment(env), agents, ConnectionSettings(configured=not local))
+
+
 @asynccontextmanager
 async def running_worker(
-    client: Client, task_queue: str, model: ScriptedModelServer, agents: dict[str, ChatClientAgent], **options: Any
+    client: Client,
+    task_queue: str,
+    model: ScriptedModelServer,
+    agents: dict[str, ChatClientAgent],
+    *,
+    limits: Limits | None = None,
+    policies: PolicyBook | None = None,
+    verifier: Verifier | None = None,
+    notify: NotifyConfig | None = None,
+    state_key: bytes | None = None,
+    **options: Any,
 ) -> AsyncIterator[None]:
+    """A worker with the scripted model, these of its settings (the rest: none set) and these
+    options of `temporalio.worker.Worker`."""
+    settings = WorkerSettings(
+        limits=limits or Limits(),
+        policies=policies or PolicyBook(),
+        verifier=verifier,
+        notify=notify,
+        state_key=state_key,
+    )
     config = LLMConfig(base_url=model.base_url, model="scripted")
-    worker = build_worker(client, agents, task_queue, default_client=lambda: OpenAIChatClient(config), **options)
+    worker = build_worker(
+        client, agents, task_queue, default_client=lambda: OpenAIChatClient(config), settings=settings, **options
+    )
     async with worker:
         yield
 

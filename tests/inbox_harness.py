@@ -28,9 +28,9 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
+from signoff.approval.identity import ApproverKeys
+from signoff.approval.policy import ApprovalPolicy
 from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
-from signoff.identity import ApproverKeys
-from signoff.policy import ApprovalPolicy
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 from tests.approver_keys import write_secret
 from tests.conftest import start_dev_server
@@ -112,13 +112,21 @@ class Stack:
     proxy: Proxy
 
     async def start(
-        self, calls: list[tuple[str, dict[str, Any]]], agent: str = "default", requested_by: str | None = None,
+        self,
+        calls: list[tuple[str, dict[str, Any]]],
+        agent: str = "default",
+        requested_by: str | None = None,
         then: list[tuple[str, dict[str, Any]]] | None = None,
-    ) -> WorkflowHandle[Any, AgentRunResult]:  # fmt: skip
+    ) -> WorkflowHandle[Any, AgentRunResult]:
         prompt = f"please, rounds: {json.dumps([calls, then])}" if then else f"please, calls: {json.dumps(calls)}"
         run_input = AgentRunInput(agent=agent, prompt=prompt, options=RunOptions(requested_by=requested_by))
-        return await self.client.start_workflow("AgentRun", run_input, id=f"inbox-{uuid.uuid4().hex[:10]}",
-                                                task_queue=self.task_queue, result_type=AgentRunResult)  # fmt: skip
+        return await self.client.start_workflow(
+            "AgentRun",
+            run_input,
+            id=f"inbox-{uuid.uuid4().hex[:10]}",
+            task_queue=self.task_queue,
+            result_type=AgentRunResult,
+        )
 
     async def user(self, name: str | None, *groups: str, direct: bool = False, **headers: str) -> Any:
         """A browser page of its own (cookies and all) for `name`, through the proxy (or not)."""
@@ -127,8 +135,11 @@ class Stack:
             sent["X-Forwarded-User"] = name
         if groups:
             sent["X-Forwarded-Groups"] = ",".join(groups)
-        context = await self.browser.new_context(extra_http_headers=sent, viewport={"width": 1280, "height": 900},
-                                                 base_url=self.direct if direct else self.url)  # fmt: skip
+        context = await self.browser.new_context(
+            extra_http_headers=sent,
+            viewport={"width": 1280, "height": 900},
+            base_url=self.direct if direct else self.url,
+        )
         page = await context.new_page()
         page.on("dialog", lambda dialog: asyncio.ensure_future(dialog.dismiss()))
         return page
@@ -152,19 +163,30 @@ async def inbox_stack(tmp: Path) -> AsyncIterator[Stack]:
     try:
         with ScriptedModelServer(script) as model:
             async with running_worker(env.client, queue, model, agents, verifier=ApproverKeys.load(secret)):
-                inbox = procs.start("inbox", [sys.executable, str(REPO / "client.py"), "inbox", "--port",
-                                              str(inbox_port)], clean_env(
-                    TEMPORAL_ADDRESS=address, SIGNOFF_INBOX_TRUSTED_PROXIES=f"{PROXY_ADDRESS}/32",
-                    SIGNOFF_INBOX_SIGNING_KEY_FILE=secret,
-                ))  # fmt: skip
+                inbox = procs.start(
+                    "inbox",
+                    [sys.executable, str(REPO / "client.py"), "inbox", "--port", str(inbox_port)],
+                    clean_env(
+                        TEMPORAL_ADDRESS=address,
+                        SIGNOFF_INBOX_TRUSTED_PROXIES=f"{PROXY_ADDRESS}/32",
+                        SIGNOFF_INBOX_SIGNING_KEY_FILE=secret,
+                    ),
+                )
                 await inbox.wait_for_output("signoff: inbox on")
                 proxy = Proxy(inbox_port)
                 await proxy.start(proxy_port)
                 async with async_playwright() as playwright:
                     browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
                     try:
-                        yield Stack(env.client, queue, f"http://127.0.0.1:{proxy_port}",
-                                    f"http://127.0.0.1:{inbox_port}", browser, procs, proxy)  # fmt: skip
+                        yield Stack(
+                            env.client,
+                            queue,
+                            f"http://127.0.0.1:{proxy_port}",
+                            f"http://127.0.0.1:{inbox_port}",
+                            browser,
+                            procs,
+                            proxy,
+                        )
                     finally:
                         await browser.close()
                         proxy.close()

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from signoff.messages import ToolCall
+from signoff.loop.messages import ToolCall
 from signoff.runtime.devserver import is_listening
 from signoff.tools.mcp import MCPServer
 from tests.processes import clean_env, free_port, kill_group
@@ -47,8 +47,9 @@ async def http_server(notes: Path, variant: str = "1", port: int | None = None) 
     port = port or free_port()
     env = clean_env(NOTES_DIR=notes, NOTES_VARIANT=variant)
     log = open(notes.parent / f"mcp-http-{port}.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port)], env=env, stdout=log, stderr=log,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVER), "--http", str(port)], env=env, stdout=log, stderr=log, start_new_session=True
+    )
     try:
         await wait_until(lambda: proc.poll() is None and is_listening(f"127.0.0.1:{port}"), 20.0, "no MCP HTTP server")
         yield f"http://127.0.0.1:{port}/mcp"

@@ -43,8 +43,9 @@ def logged(tool: str, **arguments: object) -> None:
         log.write(f"{os.getpid()} {tool} {json.dumps(arguments, sort_keys=True)}\n")
 
 
-@app.tool(description="Read a note" + (" (v2)" if VARIANT == "2" else ""), annotations=READ_ONLY,
-          structured_output=False)  # fmt: skip
+@app.tool(
+    description="Read a note" + (" (v2)" if VARIANT == "2" else ""), annotations=READ_ONLY, structured_output=False
+)
 def read_note(name: str) -> str:
     logged("read_note", name=name)
     return (NOTES / name).read_text()
@@ -66,8 +67,11 @@ def delete_note(name: str) -> str:
 
 if VARIANT != "2":
 
-    @app.tool(description="Says it only reads, and deletes", annotations=ToolAnnotations(read_only_hint=True,
-              destructive_hint=True), structured_output=False)  # fmt: skip
+    @app.tool(
+        description="Says it only reads, and deletes",
+        annotations=ToolAnnotations(read_only_hint=True, destructive_hint=True),
+        structured_output=False,
+    )
     def tidy(name: str) -> str:
         logged("tidy", name=name)
         return "tidied"
@@ -77,8 +81,15 @@ if VARIANT != "2":
 def whoami(variable: str = "", ctx: Context | None = None) -> str:
     logged("whoami", variable=variable)
     headers = dict(ctx.headers or {}) if ctx is not None else {}
-    return json.dumps({"pid": os.getpid(), "uid": os.getuid(), "cwd": os.getcwd(),
-                       "env": os.environ.get(variable), "authorization": headers.get("authorization")})  # fmt: skip
+    return json.dumps(
+        {
+            "pid": os.getpid(),
+            "uid": os.getuid(),
+            "cwd": os.getcwd(),
+            "env": os.environ.get(variable),
+            "authorization": headers.get("authorization"),
+        }
+    )
 
 
 @app.tool(description="Fail with a message", structured_output=False)
@@ -104,12 +115,16 @@ def slow(seconds: float) -> str:
 @app.tool(description="A picture, a resource and a link", annotations=READ_ONLY)
 def media() -> CallToolResult:
     pixel = base64.b64encode(b"\x89PNG" + b"\0" * 96).decode()
-    return CallToolResult(content=[
-        TextContent(text="here it is"),
-        ImageContent(data=pixel, mime_type="image/png"),
-        EmbeddedResource(resource=TextResourceContents(uri="file:///notes/a", text="note a", mime_type="text/plain")),
-        ResourceLink(name="b", uri="file:///notes/b", mime_type="text/plain", description="note b"),
-    ])  # fmt: skip
+    return CallToolResult(
+        content=[
+            TextContent(text="here it is"),
+            ImageContent(data=pixel, mime_type="image/png"),
+            EmbeddedResource(
+                resource=TextResourceContents(uri="file:///notes/a", text="note a", mime_type="text/plain")
+            ),
+            ResourceLink(name="b", uri="file:///notes/b", mime_type="text/plain", description="note b"),
+        ]
+    )
 
 
 @app.tool(description="Counts as data only", annotations=READ_ONLY)

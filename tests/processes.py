@@ -7,6 +7,7 @@ writes stdout and stderr to files, and is killed by id when the test ends.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,6 +30,15 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def package_copy(root: Path, old: str, new: str) -> Path:
+    """A copy of the installed package under `root` whose workflow code has `old` (in one module of
+    signoff/workflows/) replaced by `new`: other code, run with PYTHONPATH and cwd `root`."""
+    shutil.copytree(REPO / "signoff", root / "signoff", ignore=shutil.ignore_patterns("__pycache__"))
+    (target,) = [p for p in (root / "signoff" / "workflows").glob("*.py") if old in p.read_text()]
+    target.write_text(target.read_text().replace(old, new))
+    return root
 
 
 def clean_env(**variables: str | Path) -> dict[str, str]:
@@ -138,10 +148,21 @@ class Processes:
         only with `ui_codec_endpoint` (the codec server it asks to decode)."""
         ui = ["--ui-codec-endpoint", ui_codec_endpoint] if ui_codec_endpoint else ["--headless"]
         args = [
-            str(find_temporal_binary()), "server", "start-dev", "--db-filename", str(db),
-            "--ip", "127.0.0.1", "--port", str(port), "--ui-port", str(ui_port), *ui,
-            "--log-level", "error",
-        ]  # fmt: skip
+            str(find_temporal_binary()),
+            "server",
+            "start-dev",
+            "--db-filename",
+            str(db),
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--ui-port",
+            str(ui_port),
+            *ui,
+            "--log-level",
+            "error",
+        ]
         for attribute, kind in SEARCH_ATTRIBUTES.items():
             args += ["--search-attribute", f"{attribute}={kind}"]
         proc = self.start(name, args, clean_env(), cwd=db.parent)

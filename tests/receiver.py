@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-from signoff.notify_signature import verify
+from signoff.text.notify_signature import verify
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from signoff.agent import AgentBuilder, ChatClientAgent
-from signoff.approvals import ToolApprovalResponse
+from signoff.agent.builder import AgentBuilder, ChatClientAgent
+from signoff.agent.session import AgentRunOptions, AgentSession, CancellationToken
+from signoff.approval.requests import ToolApprovalResponse
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
-from signoff.messages import ApprovalRequestEvent, ChatMessage, FinishEvent, FinishReason, TextEvent
-from signoff.render import AgentResponseConverter
-from signoff.session import AgentRunOptions, AgentSession, CancellationToken
+from signoff.loop.messages import ApprovalRequestEvent, ChatMessage, FinishEvent, FinishReason, TextEvent
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
+from signoff.text.render import AgentResponseConverter
 from signoff.tools import ApprovalRequiredTool, RunCommand, WorkspaceScope, tool
 from tests.helpers import call
 
@@ -139,7 +139,7 @@ async def test_cancellation_stops_a_running_tool_and_finishes_cancelled(workspac
 async def test_text_streams_as_deltas_and_renders(workspace: Path) -> None:
     with ScriptedModelServer([Reply.tool_calls([RM]), Reply.text("hello there", chunks=3)]) as server:
         events = await collect(build(server, workspace), "hi")
-    assert "[Approval required: run_command({\"command\": \"rm -rf logs\"})]" in AgentResponseConverter.to_text(events)
+    assert '[Approval required: run_command({"command": "rm -rf logs"})]' in AgentResponseConverter.to_text(events)
     assert events[-1].reason is FinishReason.AWAITING_APPROVAL
 
 

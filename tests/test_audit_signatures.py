@@ -19,12 +19,12 @@ import pytest
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.worker import Worker
 
-from signoff.approvals import ApprovalRecord, Binding, GrantSpec, ToolApprovalResponse, Vote
+from signoff.approval.identity import ApproverKeys, issue_token
+from signoff.approval.policy import ApprovalPolicy, PolicyBook
+from signoff.approval.requests import ApprovalRecord, Binding, GrantSpec, ToolApprovalResponse, Vote
+from signoff.approval.signatures import decision_claim
 from signoff.cli.audit_check import check_signatures
 from signoff.cli.history import RunEvidence, SentToken
-from signoff.identity import ApproverKeys, issue_token
-from signoff.policy import ApprovalPolicy, PolicyBook
-from signoff.signatures import decision_claim
 from tests.approver_keys import signed, write_secret
 from tests.cli_harness import Cli, cli, cli_environ, served  # noqa: F401
 from tests.helpers import start_run, wait_pending
@@ -43,8 +43,9 @@ async def test_a_signed_run_holds_and_without_the_keys_cannot_be_vouched_for(
     client: Client, task_queue: str, tmp_path: Path, keys: Path, cli: Cli
 ) -> None:
     policy = {"run_command": ApprovalPolicy(verified=True, approvers=("alice",))}
-    async with served(client, task_queue, tmp_path, verifier=ApproverKeys.load(keys),
-                      policies=PolicyBook(policies=policy)):  # fmt: skip
+    async with served(
+        client, task_queue, tmp_path, verifier=ApproverKeys.load(keys), policies=PolicyBook(policies=policy)
+    ):
         handle = await start_run(client, task_queue)
         (pending,) = await wait_pending(handle)
         await handle.execute_update("submit_tool_approval", signed(keys, pending, "alice"))
@@ -69,9 +70,11 @@ async def test_audit_does_not_vouch_for_a_forged_continue_as_new(
         Worker(client, task_queue=attacker_queue, workflows=[Attacker], workflow_runner=UNSANDBOXED),
     ):
         handle = await client.start_workflow(
-            Attacker.run, args=[await forged_state(tmp_path, marker), task_queue], id=f"forged-{uuid.uuid4()}",
+            Attacker.run,
+            args=[await forged_state(tmp_path, marker), task_queue],
+            id=f"forged-{uuid.uuid4()}",
             task_queue=attacker_queue,
-        )  # fmt: skip
+        )
         with pytest.raises(WorkflowFailureError):
             await handle.result()
         verdict = await cli("audit", handle.id, "--verify", SIGNOFF_APPROVER_KEYS=str(keys))
@@ -88,13 +91,19 @@ def binding(call_id: str = "call_1", tool: str = "deploy", digest: str = "a" * 6
 
 
 def token(keys: Path, subject: str, claim_binding: Binding, approved: bool = True, **fields: object) -> SentToken:
-    response = ToolApprovalResponse(call_id=claim_binding.call_id, approved=approved, **fields)  # type: ignore[arg-type]
+    response = ToolApprovalResponse(call_id=claim_binding.call_id, approved=approved, **fields)
     return SentToken(issue_token(keys, subject, signs=decision_claim(claim_binding, response), now=NOW), NOW)
 
 
 def record(**fields: object) -> ApprovalRecord:
-    base: dict[str, object] = {"call_id": "call_1", "name": "deploy", "approved": True, "approver": "alice",
-                               "verified": True, "arguments_digest": "a" * 64}  # fmt: skip
+    base: dict[str, object] = {
+        "call_id": "call_1",
+        "name": "deploy",
+        "approved": True,
+        "approver": "alice",
+        "verified": True,
+        "arguments_digest": "a" * 64,
+    }
     return ApprovalRecord.model_validate(base | fields)
 
 
@@ -116,12 +125,19 @@ def test_a_quorums_votes_are_each_proven_by_their_own_signature_or_grant(keys: P
     ]
 
 
-@pytest.mark.parametrize("wrong", [
-    {"subject": "mallory"}, {"binding": binding("call_2")}, {"binding": binding(tool="restart")},
-    {"binding": binding(digest="c" * 64)}, {"approved": False},
-    {"binding": binding().model_copy(update={"chain_id": "run-0"})},
-    {"arguments": {"target": "prod"}},
-], ids=["subject", "call", "tool", "arguments", "answer", "chain", "edited"])  # fmt: skip
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        {"subject": "mallory"},
+        {"binding": binding("call_2")},
+        {"binding": binding(tool="restart")},
+        {"binding": binding(digest="c" * 64)},
+        {"approved": False},
+        {"binding": binding().model_copy(update={"chain_id": "run-0"})},
+        {"arguments": {"target": "prod"}},
+    ],
+    ids=["subject", "call", "tool", "arguments", "answer", "chain", "edited"],
+)
 def test_a_token_signed_for_anything_else_proves_nothing(keys: Path, wrong: dict[str, object]) -> None:
     subject = str(wrong.pop("subject", "alice"))
     claim_binding = wrong.pop("binding", binding())

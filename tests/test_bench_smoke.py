@@ -39,5 +39,15 @@ def test_scale_bench_runs_and_classes_runs_by_the_workers_cache_counters(tmp_pat
     samples = result["one_worker"]["samples"]
     assert len(samples["evicted"]) + len(samples["cached"]) == 6 and samples["evicted"]
     assert {k: v["n"] for k, v in result["handover"]["approve_to_done_s"].items()} == {
-        "started on A, approved on B": 4, "started and approved on B": 4,
-    }  # fmt: skip
+        "started on A, approved on B": 4,
+        "started and approved on B": 4,
+    }
+
+
+def test_caller_check_bench_runs_and_both_ways_give_the_same_answer(tmp_path: Path) -> None:
+    env = {**os.environ, "BENCH_RESULTS": str(tmp_path)}
+    command = [sys.executable, "-m", "bench.caller_check", "--calls", "5"]
+    out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    stats = json.loads((tmp_path / "caller_check.json").read_text())["stats"]
+    assert {name: stats[name]["cpu_ms"]["n"] for name in stats} == {"sdk_describe": 5, "raw_describe": 5}

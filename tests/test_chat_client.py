@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 import httpx
 
 from signoff.chat import ChatOptions, LLMConfig, OpenAIChatClient
-from signoff.messages import (
+from signoff.loop.messages import (
     ChatMessage,
     ChatResponse,
     FinishReason,
@@ -26,9 +26,7 @@ PROMPT = [ChatMessage.user("hi")]
 @asynccontextmanager
 async def serve(*replies: Reply) -> AsyncIterator[tuple[ScriptedModelServer, OpenAIChatClient]]:
     with ScriptedModelServer(list(replies)) as server:
-        async with OpenAIChatClient(
-            LLMConfig(base_url=server.base_url, model="scripted")
-        ) as client:
+        async with OpenAIChatClient(LLMConfig(base_url=server.base_url, model="scripted")) as client:
             yield server, client
 
 
@@ -136,15 +134,11 @@ async def test_transcript_is_sent_in_openai_shape() -> None:
 
 async def test_json_completion_is_read_when_the_provider_ignores_stream() -> None:
     deltas: list[str] = []
-    reply = Reply.tool_calls(
-        [("run_command", {"command": "ls"})], text="Listing."
-    ).ignoring_stream()
+    reply = Reply.tool_calls([("run_command", {"command": "ls"})], text="Listing.").ignoring_stream()
     async with serve(reply) as (_, client):
         response = await client.complete(PROMPT, [RUN], on_text=deltas.append)
     assert deltas == ["Listing."]
-    assert response.message.tool_calls == [
-        ToolCall(id="call_1_1", name="run_command", arguments='{"command": "ls"}')
-    ]
+    assert response.message.tool_calls == [ToolCall(id="call_1_1", name="run_command", arguments='{"command": "ls"}')]
     assert response.finish_reason is FinishReason.TOOL_CALLS
     assert response.usage.total_tokens > 0
 
@@ -168,9 +162,7 @@ async def test_tool_call_without_id_gets_one_from_its_index() -> None:
     reply = Reply.tool_calls([ToolCall(id="", name="run_command", arguments="{}")])
     async with serve(reply) as (_, client):
         response = await client.complete(PROMPT, [RUN])
-    assert response.message.tool_calls == [
-        ToolCall(id="call_0", name="run_command", arguments="{}")
-    ]
+    assert response.message.tool_calls == [ToolCall(id="call_0", name="run_command", arguments="{}")]
 
 
 async def test_legacy_function_call_finish_maps_to_tool_calls() -> None:
@@ -178,9 +170,7 @@ async def test_legacy_function_call_finish_maps_to_tool_calls() -> None:
     async with sse_client(chunk(fn), chunk(finish="function_call"), "[DONE]") as client:
         response = await client.complete(PROMPT, [RUN])
     assert response.finish_reason is FinishReason.TOOL_CALLS
-    assert response.message.tool_calls == [
-        ToolCall(id="call_0", name="run_command", arguments="{}")
-    ]
+    assert response.message.tool_calls == [ToolCall(id="call_0", name="run_command", arguments="{}")]
 
 
 async def test_unknown_finish_reason_maps_to_stop() -> None:
@@ -190,11 +180,7 @@ async def test_unknown_finish_reason_maps_to_stop() -> None:
 
 
 async def test_stop_after_tool_calls_means_tool_calls() -> None:
-    call = {
-        "tool_calls": [
-            {"index": 0, "id": "c1", "function": {"name": "run_command", "arguments": "{}"}}
-        ]
-    }
+    call = {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "run_command", "arguments": "{}"}}]}
     async with sse_client(chunk(call), chunk(finish="stop"), "[DONE]") as client:
         response = await client.complete(PROMPT, [RUN])
     assert response.finish_reason is FinishReason.TOOL_CALLS
@@ -202,9 +188,7 @@ async def test_stop_after_tool_calls_means_tool_calls() -> None:
 
 async def test_borrowed_http_client_is_left_open() -> None:
     http = httpx.AsyncClient()
-    async with OpenAIChatClient(
-        LLMConfig(base_url="http://x.test/v1", model="m"), http_client=http
-    ):
+    async with OpenAIChatClient(LLMConfig(base_url="http://x.test/v1", model="m"), http_client=http):
         pass
     assert not http.is_closed
     await http.aclose()

@@ -8,20 +8,21 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from email.utils import formatdate
+from typing import Any
 
 import httpx
 import pytest
 
 from signoff.chat import LLMConfig, OpenAIChatClient
 from signoff.errors import ProviderError, StreamError
-from signoff.messages import ChatMessage
+from signoff.loop.messages import ChatMessage
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 
 PROMPT = [ChatMessage.user("hi")]
 
 
 @asynccontextmanager
-async def serve(*replies: Reply, **config: float) -> AsyncIterator[OpenAIChatClient]:
+async def serve(*replies: Reply, **config: Any) -> AsyncIterator[OpenAIChatClient]:
     with ScriptedModelServer(list(replies)) as server:
         cfg = LLMConfig(base_url=server.base_url, model="scripted", **config)
         async with OpenAIChatClient(cfg) as client:
@@ -30,9 +31,7 @@ async def serve(*replies: Reply, **config: float) -> AsyncIterator[OpenAIChatCli
 
 def raw_sse_client(body: str) -> OpenAIChatClient:
     def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(
-            200, headers={"content-type": "text/event-stream"}, content=body.encode()
-        )
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body.encode())
 
     http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
     return OpenAIChatClient(LLMConfig(base_url="http://model.test/v1", model="m"), http_client=http)
@@ -51,9 +50,7 @@ async def test_body_ending_without_finish_reason_raises_stream_error() -> None:
 
 
 async def test_done_without_finish_reason_raises_stream_error() -> None:
-    delta = json.dumps(
-        {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": None}]}
-    )
+    delta = json.dumps({"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": None}]})
     async with raw_sse_client(f"data: {delta}\n\ndata: [DONE]\n\n") as client:
         with pytest.raises(StreamError, match="finish reason"):
             await client.complete(PROMPT, [])

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import signoff.chat
 from signoff.chat import PRESETS, LLMConfig
+from signoff.config.environment import Environment
 from signoff.errors import ConfigError
 
 
 def test_from_env_reads_base_url_and_model() -> None:
     env = {"SIGNOFF_LLM_BASE_URL": "https://llm.example.com/v1/", "SIGNOFF_LLM_MODEL": "m1"}
-    cfg = LLMConfig.from_env(env)
+    cfg = LLMConfig.from_env(Environment(env))
     assert (cfg.base_url, cfg.model, cfg.api_key_env) == (
         "https://llm.example.com/v1",
         "m1",
@@ -20,23 +23,23 @@ def test_from_env_reads_base_url_and_model() -> None:
 
 
 def test_from_env_accepts_a_preset_name_with_its_default_model() -> None:
-    cfg = LLMConfig.from_env({"SIGNOFF_LLM_BASE_URL": "deepseek"})
+    cfg = LLMConfig.from_env(Environment({"SIGNOFF_LLM_BASE_URL": "deepseek"}))
     assert (cfg.base_url, cfg.model) == ("https://api.deepseek.com/v1", "deepseek-chat")
 
 
 def test_from_env_model_overrides_the_presets_default() -> None:
-    cfg = LLMConfig.from_env({"SIGNOFF_LLM_BASE_URL": "openai", "SIGNOFF_LLM_MODEL": "gpt-4.1"})
+    cfg = LLMConfig.from_env(Environment({"SIGNOFF_LLM_BASE_URL": "openai", "SIGNOFF_LLM_MODEL": "gpt-4.1"}))
     assert (cfg.base_url, cfg.model) == (PRESETS["openai"], "gpt-4.1")
 
 
 def test_from_env_without_base_url_names_the_variable_to_set() -> None:
     with pytest.raises(ConfigError, match="SIGNOFF_LLM_BASE_URL is not set"):
-        LLMConfig.from_env({"SIGNOFF_LLM_MODEL": "m"})
+        LLMConfig.from_env(Environment({"SIGNOFF_LLM_MODEL": "m"}))
 
 
 def test_from_env_with_a_url_but_no_model_names_the_variable_to_set() -> None:
     with pytest.raises(ConfigError, match="SIGNOFF_LLM_MODEL is not set"):
-        LLMConfig.from_env({"SIGNOFF_LLM_BASE_URL": "http://localhost:9999/v1"})
+        LLMConfig.from_env(Environment({"SIGNOFF_LLM_BASE_URL": "http://localhost:9999/v1"}))
 
 
 def test_from_env_defaults_to_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,9 +59,7 @@ def test_unknown_preset_lists_the_known_ones() -> None:
         LLMConfig.preset("anthropic")
 
 
-@pytest.mark.parametrize(
-    "url", ["ftp://host/v1", "localhost:8000/v1", "https://", "http://h/v1?x=1"]
-)
+@pytest.mark.parametrize("url", ["ftp://host/v1", "localhost:8000/v1", "https://", "http://h/v1?x=1"])
 def test_base_url_must_be_plain_http_or_https(url: str) -> None:
     with pytest.raises(ConfigError, match="base URL"):
         LLMConfig(base_url=url, model="m")
@@ -72,8 +73,9 @@ def test_credentials_in_the_base_url_are_refused_without_echoing_them() -> None:
 
 @pytest.mark.parametrize("field", ["connect_timeout", "read_timeout"])
 def test_timeouts_must_be_positive(field: str) -> None:
+    timeout: dict[str, Any] = {field: 0}
     with pytest.raises(ConfigError, match=field):
-        LLMConfig(base_url="http://h/v1", model="m", **{field: 0})
+        LLMConfig(base_url="http://h/v1", model="m", **timeout)
 
 
 def test_empty_model_is_refused() -> None:

@@ -10,8 +10,9 @@ import pytest
 
 from signoff.chat import LLMConfig, OpenAIChatClient
 from signoff.chat.config import read_key_file
+from signoff.config.environment import Environment
 from signoff.errors import ConfigError
-from signoff.messages import ChatMessage
+from signoff.loop.messages import ChatMessage
 from signoff.testing import Reply, ScriptedModelServer
 
 KEY = "sk-file-9d8c7b6a5f4e3d2c"
@@ -27,12 +28,14 @@ def key_file(tmp_path: Path) -> Path:
 
 
 def test_from_env_reads_the_key_from_the_file_without_surrounding_whitespace(key_file: Path) -> None:
-    cfg = LLMConfig.from_env({**BASE, "SIGNOFF_LLM_API_KEY_FILE": str(key_file)})
+    cfg = LLMConfig.from_env(Environment({**BASE, "SIGNOFF_LLM_API_KEY_FILE": str(key_file)}))
     assert (cfg.api_key_file, cfg.api_key()) == (str(key_file), KEY)
 
 
 def test_from_env_passes_the_key_file_to_a_preset(key_file: Path) -> None:
-    cfg = LLMConfig.from_env({"SIGNOFF_LLM_BASE_URL": "deepseek", "SIGNOFF_LLM_API_KEY_FILE": str(key_file)})
+    cfg = LLMConfig.from_env(
+        Environment({"SIGNOFF_LLM_BASE_URL": "deepseek", "SIGNOFF_LLM_API_KEY_FILE": str(key_file)})
+    )
     assert cfg.api_key() == KEY
 
 
@@ -58,19 +61,19 @@ def test_the_file_wins_over_the_environment_variable_when_configured_in_code(
 def test_setting_both_variables_is_an_error_that_quotes_neither(key_file: Path) -> None:
     env = {**BASE, "SIGNOFF_LLM_API_KEY_FILE": str(key_file), "SIGNOFF_LLM_API_KEY": "sk-env-2222222222"}
     with pytest.raises(ConfigError, match="both SIGNOFF_LLM_API_KEY and SIGNOFF_LLM_API_KEY_FILE") as caught:
-        LLMConfig.from_env(env)
+        LLMConfig.from_env(Environment(env))
     assert "sk-env" not in str(caught.value) and KEY not in str(caught.value)
 
 
 def test_an_empty_key_variable_beside_the_file_is_not_a_conflict(key_file: Path) -> None:
     env = {**BASE, "SIGNOFF_LLM_API_KEY_FILE": str(key_file), "SIGNOFF_LLM_API_KEY": ""}
-    assert LLMConfig.from_env(env).api_key() == KEY
+    assert LLMConfig.from_env(Environment(env)).api_key() == KEY
 
 
 def test_a_missing_file_is_a_config_error_naming_it(tmp_path: Path) -> None:
     missing = tmp_path / "nope"
     with pytest.raises(ConfigError, match=f"API key file '{missing}' .* does not exist"):
-        LLMConfig.from_env({**BASE, "SIGNOFF_LLM_API_KEY_FILE": str(missing)})
+        LLMConfig.from_env(Environment({**BASE, "SIGNOFF_LLM_API_KEY_FILE": str(missing)}))
 
 
 def test_an_empty_file_is_a_config_error(tmp_path: Path) -> None:
@@ -121,7 +124,7 @@ def test_a_file_that_goes_missing_fails_the_request_with_a_keyless_error(key_fil
 
 def test_a_key_pasted_where_the_path_belongs_is_not_echoed() -> None:
     with pytest.raises(ConfigError) as caught:
-        LLMConfig.from_env({**BASE, "SIGNOFF_LLM_API_KEY_FILE": KEY})
+        LLMConfig.from_env(Environment({**BASE, "SIGNOFF_LLM_API_KEY_FILE": KEY}))
     message = str(caught.value)
     assert KEY not in message and KEY[:8] not in message
     assert "SIGNOFF_LLM_API_KEY_FILE" in message and "may be the key itself" in message

@@ -6,13 +6,14 @@ import asyncio
 import json
 import subprocess
 import sys
+from typing import Any
 
 import httpx
 import pytest
 
 from signoff.chat import LLMConfig, OpenAIChatClient
 from signoff.errors import ProviderError
-from signoff.messages import ChatMessage, ToolCall, ToolSpec
+from signoff.loop.messages import ChatMessage, ToolCall, ToolSpec
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest, demo_script
 
 RUN = ToolSpec(name="run_command")
@@ -58,7 +59,7 @@ def test_list_script_is_used_in_order_then_answers_400() -> None:
 
 
 def test_generated_ids_follow_the_round_of_the_conversation() -> None:
-    transcript = [
+    transcript: list[dict[str, Any]] = [
         {"role": "user", "content": "x"},
         {
             "role": "assistant",
@@ -80,7 +81,7 @@ def test_generated_ids_follow_the_round_of_the_conversation() -> None:
 
 
 def test_unanswered_tool_call_is_refused_like_openai_does() -> None:
-    transcript = [
+    transcript: list[dict[str, Any]] = [
         {"role": "user", "content": "x"},
         {
             "role": "assistant",
@@ -115,9 +116,7 @@ async def test_many_concurrent_streams_are_all_served() -> None:
     count = 120  # more than httpx's 100 pooled connections, so some wait for reuse
     with ScriptedModelServer(lambda request: Reply.text(f"echo {request.last.content}")) as server:
         async with OpenAIChatClient(LLMConfig(base_url=server.base_url, model="m")) as client:
-            answers = await asyncio.gather(
-                *(client.complete([ChatMessage.user(str(i))], []) for i in range(count))
-            )
+            answers = await asyncio.gather(*(client.complete([ChatMessage.user(str(i))], []) for i in range(count)))
     assert [a.message.content for a in answers] == [f"echo {i}" for i in range(count)]
     assert server.request_count == count
 
@@ -125,9 +124,7 @@ async def test_many_concurrent_streams_are_all_served() -> None:
 async def test_demo_script_asks_to_run_a_harmless_command_about_the_prompt() -> None:
     with ScriptedModelServer(demo_script) as server:
         async with OpenAIChatClient(LLMConfig(base_url=server.base_url, model="m")) as client:
-            first = await client.complete(
-                [ChatMessage.user("Delete the directory /tmp/logs.")], [RUN]
-            )
+            first = await client.complete([ChatMessage.user("Delete the directory /tmp/logs.")], [RUN])
     assert first.message.tool_calls == [
         ToolCall(id="call_1_1", name="run_command", arguments='{"command": "ls -la /tmp/logs"}')
     ]
@@ -147,23 +144,17 @@ def test_demo_script_summarises_the_tool_result(tool_result: str, expected: str)
         ChatMessage.assistant(None, [call]),
         ChatMessage.tool(tool_result, "call_1_1"),
     ]
-    request = ScriptedRequest(
-        messages=messages, tools=["run_command"], model="m", raw={}, headers={}
-    )
+    request = ScriptedRequest(messages=messages, tools=["run_command"], model="m", raw={}, headers={})
     reply = demo_script(request)
     assert reply.calls == () and expected in (reply.content or "")
 
 
 def test_module_entry_point_serves_the_demo_script_until_killed() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "signoff.testing", "--port", "0"], stdout=subprocess.PIPE, text=True
-    )
+    proc = subprocess.Popen([sys.executable, "-m", "signoff.testing", "--port", "0"], stdout=subprocess.PIPE, text=True)
     try:
         base_url = proc.stdout.readline().strip()  # type: ignore[union-attr]
         response = post(base_url, [{"role": "user", "content": "hello"}])
-        assert (
-            response.json()["choices"][0]["message"]["content"] == "Hello from the scripted model."
-        )
+        assert response.json()["choices"][0]["message"]["content"] == "Hello from the scripted model."
     finally:
         proc.terminate()
         proc.wait(timeout=5)

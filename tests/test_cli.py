@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
+from signoff.approval.digest import arguments_digest
 from signoff.contract import AgentRunResult
-from signoff.digest import arguments_digest
 from tests.cli_harness import (  # noqa: F401
     Cli,
     cli,
@@ -34,8 +34,9 @@ from tests.helpers import (
 
 def two_calls_then_report(request: ScriptedRequest) -> Reply:
     if request.round == 1:
-        return Reply.tool_calls([call("run_command", "call_a", command="echo a"),
-                                 call("run_command", "call_b", command="echo b")])
+        return Reply.tool_calls(
+            [call("run_command", "call_a", command="echo a"), call("run_command", "call_b", command="echo b")]
+        )
     return Reply.text("done")
 
 
@@ -66,7 +67,7 @@ async def test_pending_lists_the_waiting_call(client: Client, task_queue: str, t
         out = await assert_eventually(listed, timeout=30)  # visibility is eventually consistent
         await handle.signal("tool_approval", {"call_id": "*", "approved": False})
         await handle.result()
-    block = out[out.index(handle.id):].split("\n\n")[0].splitlines()
+    block = out[out.index(handle.id) :].split("\n\n")[0].splitlines()
     assert block[0].split()[:4] == [handle.id, "call_1", "run_command", "waiting"]
     assert block[1:5] == [
         "    about      Run a shell command",
@@ -147,9 +148,11 @@ async def test_several_pending_calls_need_a_call_id_or_all(
     assert '"command": "echo a"' in ambiguous.out and '"command": "echo b"' in ambiguous.out  # shown whole
     assert unseen.code == 2 and "not decided (not shown to you before): call_a, call_b" in unseen.out
     assert everything.code == 0, everything.err
-    assert everything.out.splitlines() == ['approved call_a: run_command {"command": "echo a"}',
-                                           'approved call_b: run_command {"command": "echo b"}',
-                                           "nothing else pending"]
+    assert everything.out.splitlines() == [
+        'approved call_a: run_command {"command": "echo a"}',
+        'approved call_b: run_command {"command": "echo b"}',
+        "nothing else pending",
+    ]
     assert [a.approved for a in result.approvals] == [True, True]
 
 
@@ -188,7 +191,7 @@ async def test_watch_shows_events_until_the_run_finishes(
     assert done.code == 0, done.err
     expected = [
         "Approval needed",
-        "arguments  {\"command\": \"echo hi\"}",
+        'arguments  {"command": "echo hi"}',
         f"approve    signoff approve {handle.id} call_1",
         "call_1 approved by bob",
         "run_command (call_1)\n    exit code: 0",
@@ -241,9 +244,17 @@ async def test_demo_yes_runs_end_to_end(cli: Cli, tmp_path: Path) -> None:
     out = done.out
     assert "built-in scripted model (no LLM configured" in out
     assert "(already running)" in out  # it used the session's server, as TEMPORAL_ADDRESS says
-    for text in ("Approval needed", "run_command", '{"command": "ls -la"}', "signoff approve signoff-demo-",
-                 "http://localhost:8233/namespaces/default/workflows/signoff-demo-", "approved by tester",
-                 "finished: stop", "The command ran.", "README.txt"):
+    for text in (
+        "Approval needed",
+        "run_command",
+        '{"command": "ls -la"}',
+        "signoff approve signoff-demo-",
+        "http://localhost:8233/namespaces/default/workflows/signoff-demo-",
+        "approved by tester",
+        "finished: stop",
+        "The command ran.",
+        "README.txt",
+    ):
         assert text in out, (text, out)
     (workspace,) = (tmp_path / ".signoff" / "demo-workspace").iterdir()
     assert (workspace / "README.txt").exists()

@@ -36,7 +36,7 @@ async def test_an_edit_that_does_not_fit_the_tool_is_refused_before_anything_is_
     assert unknown.code == 2 and "('cmd' was unexpected)" in unknown.err and "nothing decided" in unknown.err
     assert wrong_type.code == 2 and "timeout_secs: 'x' is not of type 'integer'" in wrong_type.err
     assert edited.code == 0, edited.err
-    assert 'will run run_command with the edited arguments:' in edited.err
+    assert "will run run_command with the edited arguments:" in edited.err
     assert edited.out.startswith("{"), edited
     ack = json.loads(edited.out)
     [decided] = ack["decided"]

@@ -16,9 +16,9 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from signoff.activities import AgentActivities
-from signoff.approvals import ApprovalRecord
-from signoff.audit import GENESIS, record_hash
-from signoff.cli.history import TOOL_ACTIVITY
+from signoff.activities.models import TOOL_ACTIVITY
+from signoff.approval.audit import GENESIS, record_hash
+from signoff.approval.requests import ApprovalRecord
 from signoff.contract import RunOptions
 from tests.cli_harness import Cli, cli, cli_env, cli_environ, finish, served, spawn  # noqa: F401
 from tests.conftest import start_dev_server
@@ -34,8 +34,9 @@ from tests.helpers import (
 
 def two_then_one(request: ScriptedRequest) -> Reply:
     if request.round == 1:
-        return Reply.tool_calls([call("run_command", "call_a", command="echo a"),
-                                 call("run_command", "call_b", command="echo b")])  # fmt: skip
+        return Reply.tool_calls(
+            [call("run_command", "call_a", command="echo a"), call("run_command", "call_b", command="echo b")]
+        )
     if request.round == 2:
         return Reply.tool_calls([call("run_command", "call_c", command="echo c")])
     return Reply.text("done")
@@ -45,10 +46,13 @@ async def decided_run(client: Client, task_queue: str) -> str:
     """A finished run: call_a approved by alice, call_b denied by bob, call_c approved by carol."""
     handle = await start_run(client, task_queue)
     await wait_pending(handle, 2)
-    await handle.execute_update("submit_tool_approval", [
-        {"call_id": "call_a", "approved": True, "approver": "alice"},
-        {"call_id": "call_b", "approved": False, "approver": "bob", "reason": "not b"},
-    ])  # fmt: skip
+    await handle.execute_update(
+        "submit_tool_approval",
+        [
+            {"call_id": "call_a", "approved": True, "approver": "alice"},
+            {"call_id": "call_b", "approved": False, "approver": "bob", "reason": "not b"},
+        ],
+    )
     await wait_pending(handle)
     await handle.execute_update("submit_tool_approval", {"call_id": "call_c", "approved": True, "approver": "carol"})
     await asyncio.wait_for(handle.result(), 60)
@@ -69,8 +73,15 @@ async def test_audit_prints_each_record_and_verify_says_the_trail_holds(
     assert shown.code == 0, shown.err
     assert "record 0  run_command  ✔ call_a approved by alice" in shown.out
     assert "record 1  run_command  ✘ call_b denied by bob: not b" in shown.out
-    for text in ('arguments  {"command": "echo c"}', "approver   carol (not verified)", "outcome    denied",
-                 "digests    arguments ", "call      ", "policy    ", "hash       "):
+    for text in (
+        'arguments  {"command": "echo c"}',
+        "approver   carol (not verified)",
+        "outcome    denied",
+        "digests    arguments ",
+        "call      ",
+        "policy    ",
+        "hash       ",
+    ):
         assert text in shown.out, text
     assert verified.code == 0, verified
     assert verified.out.rstrip().endswith(
@@ -88,19 +99,37 @@ def reseal(records: list[dict[str, Any]]) -> None:
         prev = record["hash"]
 
 
+def approved_by_mallory_and_resealed(records: list[dict[str, Any]]) -> None:
+    records[0].update(approver="mallory")
+    reseal(records)
+
+
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
-        (lambda r: r[0].update(approver="mallory"),
-         ["record 0 (call_a): hash does not match", "record 0 (call_a) differs from the history in: approver\n"]),
-        (lambda r: r[1].update(arguments={"command": "echo innocent"}),
-         ["record 1 (call_b): arguments do not match arguments_digest",
-          "record 1 (call_b) differs from the history in: arguments"]),
-        (lambda r: (r[0].update(approver="mallory"), reseal(r)),
-         ["call 'call_a' (run_command) ran in run", "which the trail does not have",
-          "record 0 (call_a) differs from the history in: approver, hash"]),
-        (lambda r: r.pop(1),
-         ["record 1 (call_c) differs from the history in: call_id", "the trail has 2 record(s); the history has 3"]),
+        (
+            lambda r: r[0].update(approver="mallory"),
+            ["record 0 (call_a): hash does not match", "record 0 (call_a) differs from the history in: approver\n"],
+        ),
+        (
+            lambda r: r[1].update(arguments={"command": "echo innocent"}),
+            [
+                "record 1 (call_b): arguments do not match arguments_digest",
+                "record 1 (call_b) differs from the history in: arguments",
+            ],
+        ),
+        (
+            approved_by_mallory_and_resealed,
+            [
+                "call 'call_a' (run_command) ran in run",
+                "which the trail does not have",
+                "record 0 (call_a) differs from the history in: approver, hash",
+            ],
+        ),
+        (
+            lambda r: r.pop(1),
+            ["record 1 (call_c) differs from the history in: call_id", "the trail has 2 record(s); the history has 3"],
+        ),
     ],
     ids=["approver", "arguments", "approver, re-hashed", "record removed"],
 )
@@ -131,9 +160,13 @@ async def test_a_waiting_run_is_audited_through_its_query(
     async with served(client, task_queue, tmp_path, two_then_one):
         handle = await start_run(client, task_queue)
         await wait_pending(handle, 2)
-        await handle.execute_update("submit_tool_approval", [
-            {"call_id": "call_a", "approved": True}, {"call_id": "call_b", "approved": True},
-        ])  # fmt: skip
+        await handle.execute_update(
+            "submit_tool_approval",
+            [
+                {"call_id": "call_a", "approved": True},
+                {"call_id": "call_b", "approved": True},
+            ],
+        )
         await wait_pending(handle)  # call_c waits; call_a and call_b have run
         verified = await cli("audit", handle.id, "--verify")
         await handle.signal("tool_approval", {"call_id": "call_c", "approved": False})
@@ -159,8 +192,9 @@ def gate_each_round(request: ScriptedRequest) -> Reply:
     return Reply.text("done")
 
 
-async def test_verify_follows_the_run_across_continue_as_new(small_history_env: WorkflowEnvironment,
-                                                             tmp_path: Path) -> None:
+async def test_verify_follows_the_run_across_continue_as_new(
+    small_history_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
     client, queue = small_history_env.client, f"tq-{uuid.uuid4()}"
     environ = cli_env(client.service_client.config.target_host, queue, tmp_path / "state")
     async with served(client, queue, tmp_path, gate_each_round):

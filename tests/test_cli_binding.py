@@ -9,16 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from signoff.approvals import ToolApprovalRequest
+from signoff.approval.digest import arguments_digest
+from signoff.approval.requests import ToolApprovalRequest
 from signoff.cli.binding import Plan, Refusal, Target, digest_text, plan
 from signoff.cli.shown import MAX_AGE, MAX_ENTRIES, ShownCalls, state_dir
-from signoff.digest import arguments_digest
+from signoff.config.environment import Environment
 
 
 def call(call_id: str, command: str) -> ToolApprovalRequest:
     arguments = {"command": command}
-    return ToolApprovalRequest(call_id=call_id, name="run_command", arguments=arguments,
-                               arguments_digest=arguments_digest(arguments))  # fmt: skip
+    return ToolApprovalRequest(
+        call_id=call_id, name="run_command", arguments=arguments, arguments_digest=arguments_digest(arguments)
+    )
 
 
 ECHO, RM = call("call_1", "echo hello"), call("call_1", "rm -rf data")
@@ -150,5 +152,7 @@ def test_old_entries_are_dropped_and_the_record_is_bounded(tmp_path: Path) -> No
 
 
 def test_state_dir_follows_xdg_state_home(tmp_path: Path) -> None:
-    assert state_dir({"XDG_STATE_HOME": str(tmp_path)}) == tmp_path / "signoff"
-    assert state_dir({"XDG_STATE_HOME": "relative/ignored"}) == Path.home() / ".local" / "state" / "signoff"
+    assert state_dir(Environment({"XDG_STATE_HOME": str(tmp_path)})) == tmp_path / "signoff"
+    assert (
+        state_dir(Environment({"XDG_STATE_HOME": "relative/ignored"})) == Path.home() / ".local" / "state" / "signoff"
+    )

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from temporalio.client import Client, WorkflowHandle
 
+from signoff.approval.digest import arguments_digest
 from signoff.contract import SA_STATUS, STATUS_AWAITING, AgentRunInput
-from signoff.digest import arguments_digest
 from tests.cli_harness import Cli, cli, cli_environ, served  # noqa: F401
 from tests.helpers import Reply, ScriptedRequest, assert_eventually, call, wait_pending
 
@@ -21,8 +21,12 @@ OUTSIDE = "/tmp/signoff-bulk-outside.txt"
 def command_and_write(request: ScriptedRequest) -> Reply:
     """Two gated calls: a shell command, and a write outside the workspace."""
     if request.round == 1:
-        return Reply.tool_calls([call("run_command", "call_cmd", command="echo bulk"),
-                                 call("write_file", "call_write", path=OUTSIDE, content="x")])  # fmt: skip
+        return Reply.tool_calls(
+            [
+                call("run_command", "call_cmd", command="echo bulk"),
+                call("write_file", "call_write", path=OUTSIDE, content="x"),
+            ]
+        )
     return Reply.text("done")
 
 

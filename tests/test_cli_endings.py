@@ -24,7 +24,7 @@ import pytest
 from temporalio.client import Client
 
 from signoff.contract import AgentRunResult
-from signoff.messages import FinishReason
+from signoff.loop.messages import FinishReason
 from tests.cli_harness import CLIENT, cli_environ, read_until, served, spawn  # noqa: F401
 from tests.helpers import Reply, call, start_run, wait_pending
 from tests.test_cli_tty import Terminal
@@ -78,8 +78,14 @@ async def test_a_reader_gone_ends_the_demo_quietly_and_cancels_its_run(
     client: Client, cli_environ: dict[str, str], tmp_path: Path
 ) -> None:
     read, write = os.pipe()
-    demo = subprocess.Popen([sys.executable, str(CLIENT), "demo"], cwd=tmp_path, env=cli_environ,
-                            stdin=subprocess.DEVNULL, stdout=write, stderr=subprocess.PIPE)  # fmt: skip
+    demo = subprocess.Popen(
+        [sys.executable, str(CLIENT), "demo"],
+        cwd=tmp_path,
+        env=cli_environ,
+        stdin=subprocess.DEVNULL,
+        stdout=write,
+        stderr=subprocess.PIPE,
+    )
     os.close(write)
     seen = b""
     while b"waiting for a decision made elsewhere" not in seen:
@@ -105,9 +111,11 @@ async def test_output_cut_short_by_head_ends_a_command_quietly(
         handle = await start_run(client, task_queue)
         await wait_pending(handle, 40)
         shell = await asyncio.create_subprocess_shell(
-            f"{sys.executable} {CLIENT} pending {handle.id} | head -1", env=cli_environ,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
+            f"{sys.executable} {CLIENT} pending {handle.id} | head -1",
+            env=cli_environ,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         out, err = await asyncio.wait_for(shell.communicate(), 60)
         await handle.terminate()
     assert handle.id in out.decode() and err.decode() == ""

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from temporalio.client import Client, WorkflowHistory
 
-from signoff.agent import AgentBuilder
+from signoff.agent.builder import AgentBuilder
+from signoff.approval.identity import ApproverKeys
+from signoff.approval.policy import ApprovalPolicy, PolicyBook
 from signoff.contract import AgentRunResult, RunOptions
-from signoff.identity import ApproverKeys
-from signoff.policy import ApprovalPolicy, PolicyBook
 from signoff.tools import tool
 from tests.approver_keys import write_secret
 from tests.cli_harness import CLIENT, Cli, cli, cli_environ, served  # noqa: F401
@@ -24,8 +24,13 @@ from tests.helpers import Reply, ScriptedRequest, call, start_run, wait_pending
 
 
 def issue(key: Path, subject: str) -> str:
-    done = subprocess.run([sys.executable, str(CLIENT), "token", "issue", "--sub", subject, "--key-file", str(key)],
-                          capture_output=True, text=True, check=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(CLIENT), "token", "issue", "--sub", subject, "--key-file", str(key)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     return done.stdout.strip()
 
 
@@ -73,8 +78,9 @@ async def test_extend_moves_a_waiting_calls_deadline(client: Client, task_queue:
 
 def command_and_read(request: ScriptedRequest) -> Reply:
     if request.round == 1:
-        return Reply.tool_calls([call("run_command", "call_1", command="echo one"),
-                                 call("read_file", "call_r", path="/etc/hostname")])  # fmt: skip
+        return Reply.tool_calls(
+            [call("run_command", "call_1", command="echo one"), call("read_file", "call_r", path="/etc/hostname")]
+        )
     if request.round == 2:
         return Reply.tool_calls([call("run_command", "call_2", command="echo two")])
     return Reply.text("done")
@@ -125,8 +131,11 @@ async def test_run_gives_the_web_ui_a_summary(client: Client, task_queue: str, t
 def summaries(history: WorkflowHistory) -> list[str]:
     """The Timeline's labels: the summary of each activity and timer started, in order."""
     started = ("activity_task_scheduled_event_attributes", "timer_started_event_attributes")
-    return [json.loads(event.user_metadata.summary.data) for event in history.events
-            if event.WhichOneof("attributes") in started]  # fmt: skip
+    return [
+        json.loads(event.user_metadata.summary.data)
+        for event in history.events
+        if event.WhichOneof("attributes") in started
+    ]
 
 
 async def test_activities_and_timers_carry_summaries_for_the_timeline(
@@ -141,8 +150,10 @@ async def test_activities_and_timers_carry_summaries_for_the_timeline(
     assert labels == ["model turn 1", "deadline for call_1", "run_command: echo hi", "model turn 2"], labels
 
 
-@tool(approval=ApprovalPolicy(quorum=2, timeout_seconds=3600),
-      preview=lambda path: f"--- {path}\n+++ {path}\n-old line\n+new line\x1b[2J")
+@tool(
+    approval=ApprovalPolicy(quorum=2, timeout_seconds=3600),
+    preview=lambda path: f"--- {path}\n+++ {path}\n-old line\n+new line\x1b[2J",
+)
 def rewrite(path: str) -> str:
     """Rewrite a file."""
     return f"rewrote {path}"
@@ -170,7 +181,9 @@ async def test_pending_shows_policy_votes_deadline_and_preview(
     assert "    policy     approvers: anyone; quorum 2; after 3600s: deny" in rows
     assert "    votes      ann of 2" in rows
     assert any(row.startswith("    deadline   ") and ("(in 59m)" in row or "(in 1h)" in row) for row in rows)
-    assert rows[rows.index("    preview    --- notes.txt"):][:4] == [
-        "    preview    --- notes.txt", "               +++ notes.txt", "               -old line",
+    assert rows[rows.index("    preview    --- notes.txt") :][:4] == [
+        "    preview    --- notes.txt",
+        "               +++ notes.txt",
+        "               -old line",
         "               +new line\\x1b[2J",
     ]

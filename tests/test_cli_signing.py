@@ -15,8 +15,8 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from signoff.identity import ApproverKeys
-from signoff.policy import ApprovalPolicy, PolicyBook
+from signoff.approval.identity import ApproverKeys
+from signoff.approval.policy import ApprovalPolicy, PolicyBook
 from tests.cli_harness import Cli, cli, cli_environ, served  # noqa: F401
 from tests.helpers import start_run, wait_pending
 from tests.test_verified_approvers import temporal
@@ -26,17 +26,16 @@ VERIFIED = ApprovalPolicy(approvers=("alice", "group:sre"), verified=True, timeo
 
 async def new_key(cli: Cli, folder: Path, sub: str, *flags: str) -> dict[str, str]:
     """`signoff keys new` into `folder`'s JWKS; the environment that signs with the key."""
-    done = await cli("keys", "new", "--sub", sub, "--out", str(folder / f"{sub}.pem"), "--add-to",
-                     str(folder / "jwks.json"), *flags)  # fmt: skip
+    done = await cli(
+        "keys", "new", "--sub", sub, "--out", str(folder / f"{sub}.pem"), "--add-to", str(folder / "jwks.json"), *flags
+    )
     assert done.code == 0, done
     entry = json.loads(done.out)
     assert entry["sub"] == sub and "d" not in entry and f"SIGNOFF_APPROVER_KID={entry['kid']}" in done.err
     return {"SIGNOFF_APPROVER_KEY_FILE": str(folder / f"{sub}.pem"), "SIGNOFF_APPROVER_KID": entry["kid"]}
 
 
-async def test_keys_new_writes_a_private_key_and_the_entry_a_worker_verifies_it_with(
-    cli: Cli, tmp_path: Path
-) -> None:
+async def test_keys_new_writes_a_private_key_and_the_entry_a_worker_verifies_it_with(cli: Cli, tmp_path: Path) -> None:
     await new_key(cli, tmp_path, "alice", "--groups", "sre,ops")
     again = await cli("keys", "new", "--sub", "alice", "--out", str(tmp_path / "alice.pem"))
     (entry,) = json.loads((tmp_path / "jwks.json").read_text())["keys"]
@@ -70,14 +69,25 @@ async def test_sign_prints_a_decision_the_web_ui_or_any_client_can_send(
 ) -> None:
     carol = await new_key(cli, tmp_path, "carol", "--groups", "sre")
     policies = PolicyBook(policies={"run_command": VERIFIED})
-    async with served(client, task_queue, tmp_path, verifier=ApproverKeys.load(tmp_path / "jwks.json"),
-                      policies=policies):  # fmt: skip
+    async with served(
+        client, task_queue, tmp_path, verifier=ApproverKeys.load(tmp_path / "jwks.json"), policies=policies
+    ):
         handle = await start_run(client, task_queue)
         (pending,) = await wait_pending(handle)
         signed = await cli("sign", handle.id, "call_1", "--reason", "looks fine", **carol)
         decision = json.loads(signed.out)
-        code, output = await temporal(client, "workflow", "update", "execute", "--workflow-id", handle.id,
-                                      "--name", "submit_tool_approval", "--input", signed.out.strip())  # fmt: skip
+        code, output = await temporal(
+            client,
+            "workflow",
+            "update",
+            "execute",
+            "--workflow-id",
+            handle.id,
+            "--name",
+            "submit_tool_approval",
+            "--input",
+            signed.out.strip(),
+        )
         result = await asyncio.wait_for(handle.result(), 60)
     assert signed.code == 0 and "Send an Update" in signed.err, signed
     assert set(decision) == {"call_id", "approved", "arguments_digest", "reason", "approver", "token"}
@@ -92,8 +102,13 @@ async def test_run_signs_its_requester_so_separate_requester_holds_and_extend_si
     alice, bob = await new_key(cli, tmp_path, "alice"), await new_key(cli, tmp_path, "bob")
     policy = VERIFIED.model_copy(update={"approvers": ("alice", "bob"), "separate_requester": True})
     run_id = f"signed-{uuid.uuid4()}"
-    async with served(client, task_queue, tmp_path, verifier=ApproverKeys.load(tmp_path / "jwks.json"),
-                      policies=PolicyBook(policies={"run_command": policy})):  # fmt: skip
+    async with served(
+        client,
+        task_queue,
+        tmp_path,
+        verifier=ApproverKeys.load(tmp_path / "jwks.json"),
+        policies=PolicyBook(policies={"run_command": policy}),
+    ):
         started = await cli("run", "go", "--id", run_id, **alice)
         handle = client.get_workflow_handle(run_id)
         (before,) = await wait_pending(handle)

@@ -41,8 +41,9 @@ def echo_then_rm(request: ScriptedRequest) -> Reply:
     return Reply.text(f"saw: {request.last.content}")
 
 
-async def operator_approves_after_the_switch(client: Client, task_queue: str, cli: Cli, workspace: Path,
-                                             variant: list[str], name: str) -> tuple[Done, Done, AgentRunResult]:
+async def operator_approves_after_the_switch(
+    client: Client, task_queue: str, cli: Cli, workspace: Path, variant: list[str], name: str
+) -> tuple[Done, Done, AgentRunResult]:
     data = workspace / name
     data.mkdir()
     (data / "keep.txt").write_text("precious\n")
@@ -69,10 +70,12 @@ async def test_a_call_that_changed_after_it_was_shown_is_not_approved(
     client: Client, task_queue: str, tmp_path: Path, cli: Cli
 ) -> None:
     async with served(client, task_queue, tmp_path, echo_then_rm):
-        outcomes = await asyncio.gather(*(
-            operator_approves_after_the_switch(client, task_queue, cli, tmp_path, args, f"data_{i}")
-            for i, args in enumerate(VARIANTS.values())
-        ))  # fmt: skip
+        outcomes = await asyncio.gather(
+            *(
+                operator_approves_after_the_switch(client, task_queue, cli, tmp_path, args, f"data_{i}")
+                for i, args in enumerate(VARIANTS.values())
+            )
+        )
     for i, (label, (approved, denied, result)) in enumerate(zip(VARIANTS, outcomes, strict=True)):
         name = f"data_{i}"
         assert (tmp_path / name / "keep.txt").read_text() == "precious\n", label

@@ -54,11 +54,11 @@ async def test_a_450_character_command_is_shown_whole_in_the_prompt(
         done = await cli("run", "go", "--wait", stdin="n\n")
         narrow = await cli("run", "go", "--wait", stdin="n\n", COLUMNS="60")
     assert len(LONG) == 450 and done.code == 0, done.err
-    prompt = done.out[done.out.index("Approve run_command"):done.out.index("[y/n/reason]")]
+    prompt = done.out[done.out.index("Approve run_command") : done.out.index("[y/n/reason]")]
     assert f'"command": "{LONG}"' in prompt
     assert f'"command": "{LONG}"' in done.out[: done.out.index("Approve run_command")]  # and in the block
     assert (tmp_path / "data2").is_dir()
-    lines = narrow.out[narrow.out.index("Approve run_command"):narrow.out.index("[y/n/reason]")].splitlines()
+    lines = narrow.out[narrow.out.index("Approve run_command") : narrow.out.index("[y/n/reason]")].splitlines()
     assert all(len(line) <= 60 for line in lines)
     assert LONG in "".join(line.strip().removeprefix("~ ") for line in lines)  # wrapped, nothing cut
 
@@ -74,10 +74,15 @@ async def test_escape_sequences_from_model_tools_and_decisions_arrive_inert(
         escaped = {"call_id": "call_1", "approved": True, "approver": "mallory\x1b]0;approver-title\x07"}
         with pytest.raises(WorkflowUpdateFailedError) as refused:  # a name may hold no control characters
             await handle.execute_update("submit_tool_approval", escaped)
-        await handle.execute_update("submit_tool_approval", {
-            "call_id": "call_1", "approved": True, "approver": "mallory",
-            "reason": "fine\x1b]52;c;Y2F0IH4vLnNzaC9pZF9yc2E=\x07\u202e",
-        })  # fmt: skip
+        await handle.execute_update(
+            "submit_tool_approval",
+            {
+                "call_id": "call_1",
+                "approved": True,
+                "approver": "mallory",
+                "reason": "fine\x1b]52;c;Y2F0IH4vLnNzaC9pZF9yc2E=\x07\u202e",
+            },
+        )
         await asyncio.wait_for(handle.result(), 60)
         watched = await finish(watcher)
         result = await cli("result", handle.id)
@@ -87,11 +92,13 @@ async def test_escape_sequences_from_model_tools_and_decisions_arrive_inert(
         assert_inert(done.out + done.err, what)
     assert "# \\u202egnp.exe\\u2066x\\u2069 \\x9b31m red \\u200b" in pending.out  # arguments, as escapes
     seen = watched.out
-    for shown in ("Looking.\\x1b[2J\\x1b]0;model-title\\x07\\x1b[5;1H",  # model text
-                  "\\x1b[2J\\x1b[H\\x1b]0;pwned-title\\x07\\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b[3A\\x1b[2K",  # tool output
-                  "evil\\x1b]0;tool-title\\x07",  # a tool name from the model
-                  "by mallory: fine\\x1b]52;c;Y2F0IH4vLnNzaC9pZF9yc2E=\\x07\\u202e",
-                  "All done.\\x1b[1A\\x1b[2K\\x9b2J see \\u202etxt.exe"):  # fmt: skip
+    for shown in (
+        "Looking.\\x1b[2J\\x1b]0;model-title\\x07\\x1b[5;1H",  # model text
+        "\\x1b[2J\\x1b[H\\x1b]0;pwned-title\\x07\\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b[3A\\x1b[2K",  # tool output
+        "evil\\x1b]0;tool-title\\x07",  # a tool name from the model
+        "by mallory: fine\\x1b]52;c;Y2F0IH4vLnNzaC9pZF9yc2E=\\x07\\u202e",
+        "All done.\\x1b[1A\\x1b[2K\\x9b2J see \\u202etxt.exe",
+    ):
         assert shown in seen, (shown, seen)
     assert "All done.\\x1b[1A" in result.out and "fine\\x1b]52;c;Y2F0IH4vLnNzaC9pZF9yc2E=\\x07" in audit.out
     assert "U+001B" in str(refused.value.cause)

@@ -9,20 +9,22 @@ import pty
 import struct
 import termios
 
-from signoff.approvals import ToolApprovalRequest
+from signoff.approval.digest import arguments_digest
+from signoff.approval.requests import ToolApprovalRequest
 from signoff.cli.calls import approval_block, approval_prompt, render_ack
 from signoff.cli.style import DEFAULT_WIDTH, Console, Style, inert, terminal_width
 from signoff.cli.text import CONTINUED, value_lines, wrap
+from signoff.config.environment import Environment
 from signoff.contract import DecidedCall, DecisionAck
-from signoff.digest import arguments_digest
 
 PLAIN = Style()
 LONG = "echo " + "a" * 431 + "; rm -rf data2"  # 450 characters, the dangerous part at the end
 
 
 def request(arguments: object, **extra: object) -> ToolApprovalRequest:
-    return ToolApprovalRequest(call_id="call_1", name="run_command", arguments=arguments,
-                               arguments_digest=arguments_digest(arguments), **extra)  # type: ignore[arg-type]
+    return ToolApprovalRequest(
+        call_id="call_1", name="run_command", arguments=arguments, arguments_digest=arguments_digest(arguments), **extra
+    )
 
 
 def unwrapped(lines: list[str], indent: str) -> str:
@@ -63,18 +65,25 @@ def test_short_arguments_stay_on_one_line() -> None:
 
 
 def test_the_block_and_prompt_show_arguments_and_preview_inert() -> None:
-    call = request({"command": "ls\x1b]52;c;cm0gLXJm\x07", "note": "\u202eatad"},
-                   preview="--- a\n+++ b\n+\x1b[2Jnew line", description="Run\x1b[1A")
+    call = request(
+        {"command": "ls\x1b]52;c;cm0gLXJm\x07", "note": "\u202eatad"},
+        preview="--- a\n+++ b\n+\x1b[2Jnew line",
+        description="Run\x1b[1A",
+    )
     text = "\n".join(approval_block(call, "run-1", None, PLAIN)) + approval_prompt(call, PLAIN)
     assert "\x1b" not in text and "\u202e" not in text and "\x07" not in text
     assert "\\u202eatad" in text and "+\\x1b[2Jnew line" in text and "Run\\x1b[1A" in text
 
 
 def test_the_ack_names_each_call_whole_with_its_outcome() -> None:
-    ack = DecisionAck(accepted=["c1", "c2"], pending=["c3"], decided=[
-        DecidedCall(call_id="c1", name="run_command", arguments={"command": LONG}, outcome="approved"),
-        DecidedCall(call_id="c2", name="write_file", arguments={"path": "x"}, outcome="vote"),
-    ])  # fmt: skip
+    ack = DecisionAck(
+        accepted=["c1", "c2"],
+        pending=["c3"],
+        decided=[
+            DecidedCall(call_id="c1", name="run_command", arguments={"command": LONG}, outcome="approved"),
+            DecidedCall(call_id="c2", name="write_file", arguments={"path": "x"}, outcome="vote"),
+        ],
+    )
     lines = render_ack(ack, PLAIN)
     assert LONG in "\n".join(lines)
     assert lines[-2] == 'vote counted (quorum not reached yet) on c2: write_file {"path": "x"}'
@@ -83,7 +92,7 @@ def test_the_ack_names_each_call_whole_with_its_outcome() -> None:
 
 def test_the_console_writes_nothing_a_terminal_obeys() -> None:
     out = io.StringIO()
-    Console(out, environ={}).print("a\x1b[2Jb", "c\x9b2Jd\u202e")
+    Console(out, env=Environment({})).print("a\x1b[2Jb", "c\x9b2Jd\u202e")
     assert out.getvalue() == "a\\x1b[2Jb\nc\\x9b2Jd\\u202e\n"
 
 
@@ -106,8 +115,9 @@ def test_the_width_is_the_terminals_and_a_terminal_without_one_gets_the_default(
         master, slave = _pty_of(columns)
         try:
             with os.fdopen(os.dup(slave), "w") as stream:
-                assert terminal_width(stream, environ={}) == expected
-                assert terminal_width(stream, environ={"COLUMNS": "60"}) == 60
+                assert terminal_width(stream, env=Environment({})) == expected
+                assert terminal_width(stream, env=Environment({"COLUMNS": "60"})) == 60
         finally:
-            os.close(master), os.close(slave)
-    assert terminal_width(io.StringIO(), environ={}) is None
+            os.close(master)
+            os.close(slave)
+    assert terminal_width(io.StringIO(), env=Environment({})) is None

@@ -11,24 +11,48 @@ from pathlib import Path
 
 import pytest
 
+from signoff.approval.identity import ApproverKeys
 from signoff.cli.main import main
 from signoff.cli.token import parse_duration
-from signoff.identity import ApproverKeys
+from signoff.config.environment import Environment
 from tests.approver_keys import public_pem, rsa_key, sign, write_secret
 from tests.processes import REPO, clean_env
 
 
 def client(*args: str, **env: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "client.py", *args], check=False, cwd=REPO, env=clean_env(**env),
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "client.py", *args],
+        check=False,
+        cwd=REPO,
+        env=clean_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_issued_token_is_the_only_output_and_verifies_as_the_worker_would(tmp_path: Path) -> None:
     key = tmp_path / "approver.key"
     write_secret(key)
     before = datetime.now(UTC).replace(microsecond=0)
-    done = client("token", "issue", "--sub", "alice", "--groups", "sre,oncall", "--groups", "db",
-                  "--key-file", str(key), "--ttl", "15m", "--issuer", "team", "--audience", "signoff")  # fmt: skip
+    done = client(
+        "token",
+        "issue",
+        "--sub",
+        "alice",
+        "--groups",
+        "sre,oncall",
+        "--groups",
+        "db",
+        "--key-file",
+        str(key),
+        "--ttl",
+        "15m",
+        "--issuer",
+        "team",
+        "--audience",
+        "signoff",
+    )
     assert (done.returncode, done.stderr) == (0, "")
     token = done.stdout.removesuffix("\n")
     assert "\n" not in token and token.count(".") == 2
@@ -40,11 +64,14 @@ def test_issued_token_is_the_only_output_and_verifies_as_the_worker_would(tmp_pa
 
 def test_issue_takes_key_file_issuer_and_audience_from_the_worker_environment(tmp_path: Path) -> None:
     write_secret(tmp_path / "approver.key")
-    env: dict[str, str | Path] = {"SIGNOFF_APPROVER_KEYS": tmp_path / "approver.key", "SIGNOFF_APPROVER_ISSUER": "team",
-           "SIGNOFF_APPROVER_AUDIENCE": "signoff"}  # fmt: skip
+    env: dict[str, str | Path] = {
+        "SIGNOFF_APPROVER_KEYS": tmp_path / "approver.key",
+        "SIGNOFF_APPROVER_ISSUER": "team",
+        "SIGNOFF_APPROVER_AUDIENCE": "signoff",
+    }
     done = client("token", "issue", "--sub", "bob", **env)
     assert done.returncode == 0, done.stderr
-    keys = ApproverKeys.from_env({k: str(v) for k, v in env.items()})
+    keys = Environment({k: str(v) for k, v in env.items()}).approver_keys()
     assert keys is not None and keys.verify(done.stdout).subject == "bob"
 
 
@@ -62,10 +89,15 @@ def test_verify_prints_the_identity_or_exits_1_saying_why(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize(
     "args",
-    [["token"], ["token", "issue"], ["token", "issue", "--sub", "a", "--ttl", "1w"],
-     ["token", "issue", "--sub", "a", "--ttl", "0s"], ["token", "issue", "--sub", "", "--key-file", "KEY"],
-     ["token", "issue", "--sub", "a"]],
-)  # fmt: skip
+    [
+        ["token"],
+        ["token", "issue"],
+        ["token", "issue", "--sub", "a", "--ttl", "1w"],
+        ["token", "issue", "--sub", "a", "--ttl", "0s"],
+        ["token", "issue", "--sub", "", "--key-file", "KEY"],
+        ["token", "issue", "--sub", "a"],
+    ],
+)
 def test_usage_errors_exit_2(
     args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -91,9 +123,14 @@ def test_short_secret_cannot_issue_and_exits_1(tmp_path: Path, capsys: pytest.Ca
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("90s", timedelta(seconds=90)), ("15m", timedelta(minutes=15)), ("1h", timedelta(hours=1)),
-     ("2d", timedelta(days=2)), ("45", timedelta(seconds=45))],
-)  # fmt: skip
+    [
+        ("90s", timedelta(seconds=90)),
+        ("15m", timedelta(minutes=15)),
+        ("1h", timedelta(hours=1)),
+        ("2d", timedelta(days=2)),
+        ("45", timedelta(seconds=45)),
+    ],
+)
 def test_durations(text: str, expected: timedelta) -> None:
     assert parse_duration(text) == expected
 

@@ -27,8 +27,9 @@ class Terminal:
     def __init__(self, env: dict[str, str], *args: str, cwd: Path = ROOT) -> None:
         self.master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        self.proc = subprocess.Popen([sys.executable, str(CLIENT), *args], cwd=cwd, env=env, stdin=slave,
-                                     stdout=slave, stderr=subprocess.PIPE)  # fmt: skip
+        self.proc = subprocess.Popen(
+            [sys.executable, str(CLIENT), *args], cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=subprocess.PIPE
+        )
         os.close(slave)
         self.seen = ""
 

@@ -1,4 +1,4 @@
-"""Payload encryption (runtime/codec.py): keys, rotation, and what cannot be decrypted."""
+"""Payload encryption (signoff/runtime/codec.py): keys, rotation, and what cannot be decrypted."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from signoff.config.environment import Environment
 from signoff.errors import ConfigError
 from signoff.runtime.codec import ENCODING, KEY_ID, CodecKeys, EncryptionCodec, PayloadDecryptError
 
@@ -102,5 +103,5 @@ def test_a_key_file_that_cannot_work_is_refused_naming_the_line(text: str, error
 
 def test_a_missing_key_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"cannot read the SIGNOFF_CODEC_KEYS file .*missing"):
-        CodecKeys.from_env({"SIGNOFF_CODEC_KEYS": str(tmp_path / "missing")})
-    assert CodecKeys.from_env({}) is None
+        CodecKeys.from_env(Environment({"SIGNOFF_CODEC_KEYS": str(tmp_path / "missing")}))
+    assert CodecKeys.from_env(Environment({})) is None

@@ -117,8 +117,9 @@ async def test_with_a_state_key_a_run_adopts_the_state_it_sealed_and_a_copy_else
             latest = client.get_workflow_handle(handle.id)
             await wait_pending(latest, 1, timeout=20)
             sealed = await _continued_state(client.get_workflow_handle(handle.id, run_id=handle.result_run_id))
-            copy = await client.start_workflow(Attacker.run, args=[sealed, queue], id=f"copy-{uuid.uuid4()}",
-                                               task_queue=attacker_queue)  # fmt: skip
+            copy = await client.start_workflow(
+                Attacker.run, args=[sealed, queue], id=f"copy-{uuid.uuid4()}", task_queue=attacker_queue
+            )
             with pytest.raises(WorkflowFailureError) as failure:
                 await copy.result()
             await latest.execute_update("submit_tool_approval", {"call_id": "call_gate", "approved": True})

@@ -13,7 +13,7 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from signoff.activities.notify import DELIVERY_HEADER, NotifyConfig
-from signoff.policy import ApprovalPolicy, OnTimeout
+from signoff.approval.policy import ApprovalPolicy, OnTimeout
 from signoff.testing import Script
 from tests.governance import (
     deploy,
@@ -105,8 +105,13 @@ async def test_a_decision_after_the_deadline_is_refused_never_applied_late(skipp
 async def test_reminders_and_escalation_fire_at_their_times_and_the_escalated_approver_can_decide(
     skipping: WorkflowEnvironment,
 ) -> None:
-    policy = ApprovalPolicy(approvers=("alice",), remind_after_seconds=(600, 1200), escalate_after_seconds=1800,
-                            escalate_to=("bob",), timeout_seconds=2 * HOUR)  # fmt: skip
+    policy = ApprovalPolicy(
+        approvers=("alice",),
+        remind_after_seconds=(600, 1200),
+        escalate_after_seconds=1800,
+        escalate_to=("bob",),
+        timeout_seconds=2 * HOUR,
+    )
     with Receiver() as receiver:
         async with paused(skipping, turns([deploy("call_d")]), receiver, deploy=policy) as handle:
             await skipping.sleep(timedelta(seconds=599))
@@ -131,9 +136,12 @@ async def test_reminders_and_escalation_fire_at_their_times_and_the_escalated_ap
     assert result.approvals[0].approver == "bob" and result.approvals[0].timed_out is False
     notices = {d.headers[DELIVERY_HEADER.lower()]: (d.event, d.call_id) for d in receiver.deliveries}
     assert sorted(notices.values()) == [
-        ("approval_decided", "call_d"), ("approval_escalated", "call_d"), ("approval_reminder", "call_d"),
-        ("approval_reminder", "call_d"), ("approval_requested", "call_d"),
-    ]  # fmt: skip
+        ("approval_decided", "call_d"),
+        ("approval_escalated", "call_d"),
+        ("approval_reminder", "call_d"),
+        ("approval_reminder", "call_d"),
+        ("approval_requested", "call_d"),
+    ]
     escalated = receiver.of("approval_escalated")[0].json
     assert "now bob may decide it too" in escalated["text"] and "approvers: alice, bob" in escalated["text"]
 

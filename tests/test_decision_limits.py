@@ -36,8 +36,10 @@ OUT_OF_RANGE: list[tuple[str, dict[str, Any]]] = [
 
 
 def commands(count: int) -> list[Reply]:
-    return [Reply.tool_calls([call("run_command", f"call_{i}", command=f"echo {i}") for i in range(count)]),
-            Reply.text("done")]  # fmt: skip
+    return [
+        Reply.tool_calls([call("run_command", f"call_{i}", command=f"echo {i}") for i in range(count)]),
+        Reply.text("done"),
+    ]
 
 
 async def test_ten_thousand_decisions_in_one_signal_are_one_ignored_event(
@@ -116,9 +118,14 @@ async def test_a_deadline_cannot_be_extended_past_366_days_or_to_infinity(
             await handle.terminate()
 
 
-@pytest.mark.parametrize("options", [
-    {"approval_timeout_seconds": 1e308}, {"approval_timeout_seconds": float("inf")}, {"temperature": float("inf")},
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"approval_timeout_seconds": 1e308},
+        {"approval_timeout_seconds": float("inf")},
+        {"temperature": float("inf")},
+    ],
+)
 async def test_a_start_with_an_out_of_range_number_fails_as_invalid_input(
     client: Client, task_queue: str, tmp_path: Path, options: dict[str, Any]
 ) -> None:

@@ -62,8 +62,12 @@ def test_keys_reach_the_worker_as_secret_files_not_environment(config: dict[str,
     assert env["SIGNOFF_LLM_API_KEY_FILE"] == "/run/secrets/llm_api_key"
     assert env["SIGNOFF_S3_SECRET_ACCESS_KEY_FILE"] == "/run/secrets/minio_password"
     assert env["SIGNOFF_STATE_KEY_FILE"] == "/run/secrets/state_key"
-    assert {s["source"] for s in worker["secrets"]} == {"llm_api_key", "minio_password", "state_key",
-                                                        "inbox_signing_key"}
+    assert {s["source"] for s in worker["secrets"]} == {
+        "llm_api_key",
+        "minio_password",
+        "state_key",
+        "inbox_signing_key",
+    }
     for service in config["services"].values():
         assert not {"SIGNOFF_LLM_API_KEY", "AWS_SECRET_ACCESS_KEY", "MINIO_ROOT_PASSWORD"} & set(
             service.get("environment") or {}

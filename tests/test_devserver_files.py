@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from signoff.config.environment import Environment
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.devserver import EmbeddedServer
 from tests.processes import free_port
@@ -38,7 +39,7 @@ async def start(server: EmbeddedServer) -> None:
         await asyncio.to_thread(server.start)
     finally:
         os.umask(old_umask)
-    client = await connect(ConnectionSettings.load(environ={"TEMPORAL_ADDRESS": server.address}))
+    client = await connect(ConnectionSettings.load(Environment({"TEMPORAL_ADDRESS": server.address})))
     await client.count_workflows()  # the server has written to its database by now
 
 

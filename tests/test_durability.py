@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
-from signoff.approvals import ToolApprovalResponse
+from signoff.approval.requests import ToolApprovalResponse
 from signoff.contract import AgentRunResult
-from signoff.messages import ChatMessage
+from signoff.loop.messages import ChatMessage
 from signoff.runtime.devserver import is_listening
 from signoff.runtime.worker import connect
 from tests.helpers import (
@@ -102,8 +102,10 @@ async def test_run_paused_for_approval_survives_worker_sigkill(
     ack = await handle.execute_update("submit_tool_approval", ToolApprovalResponse.approve("call_1"))
     result = await result_of(handle)
     done = time.monotonic()
-    print(f"[timing] new worker start -> run finished: {done - second.started_at:.2f}s "
-          f"(start -> ready {ready - second.started_at:.2f}s, approval -> finished {done - ready:.2f}s)")
+    print(
+        f"[timing] new worker start -> run finished: {done - second.started_at:.2f}s "
+        f"(start -> ready {ready - second.started_at:.2f}s, approval -> finished {done - ready:.2f}s)"
+    )
 
     assert (ack["accepted"], ack["pending"]) == (["call_1"], [])
     assert result.messages == expected_transcript(command, "exit code: 0\ndurable\n")
@@ -138,6 +140,7 @@ async def test_command_interrupted_by_worker_sigkill_is_reported_unknown_and_not
     first.kill()
     killed_at = time.monotonic()
     procs.worker("worker-2", env)
+
     def ran_again() -> str | None:
         if sum(line.startswith("started") for line in lines(marker)) > 1:
             return f"the command ran again after the crash: {lines(marker)}"
@@ -148,7 +151,7 @@ async def test_command_interrupted_by_worker_sigkill_is_reported_unknown_and_not
 
     tool_message = result.messages[2]
     assert (tool_message.role, tool_message.tool_call_id) == ("tool", "call_1")
-    assert tool_message.content.startswith("Error: outcome unknown"), tool_message.content
+    assert (tool_message.content or "").startswith("Error: outcome unknown"), tool_message.content
     assert result.text == f"saw: {tool_message.content}"
     assert [line.split()[0] for line in lines(marker)].count("started") == 1  # once, never re-run
 
@@ -225,7 +228,7 @@ OPS_MODULE = '''
 import os
 from pathlib import Path
 
-from signoff.agent import AgentBuilder
+from signoff.agent.builder import AgentBuilder
 from signoff.tools import ApprovalRequiredTool, tool
 
 

@@ -26,8 +26,9 @@ async def test_the_durable_section_runs_as_written_with_the_scripted_model(
     model = procs.start("model", [sys.executable, "-m", "signoff.testing", "--port", str(port)], clean_env())
     await model.wait_for_output(f"http://127.0.0.1:{port}/v1")
     settings = {"SIGNOFF_LLM_BASE_URL": f"http://127.0.0.1:{port}/v1", "SIGNOFF_LLM_MODEL": "scripted"}
-    worker = procs.worker("worker", clean_env(TEMPORAL_ADDRESS=address, SIGNOFF_TASK_QUEUE=task_queue, **settings),
-                          cwd=tmp_path)  # fmt: skip
+    worker = procs.worker(
+        "worker", clean_env(TEMPORAL_ADDRESS=address, SIGNOFF_TASK_QUEUE=task_queue, **settings), cwd=tmp_path
+    )
     await worker.wait_for_output("signoff: worker on task queue")
     env = clean_env(TEMPORAL_ADDRESS=address, SIGNOFF_TASK_QUEUE=task_queue, XDG_STATE_HOME=tmp_path / "state")
     done = await finish(await spawn(env, "run", "Delete the directory /tmp/logs", "--wait", cwd=tmp_path), "y\n", 90)
@@ -51,8 +52,11 @@ async def test_a_worker_without_a_model_says_so_and_how_to_serve_the_scripted_on
 async def test_a_worker_whose_model_settings_cannot_work_stops_naming_the_variable(
     client: Client, task_queue: str, procs: Processes, tmp_path: Path
 ) -> None:
-    env = clean_env(TEMPORAL_ADDRESS=client.service_client.config.target_host, SIGNOFF_TASK_QUEUE=task_queue,
-                    SIGNOFF_LLM_BASE_URL="http://127.0.0.1:9/v1")  # no SIGNOFF_LLM_MODEL  # fmt: skip
+    env = clean_env(
+        TEMPORAL_ADDRESS=client.service_client.config.target_host,
+        SIGNOFF_TASK_QUEUE=task_queue,
+        SIGNOFF_LLM_BASE_URL="http://127.0.0.1:9/v1",
+    )  # no SIGNOFF_LLM_MODEL
     worker = procs.worker("worker", env, cwd=tmp_path)
     assert await worker.wait_exit(60) == 1
     assert "SIGNOFF_LLM_MODEL" in worker.stderr() and "Traceback" not in worker.stderr()
@@ -60,8 +64,13 @@ async def test_a_worker_whose_model_settings_cannot_work_stops_naming_the_variab
 
 def test_the_readme_shows_these_steps() -> None:
     readme = (REPO / "README.md").read_text()
-    durable = readme[readme.index("## Durable:"):readme.index("### Operating runs")]
-    for step in ("python -m signoff.testing --port 8400", "export SIGNOFF_LLM_BASE_URL=http://127.0.0.1:8400/v1",
-                 "SIGNOFF_LLM_MODEL=scripted", "signoff-worker", 'signoff run "Delete the directory /tmp/logs"'):
+    durable = readme[readme.index("## Durable:") : readme.index("### Operating runs")]
+    for step in (
+        "python -m signoff.testing --port 8400",
+        "export SIGNOFF_LLM_BASE_URL=http://127.0.0.1:8400/v1",
+        "SIGNOFF_LLM_MODEL=scripted",
+        "signoff-worker",
+        'signoff run "Delete the directory /tmp/logs"',
+    ):
         assert step in durable, step
     assert re.search(r"signoff run .*--wait", durable)

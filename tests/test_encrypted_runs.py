@@ -23,6 +23,7 @@ from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import RawValue
 
+from signoff.config.environment import Environment
 from signoff.contract import AgentRunInput, AgentRunResult
 from signoff.runtime.codec import ENCODING, KEY_ID
 from signoff.runtime.connection import ConnectionSettings, connect
@@ -77,14 +78,17 @@ async def raw_history(client: Client, workflow_id: str) -> bytes:
 
 async def encrypted_run(address: str, keys: Path, store: Path, task_queue: str) -> tuple[WorkflowHandle, list[Any]]:
     """A run that asked to run COMMAND, was approved through the codec, and finished."""
-    settings = ConnectionSettings.load(environ=environ(address, keys, store))
+    settings = ConnectionSettings.load(Environment(environ(address, keys, store)))
     worker_client, client = await connect(settings, worker=True), await connect(settings)
     with ScriptedModelServer(run_then_report) as model:
         async with running_worker(worker_client, task_queue, model, agents_for(store.parent)):
             handle = await client.start_workflow(
-                "AgentRun", AgentRunInput(prompt=f"please run {MARKER}"), id=f"run-{uuid.uuid4()}",
-                task_queue=task_queue, result_type=AgentRunResult,
-            )  # fmt: skip
+                "AgentRun",
+                AgentRunInput(prompt=f"please run {MARKER}"),
+                id=f"run-{uuid.uuid4()}",
+                task_queue=task_queue,
+                result_type=AgentRunResult,
+            )
             await wait_pending(handle)
             await handle.execute_update("submit_tool_approval", {"call_id": "call_1", "approved": True})
             result = await handle.result()
@@ -126,8 +130,11 @@ async def test_temporal_cli_decodes_through_the_codec_server(
 ) -> None:
     handle, _ = await encrypted_run(address, keys, tmp_path / "store", task_queue)
     port = free_port()
-    server = procs.start("codec", [*signoff_cli(), "codec-server", "--port", str(port)],
-                         cli_env(address, task_queue) | {"SIGNOFF_CODEC_KEYS": str(keys)})  # fmt: skip
+    server = procs.start(
+        "codec",
+        [*signoff_cli(), "codec-server", "--port", str(port)],
+        cli_env(address, task_queue) | {"SIGNOFF_CODEC_KEYS": str(keys)},
+    )
     await server.wait_for_output("codec server on")
     show = [str(find_temporal_binary()), "workflow", "show", "--address", address, "-w", handle.id, "-o", "json"]
     shown = payload_texts(await run(show))
@@ -143,7 +150,7 @@ async def test_temporal_cli_decodes_through_the_codec_server(
 async def test_current_details_are_encrypted_on_the_wire_and_decrypt_with_the_keys(
     client: Client, address: str, keys: Path, tmp_path: Path, task_queue: str
 ) -> None:
-    settings = ConnectionSettings.load(environ=environ(address, keys, tmp_path / "store"))
+    settings = ConnectionSettings.load(Environment(environ(address, keys, tmp_path / "store")))
     worker_client, codec_client = await connect(settings, worker=True), await connect(settings)
     with ScriptedModelServer(run_then_report) as model:
         async with running_worker(worker_client, task_queue, model, agents_for(tmp_path)):
@@ -151,10 +158,13 @@ async def test_current_details_are_encrypted_on_the_wire_and_decrypt_with_the_ke
                 "AgentRun", AgentRunInput(prompt="go"), id=f"run-{uuid.uuid4()}", task_queue=task_queue
             )
             await wait_pending(handle)
-            answer = await client.workflow_service.query_workflow(QueryWorkflowRequest(
-                namespace=client.namespace, execution=WorkflowExecution(workflow_id=handle.id),
-                query=WorkflowQuery(query_type="__temporal_workflow_metadata"),
-            ))  # fmt: skip
+            answer = await client.workflow_service.query_workflow(
+                QueryWorkflowRequest(
+                    namespace=client.namespace,
+                    execution=WorkflowExecution(workflow_id=handle.id),
+                    query=WorkflowQuery(query_type="__temporal_workflow_metadata"),
+                )
+            )
             (payload,) = answer.query_result.payloads
             assert payload.metadata["encoding"] == ENCODING and b"printf" not in payload.SerializeToString()
             metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
@@ -169,17 +179,21 @@ async def test_rotation_new_payloads_use_the_new_key_and_old_ones_still_decode(
     rotated = write_keys(tmp_path / "rotated.keys", old.read_text().strip().splitlines()[-1], key_line("k2"))
     store = tmp_path / "store"
     with ScriptedModelServer(run_then_report) as model:
-        before = ConnectionSettings.load(environ=environ(address, old, store))
+        before = ConnectionSettings.load(Environment(environ(address, old, store)))
         async with running_worker(await connect(before, worker=True), task_queue, model, agents_for(tmp_path)):
             handle = await (await connect(before)).start_workflow(
-                "AgentRun", AgentRunInput(prompt="go"), id=f"run-{uuid.uuid4()}", task_queue=task_queue,
+                "AgentRun",
+                AgentRunInput(prompt="go"),
+                id=f"run-{uuid.uuid4()}",
+                task_queue=task_queue,
                 result_type=AgentRunResult,
-            )  # fmt: skip
+            )
             await wait_pending(handle)
-        after = ConnectionSettings.load(environ=environ(address, rotated, store))
+        after = ConnectionSettings.load(Environment(environ(address, rotated, store)))
         after_client = await connect(after)
-        async with running_worker(await connect(after, worker=True), task_queue, model, agents_for(tmp_path),
-                                  max_cached_workflows=0):  # fmt: skip
+        async with running_worker(
+            await connect(after, worker=True), task_queue, model, agents_for(tmp_path), max_cached_workflows=0
+        ):
             decided = after_client.get_workflow_handle(handle.id, result_type=AgentRunResult)
             await decided.execute_update("submit_tool_approval", {"call_id": "call_1", "approved": True})
             assert (await decided.result()).finish_reason == "stop"
@@ -190,7 +204,7 @@ async def test_rotation_new_payloads_use_the_new_key_and_old_ones_still_decode(
 async def test_an_undecryptable_start_fails_the_run_and_an_undecryptable_signal_is_ignored(
     client: Client, address: str, keys: Path, tmp_path: Path, task_queue: str
 ) -> None:
-    settings = ConnectionSettings.load(environ=environ(address, keys, tmp_path / "store"))
+    settings = ConnectionSettings.load(Environment(environ(address, keys, tmp_path / "store")))
     forged = RawValue(Payload(metadata={"encoding": ENCODING, KEY_ID: b"someone-elses"}, data=b"\x00" * 64))
     with ScriptedModelServer(run_then_report) as model:
         async with running_worker(await connect(settings, worker=True), task_queue, model, agents_for(tmp_path)):
@@ -201,9 +215,12 @@ async def test_an_undecryptable_start_fails_the_run_and_an_undecryptable_signal_
             cause = str(failed.value.cause)  # the failure's message is encrypted too: read with the keys
             assert "could not be decoded" in cause and "binary/encrypted" in cause, cause
             handle = await codec_client.start_workflow(
-                "AgentRun", AgentRunInput(prompt="go"), id=f"run-{uuid.uuid4()}", task_queue=task_queue,
+                "AgentRun",
+                AgentRunInput(prompt="go"),
+                id=f"run-{uuid.uuid4()}",
+                task_queue=task_queue,
                 result_type=AgentRunResult,
-            )  # fmt: skip
+            )
             await wait_pending(handle)
             await client.get_workflow_handle(handle.id).signal("tool_approval", forged)
 
@@ -226,10 +243,14 @@ async def test_the_codec_server_speaks_the_protocol_with_cors_and_bearer_auth(ke
     auth = {"Authorization": f"Bearer {token}", "X-Namespace": "default"}
     body = {"payloads": [{"metadata": {"encoding": "anNvbi9wbGFpbg=="}, "data": "eyJhIjogMX0="}]}
     async with httpx.AsyncClient(transport=transport, base_url="http://codec") as http:
-        preflight = await http.options("/decode", headers={
-            "Origin": "http://localhost:8233", "Access-Control-Request-Method": "POST",
-            "Access-Control-Request-Headers": "content-type,x-namespace,authorization",
-        })  # fmt: skip
+        preflight = await http.options(
+            "/decode",
+            headers={
+                "Origin": "http://localhost:8233",
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "content-type,x-namespace,authorization",
+            },
+        )
         assert preflight.status_code == 200
         assert preflight.headers["access-control-allow-origin"] == "http://localhost:8233"
         assert preflight.headers["access-control-allow-credentials"] == "true"
@@ -241,8 +262,11 @@ async def test_the_codec_server_speaks_the_protocol_with_cors_and_bearer_auth(ke
         assert sealed["metadata"]["encoding"] == "YmluYXJ5L2VuY3J5cHRlZA=="  # binary/encrypted
         decoded = (await http.post("/decode", json=encoded, headers=auth)).json()
         assert decoded == body
-        foreign = {"payloads": [{"metadata": {"encoding": "YmluYXJ5L2VuY3J5cHRlZA==", "encryption-key-id": "eA=="},
-                                 "data": "AAAA"}]}  # fmt: skip
+        foreign = {
+            "payloads": [
+                {"metadata": {"encoding": "YmluYXJ5L2VuY3J5cHRlZA==", "encryption-key-id": "eA=="}, "data": "AAAA"}
+            ]
+        }
         assert (await http.post("/decode", json=foreign, headers=auth)).json() == foreign  # left as it was
 
 

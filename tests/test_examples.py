@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from signoff.messages import ToolCall
+from signoff.loop.messages import ToolCall
 from signoff.runtime.worker import load_agents
 from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, running_worker, start_run, wait_pending
 from tests.processes import REPO
@@ -65,7 +65,12 @@ def test_agents_modules_are_found_in_the_current_directory(tmp_path: Path, monke
 
 
 def test_a_missing_agents_module_stops_the_worker_with_a_message() -> None:
-    done = subprocess.run([sys.executable, "worker.py", "--agents", "nosuchapp.agents"], cwd=REPO,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "worker.py", "--agents", "nosuchapp.agents"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert "cannot import agents module 'nosuchapp.agents': no module named 'nosuchapp'" in done.stderr

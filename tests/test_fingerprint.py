@@ -47,8 +47,15 @@ def test_patch_ids_are_read_from_patched_and_deprecate_patch() -> None:
 
 def test_workflow_code_is_the_workflow_the_loop_and_what_they_use_but_not_what_runs_worker_side() -> None:
     code = workflow_code()
-    assert {"signoff.workflows.agent_run", "signoff.workflows.handlers", "signoff.loop", "signoff.loop_decisions",
-            "signoff.activities.models", "signoff.approvals", "signoff.snapshot"} <= set(code.modules)  # fmt: skip
+    assert {
+        "signoff.workflows.agent_run",
+        "signoff.workflows.intake",
+        "signoff.loop.agent_loop",
+        "signoff.loop.decisions",
+        "signoff.activities.models",
+        "signoff.approval.requests",
+        "signoff.agent.snapshot",
+    } <= set(code.modules)
     assert not [m for m in code.modules if m.startswith(("signoff.runtime", "signoff.cli", "signoff.chat"))]
     assert not [m for m in code.modules if m.startswith("signoff.activities") and m != "signoff.activities.models"]
     assert code.activities["tool"] == "signoff.tool" and code.activities["chat"] == "signoff.chat"
@@ -56,9 +63,9 @@ def test_workflow_code_is_the_workflow_the_loop_and_what_they_use_but_not_what_r
 
 def test_changed_since_names_modules_and_activities() -> None:
     code = workflow_code()
-    modules = dict(code.modules) | {"signoff.loop": "0" * 64, "signoff.gone": "1" * 64}
+    modules = dict(code.modules) | {"signoff.loop.agent_loop": "0" * 64, "signoff.gone": "1" * 64}
     activities = dict(code.activities) | {"tool": "signoff.old_tool"}
-    assert code.changed_since(modules, activities) == ["signoff.gone", "signoff.loop", "activity tool"]
+    assert code.changed_since(modules, activities) == ["signoff.gone", "signoff.loop.agent_loop", "activity tool"]
 
 
 @pytest.fixture
@@ -68,7 +75,7 @@ def manifest(tmp_path: Path) -> Path:
     shutil.copy(PATH, copy)
     data = json.loads(copy.read_text())
     data["workflow_code"]["fingerprint"] = data["changes"][-1]["fingerprint"] = "0" * 64
-    data["workflow_code"]["modules"]["signoff.loop"] = "0" * 64
+    data["workflow_code"]["modules"]["signoff.loop.agent_loop"] = "0" * 64
     copy.write_text(json.dumps(data))
     return copy
 
@@ -86,9 +93,12 @@ def test_accept_records_a_new_version_or_a_stated_no_command_change(manifest: Pa
     accepted = Manifest.load(manifest)
     assert accepted.version == Manifest.load().version + 1
     assert accepted.changes[-1] | {"why": ""} == {
-        "version": accepted.version, "fingerprint": workflow_code().fingerprint,
-        "patches": list(workflow_code().patches), "kind": "new-version", "why": "",
-    }  # fmt: skip
+        "version": accepted.version,
+        "fingerprint": workflow_code().fingerprint,
+        "patches": list(workflow_code().patches),
+        "kind": "new-version",
+        "why": "",
+    }
     assert accept.main(["--manifest", str(manifest), "--why", "again"]) == 0  # nothing changed since
 
 

@@ -1,4 +1,4 @@
-"""Payloads a stranger forges cannot wedge a run (issue 16, finding 2; runtime/guard.py).
+"""Payloads a stranger forges cannot wedge a run (issue 16, finding 2; signoff/runtime/guard.py).
 
 The SDK resolves every payload of an activation before the workflow sees it, so a
 reference it cannot resolve used to fail the workflow task for ever. Here a plain
@@ -20,6 +20,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import RawValue
 
+from signoff.config.environment import Environment
 from signoff.contract import AgentRunResult
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.filestore import FILE_DRIVER_NAME
@@ -58,9 +59,11 @@ FORGED = {
 async def worker_client(request: pytest.FixtureRequest, client: Client, tmp_path: Path) -> Client:
     if request.param == "no store":
         return client
-    env = {"TEMPORAL_ADDRESS": client.service_client.config.target_host,
-           "SIGNOFF_PAYLOAD_STORE": (tmp_path / "store").as_uri()}  # fmt: skip
-    return await connect(ConnectionSettings.load(environ=env))
+    env = {
+        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+        "SIGNOFF_PAYLOAD_STORE": (tmp_path / "store").as_uri(),
+    }
+    return await connect(ConnectionSettings.load(Environment(env)))
 
 
 def one_command(request: object) -> Reply:

@@ -20,23 +20,25 @@ from typing import Any
 import pytest
 from temporalio import workflow
 from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ActivityError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from signoff import audit
-from signoff.activities import ActivitySettings, AgentActivities
+from signoff.activities import AgentActivities
 from signoff.activities.models import Requester
 from signoff.activities.served import ServedAgents
-from signoff.agent import AgentBuilder
-from signoff.approvals import ApprovalRecord, Binding, ToolApprovalResponse
+from signoff.agent.builder import AgentBuilder
+from signoff.approval import audit
+from signoff.approval.digest import arguments_digest
+from signoff.approval.identity import ApproverKeys, issue_token
+from signoff.approval.policy import PolicyBook
+from signoff.approval.requests import ApprovalRecord, Binding, ToolApprovalResponse
+from signoff.approval.signatures import decision_claim, requester_claim
+from signoff.approval.signing import SigningKey
+from signoff.config.settings import WorkerSettings
 from signoff.contract import AgentRunInput
-from signoff.digest import arguments_digest
-from signoff.identity import ApproverKeys, issue_token
-from signoff.loop_state import CallStatus, LoopState, PendingCall
-from signoff.messages import ChatMessage, ToolCall
-from signoff.policy import PolicyBook
-from signoff.signatures import decision_claim, requester_claim
-from signoff.signing import SigningKey
-from signoff.tools.base import ToolResult
+from signoff.loop.messages import ChatMessage, ToolCall
+from signoff.loop.state import CallStatus, LoopState, PendingCall
+from signoff.tools.base import ToolCapabilities, ToolResult
 from signoff.workflows.run_input import ContinuedRun
 from tests.approver_keys import signed, write_secret
 from tests.governance import activity_types, refusal, wait_event
@@ -51,8 +53,14 @@ from tests.helpers import (
     wait_pending,
 )
 
-STRICT = {"run_command": {"verified": True, "quorum": 2, "separate_requester": True,
-                          "approvers": ["alice", "bob", "carol", "group:sre"]}}  # fmt: skip
+STRICT = {
+    "run_command": {
+        "verified": True,
+        "quorum": 2,
+        "separate_requester": True,
+        "approvers": ["alice", "bob", "carol", "group:sre"],
+    }
+}
 STATE_KEY = b"k" * 48
 UNSANDBOXED = UnsandboxedWorkflowRunner()
 
@@ -80,19 +88,30 @@ def pwn(marker: Path) -> ToolCall:
 async def forged_state(workspace: Path, marker: Path) -> dict[str, Any]:
     """What finding 1 carried: a call marked ready, approved by "alice (verified)", with the
     snapshot the victim itself takes (its digest is in every run's history)."""
-    served = ServedAgents(agents_for(workspace), settings=ActivitySettings(policies=PolicyBook.parse(STRICT)))
+    served = ServedAgents(agents_for(workspace), settings=WorkerSettings(policies=PolicyBook.parse(STRICT)))
     taken = await served.take("default", [])
-    record = ApprovalRecord(call_id="call_x", name="run_command", arguments=json.loads(pwn(marker).arguments),
-                            approved=True, approver="alice", verified=True, outcome="approved")  # fmt: skip
+    record = ApprovalRecord(
+        call_id="call_x",
+        name="run_command",
+        arguments=json.loads(pwn(marker).arguments),
+        approved=True,
+        approver="alice",
+        verified=True,
+        outcome="approved",
+    )
     audit.seal(record, audit.GENESIS)  # a careful forger: the hash chain holds
     ready = PendingCall(call=pwn(marker), status=CallStatus.READY, run_arguments=pwn(marker).arguments, approval=record)
-    loop = LoopState(messages=[ChatMessage.user("hi"), ChatMessage.assistant(None, [pwn(marker)])],
-                     tools=taken.model.descriptions, pending=[ready], approvals=[record],
-                     audit_head=record.hash)  # fmt: skip
+    loop = LoopState(
+        messages=[ChatMessage.user("hi"), ChatMessage.assistant(None, [pwn(marker)])],
+        tools=taken.snapshot.descriptions,
+        pending=[ready],
+        approvals=[record],
+        audit_head=record.hash,
+    )
     state = ContinuedRun(
         input=AgentRunInput(prompt="hi"),
         loop=loop,
-        snapshot=taken.model,
+        snapshot=taken.snapshot,
         snapshot_digest=taken.digest,
         requester=Requester(name="mallory", verified=True, bound=True),
     )
@@ -105,7 +124,7 @@ class Attacker:
 
     @workflow.run
     async def run(self, forged: dict[str, Any], victim_queue: str) -> None:
-        workflow.continue_as_new(arg=forged, workflow="AgentRun", task_queue=victim_queue)
+        workflow.continue_as_new(args=[forged], workflow="AgentRun", task_queue=victim_queue)
 
 
 def one_command(request: ScriptedRequest) -> Reply:
@@ -126,9 +145,11 @@ async def test_a_forged_continue_as_new_into_agent_run_fails_at_once_and_runs_no
             Worker(client, task_queue=attacker_queue, workflows=[Attacker], workflow_runner=UNSANDBOXED),
         ):
             handle = await client.start_workflow(
-                Attacker.run, args=[await forged_state(tmp_path, marker), task_queue], id=f"forged-{uuid.uuid4()}",
+                Attacker.run,
+                args=[await forged_state(tmp_path, marker), task_queue],
+                id=f"forged-{uuid.uuid4()}",
                 task_queue=attacker_queue,
-            )  # fmt: skip
+            )
             with pytest.raises(WorkflowFailureError) as failure:
                 await handle.result()
             continued = client.get_workflow_handle(handle.id)
@@ -168,8 +189,13 @@ class ForgedAgentRun:
 def bound(handle: Any, marker: Path, approved_command: str | None = None) -> Binding:
     """The binding of the forged call in the attacker's own run (its id and chain are public)."""
     command = approved_command or f"id > {marker}"
-    return Binding(workflow_id=handle.id, chain_id=handle.result_run_id, call_id="call_x", tool="run_command",
-                   arguments_digest=arguments_digest({"command": command}))  # fmt: skip
+    return Binding(
+        workflow_id=handle.id,
+        chain_id=handle.result_run_id,
+        call_id="call_x",
+        tool="run_command",
+        arguments_digest=arguments_digest({"command": command}),
+    )
 
 
 def sign_for(keys: Path, binding: Binding, subject: str) -> str:
@@ -189,24 +215,35 @@ def forged_tokens(case: str, keys: Path, handle: Any, marker: Path) -> tuple[lis
         "one-person-twice": ([sign_for(keys, here, "alice"), sign_for(keys, here, "Alice")], bob),
         "requester-votes": ([sign_for(keys, here, "bob"), sign_for(keys, here, "carol")], bob),
         "no-requester": ([sign_for(keys, here, "alice"), sign_for(keys, here, "carol")], None),
-        "other-arguments": ([sign_for(keys, bound(handle, marker, "echo hi"), name) for name in ("alice", "carol")],
-                            bob),
+        "other-arguments": (
+            [sign_for(keys, bound(handle, marker, "echo hi"), name) for name in ("alice", "carol")],
+            bob,
+        ),
         "genuine": ([sign_for(keys, here, "alice"), sign_for(keys, here, "carol")], bob),
-    }  # fmt: skip
+    }
     return cases[case]
 
 
-@pytest.mark.parametrize("case", [
-    "no-tokens", "plain", "copied-from-another-run", "one-person-twice", "requester-votes", "no-requester",
-    "other-arguments", "genuine",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "case",
+    [
+        "no-tokens",
+        "plain",
+        "copied-from-another-run",
+        "one-person-twice",
+        "requester-votes",
+        "no-requester",
+        "other-arguments",
+        "genuine",
+    ],
+)
 async def test_the_tool_activity_runs_a_gated_call_only_with_enough_signatures_of_its_own_checking(
     client: Client, task_queue: str, tmp_path: Path, keys: Path, marker: Path, case: str
 ) -> None:
     """The real gate: whatever the workflow says (here it is the attacker's own code, on the
     victim's queue, so a genuine `AgentRun` to the server), the tool activity counts distinct
     verified subjects of tokens signed for exactly this call, never the requester's."""
-    settings = ActivitySettings(policies=PolicyBook.parse(STRICT), verifier=ApproverKeys.load(keys))
+    settings = WorkerSettings(policies=PolicyBook.parse(STRICT), verifier=ApproverKeys.load(keys))
     activities = AgentActivities(agents_for(tmp_path), settings=settings)
     async with (
         Worker(client, task_queue=task_queue, activities=activities.all),
@@ -214,18 +251,28 @@ async def test_the_tool_activity_runs_a_gated_call_only_with_enough_signatures_o
     ):
         handle = await client.start_workflow(ForgedAgentRun.run, id=f"forged-{uuid.uuid4()}", task_queue=task_queue)
         tokens, requester = forged_tokens(case, keys, handle, marker)
-        proof = {"call_id": "call_x", "arguments_digest": arguments_digest({"command": f"id > {marker}"}),
-                 "record_hash": "0" * 64}  # fmt: skip
+        proof = {
+            "call_id": "call_x",
+            "arguments_digest": arguments_digest({"command": f"id > {marker}"}),
+            "record_hash": "0" * 64,
+        }
         digest = (await activities.served.take("default", [])).digest
-        tool_input = {"agent": "default", "snapshot_digest": digest, "call": pwn(marker).model_dump(),
-                      "approval": proof, "tokens": tokens, "requester_token": requester}  # fmt: skip
+        tool_input = {
+            "agent": "default",
+            "snapshot_digest": digest,
+            "call": pwn(marker).model_dump(),
+            "approval": proof,
+            "tokens": tokens,
+            "requester_token": requester,
+        }
         await handle.signal(ForgedAgentRun.go, tool_input)
         answer = await handle.result()
     if case == "genuine":  # the control: two people other than the requester signed this very call
         assert answer.startswith("exit code: 0") and marker.exists(), answer
         return
-    assert answer.startswith("Error: this call was not run: this worker's policy for run_command needs signed "
-                             "approvals"), answer  # fmt: skip
+    assert answer.startswith(
+        "Error: this call was not run: this worker's policy for run_command needs signed approvals"
+    ), answer
     wanted = {
         "no-tokens": "0 of 2 signed approval(s); no signed decision was handed with it",
         "plain": "token signs no decision",
@@ -234,7 +281,7 @@ async def test_the_tool_activity_runs_a_gated_call_only_with_enough_signatures_o
         "requester-votes": "'bob' requested this run and may not decide its calls",
         "no-requester": "separate_requester needs the run's requester token",
         "other-arguments": "is signed for call 'call_x' with other arguments",
-    }  # fmt: skip
+    }
     assert wanted[case] in answer, answer
     assert not marker.exists()
 
@@ -246,8 +293,14 @@ async def test_a_signed_decision_copied_from_another_runs_history_decides_nothin
     in another, even for the same call id, tool and arguments."""
     policy = {"run_command": {"verified": True, "approvers": ["alice"]}}
     with ScriptedModelServer(one_command) as model:
-        async with running_worker(client, task_queue, model, agents_for(tmp_path),
-                                  policies=PolicyBook.parse(policy), verifier=ApproverKeys.load(keys)):  # fmt: skip
+        async with running_worker(
+            client,
+            task_queue,
+            model,
+            agents_for(tmp_path),
+            policies=PolicyBook.parse(policy),
+            verifier=ApproverKeys.load(keys),
+        ):
             first, second = await start_run(client, task_queue), await start_run(client, task_queue)
             (pending,), (other,) = await wait_pending(first), await wait_pending(second)
             assert pending["arguments_digest"] == other["arguments_digest"]
@@ -279,9 +332,11 @@ class SealThief:
     @workflow.run
     async def run(self, victim_queue: str) -> str:
         sealed = await workflow.execute_activity(
-            "signoff.seal", {"chain_id": "mine", "digest": "0" * 64}, task_queue=victim_queue,
+            "signoff.seal",
+            {"chain_id": "mine", "digest": "0" * 64},
+            task_queue=victim_queue,
             start_to_close_timeout=timedelta(seconds=30),
-        )  # fmt: skip
+        )
         return str(sealed)
 
 
@@ -294,22 +349,28 @@ async def test_the_seal_is_never_given_to_a_workflow_that_asks_for_it_as_an_acti
             running_worker(client, task_queue, model, agents_for(tmp_path), **victim(keys, state_key=STATE_KEY)),
             Worker(client, task_queue=attacker_queue, workflows=[SealThief], workflow_runner=UNSANDBOXED),
         ):
-            handle = await client.start_workflow(SealThief.run, task_queue, id=f"thief-{uuid.uuid4()}",
-                                                 task_queue=attacker_queue)  # fmt: skip
+            handle = await client.start_workflow(
+                SealThief.run, task_queue, id=f"thief-{uuid.uuid4()}", task_queue=attacker_queue
+            )
             with pytest.raises(WorkflowFailureError) as failure:
                 await handle.result()
-    assert "signoff.seal runs only as a local activity of an AgentRun" in str(failure.value.cause.cause)  # type: ignore[union-attr]
+    assert isinstance(failure.value.cause, ActivityError)
+    assert "signoff.seal runs only as a local activity of an AgentRun" in str(failure.value.cause.cause)
 
 
 class Unlocks:
     """A tool no call of which waits, that does more for a call a person approved (as a file
     tool leaving its workspace, or an MCP tool, does): the forged `approved` must not reach it."""
 
-    name, description, idempotent, gate, approval_aware, kind = "unlocks", "Unlock.", False, "never", True, "custom"
+    name, description, idempotent, kind = "unlocks", "Unlock.", False, "custom"
     parameters: dict[str, Any] = {"type": "object", "properties": {}}  # noqa: RUF012
 
     def __init__(self, marker: Path) -> None:
         self.marker = marker
+
+    @property
+    def capabilities(self) -> ToolCapabilities:
+        return ToolCapabilities(gate="never", approval_aware=self.execute)
 
     async def execute(self, arguments: dict[str, Any], approved: bool = False) -> ToolResult:
         if approved:
@@ -326,20 +387,30 @@ async def test_an_unsigned_approval_unlocks_nothing_under_a_verified_policy(
 ) -> None:
     agent = AgentBuilder("custom").with_tool(Unlocks(marker)).build()
     policies = PolicyBook.parse({"unlocks": {"verified": True}})
-    settings = ActivitySettings(policies=policies, verifier=ApproverKeys.load(keys))
+    settings = WorkerSettings(policies=policies, verifier=ApproverKeys.load(keys))
     activities = AgentActivities({"custom": agent}, settings=settings)
     async with (
         Worker(client, task_queue=task_queue, activities=activities.all),
         Worker(client, task_queue=task_queue, workflows=[ForgedAgentRun], workflow_runner=UNSANDBOXED),
     ):
         handle = await client.start_workflow(ForgedAgentRun.run, id=f"forged-{uuid.uuid4()}", task_queue=task_queue)
-        here = Binding(workflow_id=handle.id, chain_id=handle.result_run_id or "", call_id="call_u", tool="unlocks",
-                       arguments_digest=arguments_digest({}))  # fmt: skip
+        here = Binding(
+            workflow_id=handle.id,
+            chain_id=handle.result_run_id or "",
+            call_id="call_u",
+            tool="unlocks",
+            arguments_digest=arguments_digest({}),
+        )
         proof = {"call_id": "call_u", "arguments_digest": arguments_digest({}), "record_hash": "0" * 64}
         call_u = {"id": "call_u", "name": "unlocks", "arguments": "{}"}
         digest = (await activities.served.take("custom", [])).digest
-        tool_input = {"agent": "custom", "snapshot_digest": digest, "call": call_u, "approval": proof,
-                      "tokens": [sign_for(keys, here, name) for name in signed_by]}  # fmt: skip
+        tool_input = {
+            "agent": "custom",
+            "snapshot_digest": digest,
+            "call": call_u,
+            "approval": proof,
+            "tokens": [sign_for(keys, here, name) for name in signed_by],
+        }
         await handle.signal(ForgedAgentRun.go, tool_input)
         answer = await handle.result()
     assert answer == f"approved={bool(signed_by)}" and marker.exists() == bool(signed_by)

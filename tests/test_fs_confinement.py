@@ -1,4 +1,4 @@
-"""signoff.tools.fs: confined resolution, with the kernel's openat2 and with the fallback walk."""
+"""signoff.tools.files.fs: confined resolution, with the kernel's openat2 and with the fallback walk."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from signoff.tools import fs
-from signoff.tools.fs import (
+from signoff.tools.files import fs
+from signoff.tools.files.fs import (
     MAX_SYMLINKS,
     EscapeError,
     make_dirs_beneath,
@@ -73,18 +73,14 @@ def test_paths_that_stay_inside_open_the_file_they_name(
     assert identity(open_beneath(root, path, os.O_RDONLY)) == same_file(tree / expected)
 
 
-@pytest.mark.parametrize(
-    "path", ["..", "../out/secret", "a/../../out", "a/esc/secret", "abs/secret", "absin", "/etc"]
-)
+@pytest.mark.parametrize("path", ["..", "../out/secret", "a/../../out", "a/esc/secret", "abs/secret", "absin", "/etc"])
 def test_paths_that_leave_raise_escape_error(resolver: str, root: int, path: str) -> None:
     with pytest.raises(EscapeError) as caught:
         open_beneath(root, path, os.O_RDONLY)
     assert caught.value.errno == errno.EXDEV
 
 
-def test_creating_through_a_link_that_leaves_creates_nothing(
-    resolver: str, tree: Path, root: int
-) -> None:
+def test_creating_through_a_link_that_leaves_creates_nothing(resolver: str, tree: Path, root: int) -> None:
     with pytest.raises(EscapeError):
         open_beneath(root, "abs/new", os.O_WRONLY | os.O_CREAT)
     assert sorted(p.name for p in (tree.parent / "out").iterdir()) == ["secret"]
@@ -119,9 +115,7 @@ def test_a_fifo_opens_without_blocking(resolver: str, root: int) -> None:
     assert caught.value.errno == errno.ENXIO
 
 
-def test_create_follows_a_dangling_link_only_while_it_stays_inside(
-    resolver: str, tree: Path, root: int
-) -> None:
+def test_create_follows_a_dangling_link_only_while_it_stays_inside(resolver: str, tree: Path, root: int) -> None:
     os.close(open_beneath(root, "dangling", os.O_WRONLY | os.O_CREAT, 0o600))
     assert (tree / "missing").is_file()
 
@@ -140,9 +134,7 @@ def test_create_follows_a_dangling_link_only_while_it_stays_inside(
         ("", os.O_RDONLY, errno.ENOENT),
     ],
 )
-def test_errors_match_the_kernel(
-    resolver: str, root: int, path: str, flags: int, code: int
-) -> None:
+def test_errors_match_the_kernel(resolver: str, root: int, path: str, flags: int, code: int) -> None:
     with pytest.raises(OSError) as caught:
         open_beneath(root, path, flags)
     assert caught.value.errno == code
@@ -187,9 +179,7 @@ def test_a_nul_byte_is_a_value_error(resolver: str, root: int) -> None:
         ("/etc/passwd", True),
     ],
 )
-def test_probe_judges_missing_parts_as_written(
-    resolver: str, root: int, path: str, leaves: bool
-) -> None:
+def test_probe_judges_missing_parts_as_written(resolver: str, root: int, path: str, leaves: bool) -> None:
     assert probe_beneath(root, path).leaves is leaves
 
 
@@ -205,15 +195,11 @@ def test_probe_changes_nothing(resolver: str, tree: Path, root: int) -> None:
     assert sorted(p.name for p in tree.iterdir()) == before
 
 
-def test_make_dirs_creates_each_level_beneath_the_root(
-    resolver: str, tree: Path, root: int
-) -> None:
+def test_make_dirs_creates_each_level_beneath_the_root(resolver: str, tree: Path, root: int) -> None:
     assert identity(make_dirs_beneath(root, "a/lb/n1/n2")) == same_file(tree / "a/b/n1/n2")
 
 
-def test_make_dirs_refuses_to_climb_out_and_creates_nothing_outside(
-    resolver: str, tree: Path, root: int
-) -> None:
+def test_make_dirs_refuses_to_climb_out_and_creates_nothing_outside(resolver: str, tree: Path, root: int) -> None:
     with pytest.raises(EscapeError):
         make_dirs_beneath(root, "a/esc/new")
     with pytest.raises(EscapeError):
@@ -227,17 +213,13 @@ def test_remove_tree_removes_links_not_their_targets(tree: Path, root: int) -> N
     assert not (tree / "a").exists() and (tree.parent / "out" / "secret").read_text() == "outside"
 
 
-def test_remove_tree_fails_on_a_fifo_where_a_directory_was_instead_of_blocking(
-    tree: Path, root: int
-) -> None:
+def test_remove_tree_fails_on_a_fifo_where_a_directory_was_instead_of_blocking(tree: Path, root: int) -> None:
     with pytest.raises(NotADirectoryError):
         remove_tree(root, "fifo")
 
 
 @pytest.mark.parametrize("code", [errno.ENOSYS, errno.EPERM])
-def test_without_openat2_the_walk_is_used(
-    code: int, tree: Path, root: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_without_openat2_the_walk_is_used(code: int, tree: Path, root: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fs, "_openat2_works", None)  # probe again
     refuse_openat2_with(code, monkeypatch)
     assert not fs.openat2_available()

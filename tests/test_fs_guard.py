@@ -16,7 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from signoff.activities.state import STATE_KEY_ENV
+from signoff.config.environment import (
+    APPROVER_KEYS_ENV,
+    CODEC_KEYS_ENV,
+    LLM_API_KEY_FILE_ENV,
+    MCP_CONFIG_ENV,
+    NOTIFY_SECRET_FILE_ENV,
+    S3_SECRET_ACCESS_KEY_FILE_ENV,
+    STATE_KEY_FILE_ENV,
+    TEMPORAL_CONFIG_FILE_ENV,
+)
+from signoff.config.secrets import SECRET_FILE_VARIABLES
 from signoff.tools import (
     ListDir,
     ReadFile,
@@ -25,7 +35,6 @@ from signoff.tools import (
     WorkspaceScope,
     WriteFile,
 )
-from signoff.tools.guard import SECRET_FILE_ENV
 from tests.fs_helpers import resolver
 
 __all__ = ["resolver"]  # a fixture, used by name
@@ -58,9 +67,7 @@ async def test_hard_link_to_outside_asks_and_unapproved_write_is_refused(
     assert (outside / "target.txt").read_text() == "outside's own text"
 
 
-async def test_hard_link_write_is_refused_under_deny(
-    resolver: str, hard_link: Path, outside: Path
-) -> None:
+async def test_hard_link_write_is_refused_under_deny(resolver: str, hard_link: Path, outside: Path) -> None:
     write = WriteFile(scope(hard_link.parent, ScopePolicy.DENY))
     arguments = {"path": "hl.txt", "content": "changed"}
     assert not write.requires_approval(arguments)
@@ -69,9 +76,7 @@ async def test_hard_link_write_is_refused_under_deny(
     assert (outside / "target.txt").read_text() == "outside's own text"
 
 
-@pytest.mark.parametrize(
-    ("policy", "approved"), [(ScopePolicy.APPROVE_OUTSIDE, True), (ScopePolicy.ALLOW, False)]
-)
+@pytest.mark.parametrize(("policy", "approved"), [(ScopePolicy.APPROVE_OUTSIDE, True), (ScopePolicy.ALLOW, False)])
 async def test_hard_link_write_runs_when_approved_or_allowed(
     hard_link: Path, outside: Path, policy: ScopePolicy, approved: bool
 ) -> None:
@@ -175,9 +180,7 @@ async def test_system_trees_are_refused_under_every_policy(
     assert os.path.exists("/dev/null") and not os.path.exists("/dev/shm/signoff-test")
 
 
-async def test_environ_is_refused_through_a_symlink_in_the_workspace(
-    resolver: str, ws: Path
-) -> None:
+async def test_environ_is_refused_through_a_symlink_in_the_workspace(resolver: str, ws: Path) -> None:
     (ws / "env").symlink_to("/proc/self/environ")
     result = await ReadFile(scope(ws, ScopePolicy.ALLOW)).execute({"path": "env"})
     assert result.is_error and "/proc" in result.content
@@ -202,11 +205,13 @@ def test_proc_bind_mounted_inside_the_workspace_is_refused_by_device(ws: Path) -
     (ws / "p").mkdir()
     script = f'mount --bind /proc "$1/p" && exec "{sys.executable}" -c "$2" "$1"'
     done = subprocess.run(
-        ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", str(ws),
-         BIND_MOUNTED],
-        capture_output=True, text=True, check=False, timeout=HANG_GUARD,
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", str(ws), BIND_MOUNTED],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=HANG_GUARD,
         cwd=Path(__file__).resolve().parent.parent,
-    )  # fmt: skip
+    )
     if "mount" in done.stderr and done.returncode:
         pytest.skip(f"cannot bind-mount here: {done.stderr.strip()}")
     lines = done.stdout.splitlines()
@@ -225,9 +230,7 @@ def key_file(outside: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.parametrize("name", ["direct", "symlink", "hard link"])
-async def test_a_configured_secret_file_is_refused_under_allow(
-    ws: Path, key_file: Path, name: str
-) -> None:
+async def test_a_configured_secret_file_is_refused_under_allow(ws: Path, key_file: Path, name: str) -> None:
     path = {"direct": str(key_file), "symlink": "key-link", "hard link": "key-copy"}[name]
     (ws / "key-link").symlink_to(key_file)
     os.link(key_file, ws / "key-copy")
@@ -270,22 +273,20 @@ async def test_a_tree_holding_a_secret_file_is_not_removed_at_all(
 
 
 def test_every_secret_file_the_worker_reads_is_guarded() -> None:
-    from signoff.activities.notify import SECRET_ENV
-    from signoff.chat.config import ENV_API_KEY_FILE
-    from signoff.identity import ENV_KEYS
-    from signoff.runtime import s3store
-    from signoff.runtime.codec import CODEC_KEYS_ENV
-    from signoff.runtime.connection import CONFIG_FILE_ENV
-    from signoff.tools.mcp import MCP_CONFIG_ENV
-
     read = {
-        ENV_API_KEY_FILE, SECRET_ENV, ENV_KEYS, CONFIG_FILE_ENV, s3store.SECRET_FILE_ENV,
-        CODEC_KEYS_ENV, MCP_CONFIG_ENV, STATE_KEY_ENV,
+        LLM_API_KEY_FILE_ENV,
+        NOTIFY_SECRET_FILE_ENV,
+        APPROVER_KEYS_ENV,
+        TEMPORAL_CONFIG_FILE_ENV,
+        S3_SECRET_ACCESS_KEY_FILE_ENV,
+        CODEC_KEYS_ENV,
+        MCP_CONFIG_ENV,
+        STATE_KEY_FILE_ENV,
     }
-    assert read <= set(SECRET_FILE_ENV)
+    assert read <= set(SECRET_FILE_VARIABLES)
 
 
-@pytest.mark.parametrize("variable", SECRET_FILE_ENV)
+@pytest.mark.parametrize("variable", SECRET_FILE_VARIABLES)
 async def test_every_secret_file_variable_is_honoured(
     ws: Path, outside: Path, variable: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

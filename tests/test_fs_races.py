@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from signoff.dispatch import execute_call
-from signoff.gate import gated_call_ids, snapshot_of
-from signoff.limits import Limits
-from signoff.messages import ToolCall
+from signoff.approval.gate import gated_call_ids, snapshot_of
+from signoff.loop.limits import Limits
+from signoff.loop.messages import ToolCall
 from signoff.tools import (
     ScopePolicy,
     ToolRegistry,
@@ -21,6 +20,7 @@ from signoff.tools import (
     WriteFile,
     default_tools,
 )
+from signoff.tools.dispatch import execute_call
 from tests.fs_helpers import Racer, flipper, racers, resolver, swapper
 from tests.waiting import wait_until
 

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from signoff.dispatch import execute_call
-from signoff.messages import ToolCall
+from signoff.loop.messages import ToolCall
 from signoff.tools import (
     ApprovalRequiredTool,
     ListDir,
@@ -18,8 +17,10 @@ from signoff.tools import (
     ToolRegistry,
     WorkspaceScope,
     WriteFile,
+    capabilities_of,
     tool,
 )
+from signoff.tools.dispatch import execute_call
 from tests.fs_helpers import resolver
 
 __all__ = ["resolver"]  # a fixture, used by name
@@ -32,21 +33,17 @@ def call(name: str, **arguments: object) -> ToolCall:
 # --- who learns whether a call was approved ---------------------------------------------------
 
 
-async def test_execute_call_tells_a_file_tool_that_its_call_was_approved(
-    ws: Path, outside: Path
-) -> None:
+async def test_execute_call_tells_a_file_tool_that_its_call_was_approved(ws: Path, outside: Path) -> None:
     registry = ToolRegistry([WriteFile(WorkspaceScope(ws, ScopePolicy.APPROVE_OUTSIDE))])
     write = call("write_file", path=str(outside / "x.txt"), content="hi")
     assert (await execute_call(registry, write)).startswith("Error: ")
     assert await execute_call(registry, write, approved=True) == f"wrote 2 bytes to {outside}/x.txt"
 
 
-async def test_approval_required_tool_forwards_approval_to_a_file_tool(
-    ws: Path, outside: Path
-) -> None:
+async def test_approval_required_tool_forwards_approval_to_a_file_tool(ws: Path, outside: Path) -> None:
     wrapped = ApprovalRequiredTool(WriteFile(WorkspaceScope(ws, ScopePolicy.APPROVE_OUTSIDE)))
     write = call("write_file", path=str(outside / "x.txt"), content="hi")
-    assert wrapped.approval_aware and wrapped.requires_approval({"path": "in.txt", "content": ""})
+    assert capabilities_of(wrapped).approval_aware and wrapped.requires_approval({"path": "in.txt", "content": ""})
     reply = await execute_call(ToolRegistry([wrapped]), write, approved=True)
     assert reply == f"wrote 2 bytes to {outside}/x.txt"
     assert (outside / "x.txt").read_text() == "hi"
@@ -60,7 +57,7 @@ def echo(text: str) -> str:
 
 async def test_tools_that_are_not_approval_aware_are_called_as_before() -> None:
     for wrapped in (echo, ApprovalRequiredTool(echo)):
-        assert not getattr(wrapped, "approval_aware", False)
+        assert not capabilities_of(wrapped).approval_aware
         reply = await execute_call(ToolRegistry([wrapped]), call("echo", text="hi"), approved=True)
         assert reply == "hi"
 
@@ -68,9 +65,7 @@ async def test_tools_that_are_not_approval_aware_are_called_as_before() -> None:
 # --- links and odd paths ------------------------------------------------------------------------
 
 
-async def test_a_relative_symlink_that_stays_inside_is_followed_under_deny(
-    resolver: str, ws: Path
-) -> None:
+async def test_a_relative_symlink_that_stays_inside_is_followed_under_deny(resolver: str, ws: Path) -> None:
     (ws / "sub").mkdir()
     (ws / "sub" / "f.txt").write_text("via link")
     (ws / "alias").symlink_to("sub")
@@ -80,9 +75,7 @@ async def test_a_relative_symlink_that_stays_inside_is_followed_under_deny(
     assert (ws / "sub" / "g.txt").read_text() == "new"
 
 
-async def test_an_absolute_symlink_counts_as_leaving_even_when_it_points_inside(
-    resolver: str, ws: Path
-) -> None:
+async def test_an_absolute_symlink_counts_as_leaving_even_when_it_points_inside(resolver: str, ws: Path) -> None:
     (ws / "f.txt").write_text("x")
     (ws / "abs").symlink_to(ws / "f.txt")
     read = ReadFile(WorkspaceScope(ws, ScopePolicy.APPROVE_OUTSIDE))
@@ -90,13 +83,9 @@ async def test_an_absolute_symlink_counts_as_leaving_even_when_it_points_inside(
     assert (await read.execute({"path": "abs"}, approved=True)).content == "x"
 
 
-async def test_write_never_creates_a_file_through_a_dangling_symlink(
-    resolver: str, ws: Path
-) -> None:
+async def test_write_never_creates_a_file_through_a_dangling_symlink(resolver: str, ws: Path) -> None:
     (ws / "dangling").symlink_to("missing.txt")
-    result = await WriteFile(WorkspaceScope(ws, ScopePolicy.ALLOW)).execute(
-        {"path": "dangling", "content": "x"}
-    )
+    result = await WriteFile(WorkspaceScope(ws, ScopePolicy.ALLOW)).execute({"path": "dangling", "content": "x"})
     assert result.is_error and "symbolic link to a file that does not exist" in result.content
     assert not (ws / "missing.txt").exists()
 
@@ -107,9 +96,7 @@ async def test_write_creates_missing_parents_through_dotdot_inside(resolver: str
     assert not result.is_error and (ws / "x.txt").read_text() == "x"
 
 
-async def test_write_that_climbs_out_through_new_directories_creates_nothing(
-    resolver: str, ws: Path
-) -> None:
+async def test_write_that_climbs_out_through_new_directories_creates_nothing(resolver: str, ws: Path) -> None:
     write = WriteFile(WorkspaceScope(ws, ScopePolicy.DENY))
     result = await write.execute({"path": "new/../../x.txt", "content": "x"})
     assert result.is_error and "outside the workspace" in result.content
@@ -136,9 +123,7 @@ async def test_list_dir_through_a_symlink_leading_out_is_refused_under_deny(
     assert result.is_error and "outside the workspace" in result.content
 
 
-async def test_removing_a_symlink_that_leads_out_is_an_inside_operation(
-    resolver: str, ws: Path, outside: Path
-) -> None:
+async def test_removing_a_symlink_that_leads_out_is_an_inside_operation(resolver: str, ws: Path, outside: Path) -> None:
     (outside / "keep.txt").write_text("keep")
     (ws / "out").symlink_to(outside)
     remove = RemovePath(WorkspaceScope(ws, ScopePolicy.APPROVE_OUTSIDE))
@@ -166,9 +151,7 @@ async def test_the_workspace_root_is_never_removed_even_under_allow(ws: Path, pa
     assert result.is_error and "workspace root itself" in result.content and ws.is_dir()
 
 
-async def test_a_directory_tree_is_removed_without_following_links_out(
-    resolver: str, ws: Path, outside: Path
-) -> None:
+async def test_a_directory_tree_is_removed_without_following_links_out(resolver: str, ws: Path, outside: Path) -> None:
     (outside / "keep.txt").write_text("keep")
     (ws / "d" / "e").mkdir(parents=True)
     (ws / "d" / "e" / "out").symlink_to(outside)

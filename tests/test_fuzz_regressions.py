@@ -42,8 +42,9 @@ UNHANDLED_COMMAND = WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED
 async def test_a_signal_over_the_blob_limit_is_refused_by_the_server_and_the_run_goes_on(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    with ScriptedModelServer([Reply.tool_calls([call("run_command", "call_1", command="echo hi")]),
-                              Reply.text("done")]) as model:  # fmt: skip
+    with ScriptedModelServer(
+        [Reply.tool_calls([call("run_command", "call_1", command="echo hi")]), Reply.text("done")]
+    ) as model:
         async with running_worker(client, task_queue, model, agents_for(tmp_path)):
             handle = await start_run(client, task_queue)
             await wait_pending(handle)

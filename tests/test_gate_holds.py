@@ -20,14 +20,14 @@ from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.common import RawValue
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import ActivityEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from signoff.activities.served import ServedAgents
-from signoff.digest import arguments_digest
+from signoff.agent.snapshot import RunSnapshot
+from signoff.approval.digest import arguments_digest
 from signoff.runtime.devserver import find_temporal_binary
-from signoff.snapshot import RunSnapshot
 from tests.helpers import (
     Reply,
     ScriptedModelServer,
@@ -51,22 +51,41 @@ def one_command(request: ScriptedRequest) -> Reply:
 async def temporal_cli(client: Client, *args: str) -> tuple[int, str]:
     address = client.service_client.config.target_host
     proc = await asyncio.create_subprocess_exec(
-        str(find_temporal_binary()), *args, "--address", address,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
+        str(find_temporal_binary()),
+        *args,
+        "--address",
+        address,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     out, _ = await asyncio.wait_for(proc.communicate(), 60)
     return proc.returncode or 0, out.decode()
 
 
 def v1_continued_state() -> dict[str, Any]:
     """The internal state v1 accepted in a start: a pending call marked ready to run."""
-    ready = {"call": {"id": "call_x", "name": "run_command", "arguments": '{"command": "echo harmless"}'},
-             "status": "ready", "run_arguments": json.dumps({"command": PWNED})}  # fmt: skip
-    loop = {"messages": [{"role": "user", "content": "hi"},
-                         {"role": "assistant", "content": None, "tool_calls": [ready["call"]]}],
-            "tools": {"run_command": "Run a shell command"}, "pending": [ready],
-            "approvals": [{"call_id": "call_x", "name": "run_command", "arguments": {"command": "echo harmless"},
-                           "approved": True, "approver": "ceo"}]}  # fmt: skip
+    ready = {
+        "call": {"id": "call_x", "name": "run_command", "arguments": '{"command": "echo harmless"}'},
+        "status": "ready",
+        "run_arguments": json.dumps({"command": PWNED}),
+    }
+    loop = {
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": None, "tool_calls": [ready["call"]]},
+        ],
+        "tools": {"run_command": "Run a shell command"},
+        "pending": [ready],
+        "approvals": [
+            {
+                "call_id": "call_x",
+                "name": "run_command",
+                "arguments": {"command": "echo harmless"},
+                "approved": True,
+                "approver": "ceo",
+            }
+        ],
+    }
     return {"agent": "default", "prompt": "hi", "continued": {"loop": loop}}
 
 
@@ -84,9 +103,18 @@ async def test_a_start_carrying_internal_state_fails_as_invalid_input_and_runs_n
     with ScriptedModelServer(one_command) as model:
         async with running_worker(client, task_queue, model, agents_for(tmp_path)):
             code, out = await temporal_cli(
-                client, "workflow", "start", "--type", "AgentRun", "--task-queue", task_queue,
-                "--workflow-id", workflow_id, "--input", json.dumps(payload),
-            )  # fmt: skip
+                client,
+                "workflow",
+                "start",
+                "--type",
+                "AgentRun",
+                "--task-queue",
+                task_queue,
+                "--workflow-id",
+                workflow_id,
+                "--input",
+                json.dumps(payload),
+            )
             assert code == 0, out
             handle = client.get_workflow_handle(workflow_id)
             with pytest.raises(WorkflowFailureError) as failure:
@@ -101,11 +129,13 @@ async def test_a_start_carrying_internal_state_fails_as_invalid_input_and_runs_n
 
 @pytest.mark.parametrize(
     "payload",
-    [Payload(metadata={"encoding": b"json/plain"}, data=b"not json at all"),
-     Payload(metadata={"encoding": b"json/plain"}, data=b"\xff\xfe\x00binary"),
-     Payload(metadata={"encoding": b"binary/plain"}, data=b"\x00\x01")],
+    [
+        Payload(metadata={"encoding": b"json/plain"}, data=b"not json at all"),
+        Payload(metadata={"encoding": b"json/plain"}, data=b"\xff\xfe\x00binary"),
+        Payload(metadata={"encoding": b"binary/plain"}, data=b"\x00\x01"),
+    ],
     ids=["text", "bytes", "binary-encoding"],
-)  # fmt: skip
+)
 async def test_undecodable_input_fails_the_run_at_once(
     client: Client, task_queue: str, tmp_path: Path, payload: Payload
 ) -> None:
@@ -146,7 +176,7 @@ class ImpostorNamedAgentRun(Impostor):
 
 @pytest.mark.parametrize("impostor", [Impostor, ImpostorNamedAgentRun], ids=["other-type", "same-name-other-queue"])
 async def test_a_foreign_workflow_cannot_run_signoff_tool(
-    client: Client, task_queue: str, tmp_path: Path, impostor: type
+    client: Client, task_queue: str, tmp_path: Path, impostor: type[Impostor]
 ) -> None:
     """With a made-up approval: refused, since the server says it is no AgentRun of this queue."""
     own_queue = f"stranger-{uuid.uuid4()}"
@@ -160,9 +190,8 @@ async def test_a_foreign_workflow_cannot_run_signoff_tool(
             )
             with pytest.raises(WorkflowFailureError) as failure:
                 await handle.result()
-    assert "signoff.tool runs calls only for AgentRun workflows on its own task queue" in str(
-        failure.value.cause.cause  # type: ignore[union-attr]
-    )
+    assert isinstance(failure.value.cause, ActivityError)
+    assert "signoff.tool runs calls only for AgentRun workflows on its own task queue" in str(failure.value.cause.cause)
     assert not (tmp_path / "pwned").exists()
 
 
@@ -189,8 +218,15 @@ async def test_a_decision_bound_to_other_arguments_is_rejected_and_the_call_wait
     assert "pending call ids: call_1" in str(failure.value.cause)
     (ignored,) = [e for e in events if e["type"] == "decision_ignored"]
     assert "not what was reviewed" in ignored["reason"]
-    assert ack["decided"] == [{"call_id": "call_1", "name": "run_command", "arguments": {"command": "echo hello"},
-                               "arguments_digest": pending["arguments_digest"], "outcome": "approved"}]  # fmt: skip
+    assert ack["decided"] == [
+        {
+            "call_id": "call_1",
+            "name": "run_command",
+            "arguments": {"command": "echo hello"},
+            "arguments_digest": pending["arguments_digest"],
+            "outcome": "approved",
+        }
+    ]
     assert result.messages[2].content == "exit code: 0\nhello\n"
 
 
@@ -202,17 +238,20 @@ async def test_a_foreign_workflow_without_an_approval_meets_the_gate(
     own_queue = f"stranger-{uuid.uuid4()}"
     with ScriptedModelServer(one_command) as model:
         async with running_worker(client, task_queue, model, agents_for(tmp_path)):
-            worker = Worker(client, task_queue=own_queue, workflows=[ImpostorNamedAgentRun],
-                            workflow_runner=UnsandboxedWorkflowRunner())  # fmt: skip
+            worker = Worker(
+                client,
+                task_queue=own_queue,
+                workflows=[ImpostorNamedAgentRun],
+                workflow_runner=UnsandboxedWorkflowRunner(),
+            )
             async with worker:
                 handle = await client.start_workflow(
                     ImpostorNamedAgentRun.run, args=[task_queue, False], id=f"imp-{uuid.uuid4()}", task_queue=own_queue
                 )
                 with pytest.raises(WorkflowFailureError) as failure:
                     await handle.result()
-    assert "signoff.tool runs calls only for AgentRun workflows on its own task queue" in str(
-        failure.value.cause.cause  # type: ignore[union-attr]
-    )
+    assert isinstance(failure.value.cause, ActivityError)
+    assert "signoff.tool runs calls only for AgentRun workflows on its own task queue" in str(failure.value.cause.cause)
     assert not (tmp_path / "pwned").exists()
 
 
@@ -226,13 +265,19 @@ async def test_a_foreign_workflow_with_the_real_snapshot_meets_the_gate(
             real = await start_run(client, task_queue)
             await wait_pending(real)
             snapshot = await real.query("agent_snapshot", result_type=RunSnapshot)
-            worker = Worker(client, task_queue=own_queue, workflows=[ImpostorNamedAgentRun],
-                            workflow_runner=UnsandboxedWorkflowRunner())  # fmt: skip
+            worker = Worker(
+                client,
+                task_queue=own_queue,
+                workflows=[ImpostorNamedAgentRun],
+                workflow_runner=UnsandboxedWorkflowRunner(),
+            )
             async with worker:
                 answer = await client.execute_workflow(
-                    ImpostorNamedAgentRun.run, args=[task_queue, False, snapshot.digest()],
-                    id=f"imp-{uuid.uuid4()}", task_queue=own_queue,
-                )  # fmt: skip
+                    ImpostorNamedAgentRun.run,
+                    args=[task_queue, False, snapshot.digest()],
+                    id=f"imp-{uuid.uuid4()}",
+                    task_queue=own_queue,
+                )
             await real.terminate()
     assert "needs approval now and was not approved" in answer
     assert not (tmp_path / "pwned").exists()
@@ -261,7 +306,7 @@ async def test_a_snapshot_that_does_not_hash_to_the_runs_digest_is_refused_and_n
     """A worker that cannot rebuild a run's snapshot asks the run; an answer filed under another
     run's digest would let its calls skip the gate, so only an answer with that digest is kept."""
     served = ServedAgents(agents_for(tmp_path))
-    crafted = (await served.take("default", [])).model.model_copy(update={"instructions": "crafted"})
+    crafted = (await served.take("default", [])).snapshot.model_copy(update={"instructions": "crafted"})
     queue = f"liar-{uuid.uuid4()}"
     async with Worker(client, task_queue=queue, workflows=[SnapshotLiar], workflow_runner=UnsandboxedWorkflowRunner()):
         liar = await client.start_workflow(
@@ -274,4 +319,4 @@ async def test_a_snapshot_that_does_not_hash_to_the_runs_digest_is_refused_and_n
         kept = await activities.run(served.resolve, "default", crafted.digest())
         await liar.terminate()
     assert refused.value.type == "SnapshotMismatch" and refused.value.non_retryable
-    assert (kept.own, kept.model.instructions) == (False, "crafted")  # its own digest: harmless, it is that run's
+    assert (kept.own, kept.snapshot.instructions) == (False, "crafted")  # its own digest: harmless, it is that run's

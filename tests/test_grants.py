@@ -14,10 +14,10 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from signoff.activities.notify import NotifyConfig
-from signoff.digest import arguments_digest
-from signoff.identity import ApproverKeys
-from signoff.messages import ToolCall
-from signoff.policy import ApprovalPolicy
+from signoff.approval.digest import arguments_digest
+from signoff.approval.identity import ApproverKeys
+from signoff.approval.policy import ApprovalPolicy
+from signoff.loop.messages import ToolCall
 from tests.approver_keys import signed, write_secret
 from tests.governance import (
     deploy,
@@ -33,8 +33,9 @@ from tests.helpers import ScriptedModelServer, agents_for, assert_eventually, ru
 from tests.receiver import Receiver
 
 
-def approve(call_id: str, approver: str = "alice", arguments: dict[str, Any] | None = None,
-            **grant: Any) -> dict[str, Any]:
+def approve(
+    call_id: str, approver: str = "alice", arguments: dict[str, Any] | None = None, **grant: Any
+) -> dict[str, Any]:
     decision = {"call_id": call_id, "approved": True, "approver": approver, **({"grant": grant} if grant else {})}
     return decision | ({"arguments": arguments} if arguments is not None else {})
 
@@ -78,8 +79,9 @@ async def test_a_grant_approves_a_later_matching_call_without_a_pause_audited_wi
     assert [e["call_id"] for e in used] == ["call_2"]
     # Nobody is told of a call that never waited.
     assert sorted((d.event, d.call_id) for d in receiver.deliveries) == [
-        ("approval_decided", "call_1"), ("approval_requested", "call_1"),
-    ]  # fmt: skip
+        ("approval_decided", "call_1"),
+        ("approval_requested", "call_1"),
+    ]
 
 
 async def test_an_arguments_grant_approves_only_the_same_arguments(client: Client) -> None:
@@ -91,8 +93,10 @@ async def test_an_arguments_grant_approves_only_the_same_arguments(client: Clien
         await decide(handle, approve("call_2", "bob"))
         result = await handle.result()
     assert [(a.call_id, a.grant_id, a.approver) for a in result.approvals] == [
-        ("call_1", None, "alice"), ("call_2", None, "bob"), ("call_3", "grant_1", "alice"),
-    ]  # fmt: skip
+        ("call_1", None, "alice"),
+        ("call_2", None, "bob"),
+        ("call_3", "grant_1", "alice"),
+    ]
 
 
 async def test_a_grant_ends_after_its_uses(client: Client) -> None:
@@ -164,8 +168,9 @@ async def test_a_grant_never_approves_what_its_approver_could_not(skipping: Work
         await decide(handle, approve("call_2", "alice"))
         result = await handle.result()
     assert [(a.call_id, a.approver, a.grant_id) for a in result.approvals] == [
-        ("call_1", "carol", None), ("call_2", "alice", None),
-    ]  # fmt: skip
+        ("call_1", "carol", None),
+        ("call_2", "alice", None),
+    ]
 
 
 async def test_a_grant_does_not_reach_another_tool(client: Client) -> None:
@@ -222,8 +227,10 @@ async def test_a_grant_made_with_edited_arguments_covers_those_never_the_models_
             result = await handle.result()
     assert grant["arguments_digest"] == arguments_digest(safe) != waiting["arguments_digest"]
     assert [(a.call_id, a.approved, a.grant_id) for a in result.approvals] == [
-        ("call_1", True, None), ("call_2", False, None), ("call_3", True, "grant_1"),
-    ]  # fmt: skip
+        ("call_1", True, None),
+        ("call_2", False, None),
+        ("call_3", True, "grant_1"),
+    ]
     assert not marker.exists()
 
 

@@ -3,7 +3,7 @@
 The reader is started the way `run_command` starts a tool (`/bin/sh -c`, a direct
 child, so `$PPID` is the hardened process). The same-user case needs a non-root user,
 so it runs as `nobody` with any Python that user may execute, loading
-`runtime/hardening.py` by path (it needs only the standard library).
+`signoff/runtime/hardening.py` by path (it needs only the standard library).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from tests.processes import REPO
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_DUMPABLE is Linux's")
 
 SECRET = "sk-hardening-probe-3e9f1a7c"
-HARDENING = REPO / "runtime" / "hardening.py"
+HARDENING = REPO / "signoff" / "runtime" / "hardening.py"
 PROBE = r"""
 import importlib.util, subprocess, sys
 spec = importlib.util.spec_from_file_location("hardening", sys.argv[1])
@@ -41,8 +41,14 @@ def probe(python: str, mode: str, user: str | None = None) -> str:
     env = {"PATH": os.defpath, "SIGNOFF_LLM_API_KEY": SECRET}
     done = subprocess.run(
         [python, "-c", PROBE, str(HARDENING), mode],
-        env=env, capture_output=True, text=True, timeout=30, check=False, user=user, cwd="/",
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        user=user,
+        cwd="/",
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -9,14 +9,14 @@ import sys
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from pydantic import ValidationError
 
+from signoff.approval.identity import TOKEN_REASONS, ApproverKeys, Identity, issue_token
 from signoff.errors import TokenError, UsageError
-from signoff.identity import TOKEN_REASONS, ApproverKeys, Identity, issue_token
 from tests.approver_keys import (
     NOW,
     PrivateKey,
@@ -59,15 +59,21 @@ def test_issued_hs256_token_proves_subject_groups_issuer_and_expiry(tmp_path: Pa
     write_secret(tmp_path / "k", SECRET)
     token = issue_token(tmp_path / "k", "alice", ["sre", "oncall"], timedelta(minutes=5), "team", "signoff", now=NOW)
     identity = ApproverKeys.load(tmp_path / "k", issuer="team", audience="signoff").verify(token, now=NOW)
-    assert identity == Identity(subject="alice", groups=("sre", "oncall"), expires_at=NOW + timedelta(minutes=5),
-                                issued_at=NOW, issuer="team")
+    assert identity == Identity(
+        subject="alice", groups=("sre", "oncall"), expires_at=NOW + timedelta(minutes=5), issued_at=NOW, issuer="team"
+    )
 
 
 @pytest.mark.parametrize(
     ("make_key", "algorithm"),
-    [(rsa_key, "RS256"), (rsa_key, "PS256"), (ec_key, "ES256"), (lambda: ec_key(ec.SECP384R1()), "ES384"),
-     (ed25519_key, "EdDSA")],
-)  # fmt: skip
+    [
+        (rsa_key, "RS256"),
+        (rsa_key, "PS256"),
+        (ec_key, "ES256"),
+        (lambda: ec_key(ec.SECP384R1()), "ES384"),
+        (ed25519_key, "EdDSA"),
+    ],
+)
 def test_pem_public_key_verifies_its_own_algorithm(
     tmp_path: Path, make_key: Callable[[], PrivateKey], algorithm: str
 ) -> None:
@@ -271,7 +277,7 @@ def test_identity_round_trips_through_json_and_is_frozen() -> None:
     identity = Identity(subject="alice", groups=("sre",), expires_at=NOW, issuer="team")
     assert Identity.model_validate_json(identity.model_dump_json()) == identity
     with pytest.raises(ValidationError):
-        identity.subject = "mallory"
+        cast(Any, identity).subject = "mallory"  # frozen: mypy refuses the assignment the test makes
 
 
 def test_identity_matches_subjects_and_groups_but_a_subject_is_no_group() -> None:
@@ -283,14 +289,17 @@ def test_identity_matches_subjects_and_groups_but_a_subject_is_no_group() -> Non
 
 def test_issue_token_refuses_bad_names_and_lifetimes(tmp_path: Path) -> None:
     write_secret(tmp_path / "k", SECRET)
-    for subject, groups, ttl in [("", (), timedelta(hours=1)), ("alice", ("",), timedelta(hours=1)),
-                                 ("alice", (), timedelta(0)), ("a\tb", (), timedelta(hours=1))]:  # fmt: skip
+    for subject, groups, ttl in [
+        ("", (), timedelta(hours=1)),
+        ("alice", ("",), timedelta(hours=1)),
+        ("alice", (), timedelta(0)),
+        ("a\tb", (), timedelta(hours=1)),
+    ]:
         with pytest.raises(UsageError):
             issue_token(tmp_path / "k", subject, groups, ttl)
 
 
-
 def test_identity_module_does_not_import_temporalio() -> None:
-    code = "import sys, signoff.identity; print('temporalio' in sys.modules)"
+    code = "import sys, signoff.approval.identity; print('temporalio' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"

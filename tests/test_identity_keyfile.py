@@ -12,8 +12,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from signoff.approval.identity import ApproverKeys, issue_token
+from signoff.config.environment import Environment
 from signoff.errors import ConfigError
-from signoff.identity import ApproverKeys, issue_token
 from tests.approver_keys import (
     NOW,
     ec_key,
@@ -66,8 +67,8 @@ def test_missing_file_is_refused_naming_it(tmp_path: Path) -> None:
 
 
 def test_der_public_key_is_never_taken_for_a_secret(tmp_path: Path) -> None:
-    der = rsa_key().public_key().public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    der = (
+        rsa_key().public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     )
     (tmp_path / "k.der").write_bytes(der)
     assert "not text" in refusal(tmp_path / "k.der")
@@ -134,20 +135,23 @@ def test_json_that_is_not_a_jwks_is_refused(tmp_path: Path) -> None:
 
 
 def test_from_env_is_none_when_no_key_file_is_set() -> None:
-    assert ApproverKeys.from_env({}) is None
+    assert Environment({}).approver_keys() is None
 
 
 def test_from_env_reads_file_issuer_and_audience(tmp_path: Path) -> None:
     write_secret(tmp_path / "k")
-    env = {"SIGNOFF_APPROVER_KEYS": str(tmp_path / "k"), "SIGNOFF_APPROVER_ISSUER": "signoff-team",
-           "SIGNOFF_APPROVER_AUDIENCE": "signoff"}  # fmt: skip
-    keys = ApproverKeys.from_env(env)
+    env = {
+        "SIGNOFF_APPROVER_KEYS": str(tmp_path / "k"),
+        "SIGNOFF_APPROVER_ISSUER": "signoff-team",
+        "SIGNOFF_APPROVER_AUDIENCE": "signoff",
+    }
+    keys = Environment(env).approver_keys()
     assert keys is not None and (keys.issuer, keys.audience) == ("signoff-team", "signoff")
 
 
 def test_from_env_refuses_issuer_without_key_file() -> None:
     with pytest.raises(ConfigError, match="SIGNOFF_APPROVER_KEYS is not"):
-        ApproverKeys.from_env({"SIGNOFF_APPROVER_ISSUER": "x"})
+        Environment({"SIGNOFF_APPROVER_ISSUER": "x"}).approver_keys()
 
 
 def test_describe_and_repr_never_contain_the_secret(tmp_path: Path) -> None:
@@ -184,10 +188,15 @@ def test_certificate_is_read_for_its_public_key(tmp_path: Path) -> None:
     key = ec_key()
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "signoff approvers")])
     cert = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-        .serial_number(1).not_valid_before(NOW - timedelta(days=1)).not_valid_after(NOW + timedelta(days=1))
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(NOW - timedelta(days=1))
+        .not_valid_after(NOW + timedelta(days=1))
         .sign(key, hashes.SHA256())
-    )  # fmt: skip
+    )
     (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     keys = ApproverKeys.load(tmp_path / "cert.pem")
     assert keys.verify(sign(key, "ES256"), now=NOW).subject == "alice"

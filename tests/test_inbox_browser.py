@@ -92,8 +92,9 @@ async def test_an_approval_that_grants_the_tool_approves_the_runs_next_call_of_i
     stack: Stack,
 ) -> None:
     alice = await stack.user("alice")
-    handle = await stack.start([("run_command", {"command": "echo granted-1"})],
-                               then=[("run_command", {"command": "echo granted-2"})])  # fmt: skip
+    handle = await stack.start(
+        [("run_command", {"command": "echo granted-1"})], then=[("run_command", {"command": "echo granted-2"})]
+    )
     await alice.goto("/")
     await row(alice, "granted-1").locator("td.tool a").click()
     await alice.locator("select[name=grant]").select_option("tool")
@@ -139,8 +140,10 @@ async def test_a_bulk_decision_decides_exactly_the_calls_selected(stack: Stack) 
     assert await alice.locator("tr.result").count() == 2
     for text in ("bulk-one", "bulk-two"):
         await row(bob, text).locator("td.state", has_text="approved by alice").wait_for(timeout=WAIT)
-    assert [r.text for r in [await one.result(), await two.result()]] == ["exit code: 0\nbulk-one\n",
-                                                                         "exit code: 0\nbulk-two\n"]
+    assert [r.text for r in [await one.result(), await two.result()]] == [
+        "exit code: 0\nbulk-one\n",
+        "exit code: 0\nbulk-two\n",
+    ]
     assert len(await left.query("pending_approvals")) == 1
     assert await row(bob, "bulk-left").locator("td.state").inner_text() == ""
     await left.terminate()
@@ -171,12 +174,12 @@ async def test_an_identity_header_from_anyone_but_the_proxy_is_ignored(stack: St
     assert "secret-arguments" not in await mallory.content()
     events = await mallory.request.get("/events")
     assert events.status == 403
-    forged = await mallory.request.post("/decide", form={"call": json.dumps([handle.id, "call_1", "0" * 64]),
-                                                         "action": "approve"})  # fmt: skip
+    forged = await mallory.request.post(
+        "/decide", form={"call": json.dumps([handle.id, "call_1", "0" * 64]), "action": "approve"}
+    )
     assert forged.status == 401
     assert len(await handle.query("pending_approvals")) == 1
     await handle.terminate()
-
 
 
 async def test_a_page_that_lost_its_connection_catches_up_without_losing_or_resurrecting_a_call(
@@ -191,8 +194,15 @@ async def test_a_page_that_lost_its_connection_catches_up_without_losing_or_resu
         await bob.locator("#live.off", has_text="reconnecting").wait_for(timeout=WAIT)
         arrived = await stack.start([("run_command", {"command": "echo arrived-meanwhile"})])
         (call,) = await decided.query("pending_approvals")
-        await decided.execute_update("submit_tool_approval", {"call_id": call["call_id"], "approved": True,
-                                     "approver": "carol", "arguments_digest": call["arguments_digest"]})  # fmt: skip
+        await decided.execute_update(
+            "submit_tool_approval",
+            {
+                "call_id": call["call_id"],
+                "approved": True,
+                "approver": "carol",
+                "arguments_digest": call["arguments_digest"],
+            },
+        )
         await decided.result()
         await assert_eventually(lambda: _pending(arrived))
     finally:
@@ -204,15 +214,21 @@ async def test_a_page_that_lost_its_connection_catches_up_without_losing_or_resu
     await row(bob, "arrived-meanwhile").locator("td.state", has_text="no longer waiting").wait_for(timeout=WAIT)
 
 
-HOSTILE = ('<script>window.__pwned=1</script></textarea><script>window.__pwned=2</script>'
-           '<img src=x onerror="window.__pwned=3"> \u202eevil.exe \x1b[2J\x1b]52;c;cHduZWQ=\x07 '
-           '[click](javascript:alert(1))')
+HOSTILE = (
+    "<script>window.__pwned=1</script></textarea><script>window.__pwned=2</script>"
+    '<img src=x onerror="window.__pwned=3"> \u202eevil.exe \x1b[2J\x1b]52;c;cHduZWQ=\x07 '
+    "[click](javascript:alert(1))"
+)
 
 
 async def test_adversarial_arguments_render_inert_and_edit_back_to_exactly_themselves(stack: Stack) -> None:
     huge = json.dumps({"rows": [{"id": i, "note": "<b>x</b>" * 4} for i in range(3000)]})
-    handle = await stack.start([("run_command", {"command": HOSTILE}),
-                                ("write_file", {"path": "/nonexistent-inbox-dir/data.json", "content": huge})])
+    handle = await stack.start(
+        [
+            ("run_command", {"command": HOSTILE}),
+            ("write_file", {"path": "/nonexistent-inbox-dir/data.json", "content": huge}),
+        ]
+    )
     alice = await stack.user("alice")
     await alice.goto("/")
     await row(alice, "evil.exe").wait_for(timeout=WAIT)
@@ -249,13 +265,17 @@ async def test_actions_need_the_pages_csrf_token_and_other_sites_cannot_act_or_r
         refused = [
             await alice.post("/call/decide", data=form),  # no token
             await alice.post("/call/decide", data={**form, "csrf": token[1]}, headers={"X-Forwarded-User": "bob"}),
-            await alice.post("/call/decide", data={**form, "csrf": token[1]}, headers={"Origin": "https://evil.example"}),
+            await alice.post(
+                "/call/decide", data={**form, "csrf": token[1]}, headers={"Origin": "https://evil.example"}
+            ),
             await alice.post("/call/decide", data={**form, "csrf": token[1]}, headers={"Sec-Fetch-Site": "cross-site"}),
-        ]  # fmt: skip
+        ]
         assert [r.status_code for r in refused] == [403] * 4
         assert len(await handle.query("pending_approvals")) == 1
-        reads = [await alice.get("/events", headers={"Origin": "https://evil.example"}),
-                 await alice.get("/rows?key=x", headers={"Sec-Fetch-Site": "cross-site"})]  # fmt: skip
+        reads = [
+            await alice.get("/events", headers={"Origin": "https://evil.example"}),
+            await alice.get("/rows?key=x", headers={"Sec-Fetch-Site": "cross-site"}),
+        ]
         assert [r.status_code for r in reads] == [403, 403]
         assert not any("access-control-allow-origin" in r.headers for r in [page, *reads])
         assert "frame-ancestors 'none'" in page.headers["content-security-policy"]

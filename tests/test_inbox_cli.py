@@ -16,14 +16,20 @@ from tests.cli_harness import cli_env, spawn
 from tests.waiting import assert_eventually
 
 
-@pytest.mark.parametrize(("args", "settings", "said"), [
-    ([], {}, "must know who is deciding"),
-    (["--local-user", "alice", "--host", "0.0.0.0"], {}, "listen on 127.0.0.1"),
-    (["--local-user", "alice"], {"SIGNOFF_INBOX_TRUSTED_PROXIES": "10.0.0.5"}, "not both"),
-    ([], {"SIGNOFF_INBOX_TRUSTED_PROXIES": "proxy.internal"}, "not an IP address"),
-    (["--local-user", "alice"], {"SIGNOFF_INBOX_SIGNING_KEY_FILE": "/nonexistent/inbox.key"},
-     "SIGNOFF_INBOX_SIGNING_KEY_FILE"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("args", "settings", "said"),
+    [
+        ([], {}, "must know who is deciding"),
+        (["--local-user", "alice", "--host", "0.0.0.0"], {}, "listen on 127.0.0.1"),
+        (["--local-user", "alice"], {"SIGNOFF_INBOX_TRUSTED_PROXIES": "10.0.0.5"}, "not both"),
+        ([], {"SIGNOFF_INBOX_TRUSTED_PROXIES": "proxy.internal"}, "not an IP address"),
+        (
+            ["--local-user", "alice"],
+            {"SIGNOFF_INBOX_SIGNING_KEY_FILE": "/nonexistent/inbox.key"},
+            "SIGNOFF_INBOX_SIGNING_KEY_FILE",
+        ),
+    ],
+)
 async def test_the_inbox_will_not_serve_settings_that_cannot_work(
     client: Client, args: list[str], settings: dict[str, str], said: str
 ) -> None:

@@ -11,17 +11,18 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from signoff.approvals import Binding, ToolApprovalRequest, Vote
+from signoff.approval.identity import ApproverKeys
+from signoff.approval.policy import ApprovalPolicy
+from signoff.approval.requests import Binding, ToolApprovalRequest, Vote
+from signoff.approval.signatures import DecisionClaim
+from signoff.approval.signing import new_key_pair
+from signoff.config.environment import Environment, parse_networks
 from signoff.errors import ConfigError
-from signoff.identity import ApproverKeys
 from signoff.inbox.calls import WaitingCall
 from signoff.inbox.decide import Decisions
 from signoff.inbox.signer import InboxSigner
 from signoff.inbox.view import diff_lines, editable, pretty, summary
-from signoff.inbox.who import Viewer, WhoIsAsking, parse_networks
-from signoff.policy import ApprovalPolicy
-from signoff.signatures import DecisionClaim
-from signoff.signing import new_key_pair
+from signoff.inbox.who import Viewer, WhoIsAsking
 from tests.approver_keys import ed25519_key, jwk, write_jwks, write_secret
 
 HEADERS = "x-forwarded-user", "x-forwarded-groups"
@@ -75,11 +76,15 @@ def test_the_inbox_token_verifies_with_the_shared_secret_and_names_the_user_and_
 
 def test_a_private_key_signs_with_its_kid_for_the_workers_jwks(tmp_path: Path) -> None:
     key = ed25519_key()
-    (tmp_path / "inbox.pem").write_bytes(key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))  # fmt: skip
+    (tmp_path / "inbox.pem").write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     write_jwks(tmp_path / "keys.json", jwk(key, "inbox-1", signoff_service=True))
-    signer = InboxSigner.from_env({"SIGNOFF_INBOX_SIGNING_KEY_FILE": str(tmp_path / "inbox.pem"),
-                                   "SIGNOFF_INBOX_SIGNING_KID": "inbox-1"})  # fmt: skip
+    signer = InboxSigner.from_env(
+        Environment(
+            {"SIGNOFF_INBOX_SIGNING_KEY_FILE": str(tmp_path / "inbox.pem"), "SIGNOFF_INBOX_SIGNING_KID": "inbox-1"}
+        )
+    )
     assert signer is not None and signer.algorithm == "EdDSA"
     token = signer.sign(Viewer("bob"), DecisionClaim(**BINDING.model_dump(), approved=False))
     assert ApproverKeys.load(tmp_path / "keys.json").verify(token).subject == "bob"  # a service key signs for anyone

@@ -11,9 +11,10 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from signoff.agent import AgentBuilder
+from signoff.agent.builder import AgentBuilder
+from signoff.config.environment import Environment
 from signoff.contract import AgentRunResult, RunOptions
-from signoff.limits import Limits
+from signoff.loop.limits import Limits
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.tools import tool
 from tests.helpers import (
@@ -47,7 +48,7 @@ def fifty_blobs(request: ScriptedRequest) -> Reply:
 async def test_fifty_rounds_of_one_megabyte_outputs_finish_with_the_file_store(client: Client, tmp_path: Path) -> None:
     address = client.service_client.config.target_host
     environ = {"TEMPORAL_ADDRESS": address, "SIGNOFF_PAYLOAD_STORE": (tmp_path / "store").as_uri()}
-    settings = ConnectionSettings.load(environ=environ)
+    settings = ConnectionSettings.load(Environment(environ))
     stored = await connect(settings)
     queue = f"large-{tmp_path.name}"
     agent = AgentBuilder("blobs").with_tool(blob).build()

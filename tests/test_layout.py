@@ -8,6 +8,7 @@ import their own code, never the project's.
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 import zipfile
@@ -37,22 +38,31 @@ def project(tmp_path: Path) -> Path:
 def test_the_wheel_installs_one_top_level_package(tmp_path: Path) -> None:
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(tmp_path), str(REPO)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        check=True,
+        capture_output=True,
+    )
     (wheel,) = tmp_path.glob("signoff-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"signoff"}
-    for part in ("workflows/agent_run.py", "activities/tool.py", "cli/main.py", "runtime/worker.py",
-                 "inbox/templates/call.html", "inbox/static/inbox.js", "inbox/static/inbox.css"):  # fmt: skip
+    for part in (
+        "workflows/agent_run.py",
+        "activities/tool.py",
+        "cli/main.py",
+        "runtime/worker.py",
+        "inbox/templates/call.html",
+        "inbox/static/inbox.js",
+        "inbox/static/inbox.css",
+    ):
         assert f"signoff/{part}" in names
 
 
 async def test_demo_works_from_a_project_with_the_samples_layout(client: Client, project: Path) -> None:
     address = client.service_client.config.target_host
     env = clean_env(TEMPORAL_ADDRESS=address, PYTHONPATH=project, USER="tester")
-    done = subprocess.run([str(BIN / "signoff"), "demo", "--yes"], cwd=project, env=env, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [str(BIN / "signoff"), "demo", "--yes"], cwd=project, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "imported the project" not in done.stdout + done.stderr
     assert "approved by tester" in done.stdout
@@ -73,10 +83,13 @@ async def test_the_worker_works_from_a_project_with_the_samples_layout(
     try:
         with ScriptedModelServer(echo) as model:
             env = clean_env(
-                TEMPORAL_ADDRESS=client.service_client.config.target_host, SIGNOFF_TASK_QUEUE=task_queue,
-                SIGNOFF_LLM_BASE_URL=model.base_url, SIGNOFF_LLM_MODEL="scripted", SIGNOFF_WORKSPACE=tmp_path,
+                TEMPORAL_ADDRESS=client.service_client.config.target_host,
+                SIGNOFF_TASK_QUEUE=task_queue,
+                SIGNOFF_LLM_BASE_URL=model.base_url,
+                SIGNOFF_LLM_MODEL="scripted",
+                SIGNOFF_WORKSPACE=tmp_path,
                 PYTHONPATH=project,
-            )  # fmt: skip
+            )
             worker = procs.start("worker", argv, env, cwd=project)
             await worker.wait_for_output(READY)
             handle = await start_run(client, task_queue)
@@ -87,3 +100,42 @@ async def test_the_worker_works_from_a_project_with_the_samples_layout(
         procs.cleanup()
         print(procs.report())
     assert result.text == "exit code: 0\nfrom the worker\n"
+
+
+LINKED = ("workflows", "activities")  # at the top of the repository, as Temporal's samples have them
+TEMPORAL_SIDE = ("workflows", "activities", "cli", "runtime")
+
+
+@pytest.mark.parametrize("name", LINKED)
+def test_the_top_level_links_lead_into_signoff(name: str) -> None:
+    link = REPO / name
+    assert link.is_symlink() and link.resolve() == (REPO / "signoff" / name).resolve()
+
+
+@pytest.mark.parametrize("module", ["workflows", "workflows.agent_run", "activities", "activities.tool"])
+def test_importing_a_linked_folder_by_its_top_level_name_is_refused(module: str) -> None:
+    """From the repository's root, `import workflows.agent_run` would load a second `AgentRun`."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"import {module}"], cwd=REPO, env=clean_env(), capture_output=True, text=True
+    )
+    assert done.returncode == 1
+    top = module.split(".")[0]
+    assert f"ImportError: import signoff.{top}, not {top}" in done.stderr, done.stderr
+
+
+def test_no_code_imports_the_temporal_side_by_a_top_level_name() -> None:
+    """Every import of the Temporal side says `signoff.`: one name per file, in tracebacks as in git."""
+    offenders = []
+    for path in sorted(REPO.glob("**/*.py")):
+        relative = path.relative_to(REPO)
+        if relative.parts[0] in {".venv", "build", *LINKED} or "node_modules" in relative.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            offenders += [f"{relative}:{node.lineno} {n}" for n in names if n.split(".")[0] in TEMPORAL_SIDE]
+    assert offenders == []

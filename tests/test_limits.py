@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,8 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailed
 from temporalio.testing import WorkflowEnvironment
 
 from signoff.contract import AgentRunResult, RunOptions
-from signoff.limits import cap_text
-from signoff.messages import ToolCall, Usage
+from signoff.loop.limits import cap_text
+from signoff.loop.messages import ToolCall, Usage
 from tests.conftest import start_dev_server
 from tests.helpers import (
     Reply,
@@ -69,9 +70,9 @@ def test_a_cut_output_fits_its_limit_and_says_truly_how_much_was_cut(size: int) 
 
 
 @pytest.fixture(scope="module")
-async def small_history_env() -> WorkflowEnvironment:
+async def small_history_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await start_dev_server("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=40")
-    yield env  # type: ignore[misc]
+    yield env
     await env.shutdown()
 
 
@@ -96,7 +97,7 @@ async def test_a_large_read_every_round_stays_within_budget_across_continue_as_n
     assert result.text == f"saw {rounds} tool messages" and len(runs) > 1
     assert max(sizes) < 600_000  # the transcript budget (500,000 bytes) with one round's growth
     elided = [m.content for m in result.messages if m.role == "tool" and (m.content or "").startswith("[elided: ")]
-    assert elided and "removed to keep the transcript within its budget of 500,000 bytes" in elided[0]
+    assert elided and "removed to keep the transcript within its budget of 500,000 bytes" in str(elided[0])
 
 
 def one_gated_call(request: ScriptedRequest) -> Reply:
@@ -219,7 +220,7 @@ async def test_tool_activities_run_at_most_32_at_once_and_answers_keep_their_ord
         running -= 1
         return f"done {n}"
 
-    from signoff.agent import AgentBuilder
+    from signoff.agent.builder import AgentBuilder
     from signoff.tools import tool
 
     agent = AgentBuilder("slow").with_tool(tool(name="slow")(slow)).build()

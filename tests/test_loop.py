@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from signoff.approvals import ToolApprovalResponse as Decision
-from signoff.loop import AgentLoop, AwaitApproval, CallModel, DecisionError, Finish, RunTools
-from signoff.messages import ChatMessage, ChatResponse, FinishReason, ToolCall
+from signoff.approval.requests import ToolApprovalResponse as Decision
+from signoff.loop.agent_loop import AgentLoop, AwaitApproval, CallModel, DecisionError, Finish, RunTools
+from signoff.loop.messages import ChatMessage, ChatResponse, FinishReason, ToolCall
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 TOOLS = {"run_command": "Run a shell command", "read_file": "Read a file"}
@@ -123,7 +123,7 @@ def test_star_decides_every_pending_call() -> None:
 def test_unknown_tool_answers_error_without_asking() -> None:
     loop = start(call("c1", "format_disk"), gated=("c1",))
     assert loop.next_action() == CallModel(1)
-    assert loop.messages[-1].content.startswith("Error: unknown tool 'format_disk'")
+    assert (loop.messages[-1].content or "").startswith("Error: unknown tool 'format_disk'")
     assert loop.state.approvals == []
 
 
@@ -131,17 +131,20 @@ def test_invalid_json_arguments_answer_error_without_asking() -> None:
     bad = ToolCall(id="c1", name="run_command", arguments='{"command": "ls"')
     loop = start(bad, gated=("c1",))
     assert loop.next_action() == CallModel(1)
-    assert loop.messages[-1].content.startswith("Error: invalid JSON arguments for run_command: Expecting ','")
+    assert (loop.messages[-1].content or "").startswith("Error: invalid JSON arguments for run_command: Expecting ','")
 
 
-@pytest.mark.parametrize(("text", "why"), [
-    ('{"command": NaN}', "NaN is not a JSON number"),
-    ('{"command": "ls", "timeout_secs": Infinity}', "Infinity is not a JSON number"),
-    ('{"timeout_secs": 1e999}', "1e999 is too large for a JSON number"),
-    ('{"command": "\\ud800"}', "lone surrogate"),
-    ('{"a": ' * 65 + "1" + "}" * 65, "nested deeper than 64 levels"),
-    ('{"a": ' * 10_000 + "1" + "}" * 10_000, "nested deeper than 64 levels"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('{"command": NaN}', "NaN is not a JSON number"),
+        ('{"command": "ls", "timeout_secs": Infinity}', "Infinity is not a JSON number"),
+        ('{"timeout_secs": 1e999}', "1e999 is too large for a JSON number"),
+        ('{"command": "\\ud800"}', "lone surrogate"),
+        ('{"a": ' * 65 + "1" + "}" * 65, "nested deeper than 64 levels"),
+        ('{"a": ' * 10_000 + "1" + "}" * 10_000, "nested deeper than 64 levels"),
+    ],
+)
 def test_arguments_that_are_not_strict_json_answer_error_without_asking(text: str, why: str) -> None:
     loop = start(ToolCall(id="c1", name="run_command", arguments=text), gated=("c1",))
     assert loop.next_action() == CallModel(1)

@@ -12,21 +12,24 @@ from pathlib import Path
 import pytest
 
 from signoff import MCPServer, PolicyBook
-from signoff.defaults import default_agent
+from signoff.agent.defaults import default_agent
+from signoff.config.environment import MCP_CONFIG_ENV
 from signoff.errors import ConfigError
-from signoff.runtime.setup import WorkerSetup
-from signoff.tools.mcp.config import MCP_CONFIG_ENV
+from signoff.tools.files.scope import WorkspaceScope
 from signoff.tools.mcp.listing import MCPToolInfo, model_name
-from signoff.tools.scope import WorkspaceScope
+from tests.helpers import worker_settings
 
 EXAMPLE = {
     "mcpServers": {
         "git": {"command": "uvx", "args": ["mcp-server-git", "--repository", "/srv/repo"], "trusted": True},
-        "docs": {"url": "https://docs.example.com/mcp", "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"},
-                 "tools": ["search"]},
+        "docs": {
+            "url": "https://docs.example.com/mcp",
+            "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"},
+            "tools": ["search"],
+        },
         "old": {"command": "old-server", "disabled": True},
     }
-}  # fmt: skip
+}
 
 
 def test_a_json_file_in_the_common_shape_gives_its_servers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -34,11 +37,20 @@ def test_a_json_file_in_the_common_shape_gives_its_servers(tmp_path: Path, monke
     (tmp_path / "mcp.json").write_text(json.dumps(EXAMPLE))
     git, docs = MCPServer.load_all(tmp_path / "mcp.json")
     assert (git.name, git.transport, git.command, git.args, git.trusted, git.tools) == (
-        "git", "stdio", "uvx", ("mcp-server-git", "--repository", "/srv/repo"), True, None,
-    )  # fmt: skip
+        "git",
+        "stdio",
+        "uvx",
+        ("mcp-server-git", "--repository", "/srv/repo"),
+        True,
+        None,
+    )
     assert (docs.transport, docs.url, docs.headers, docs.trusted, docs.tools) == (
-        "http", "https://docs.example.com/mcp", {"Authorization": "Bearer s3cret"}, False, ("search",),
-    )  # fmt: skip
+        "http",
+        "https://docs.example.com/mcp",
+        {"Authorization": "Bearer s3cret"},
+        False,
+        ("search",),
+    )
 
 
 def test_a_toml_file_reads_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,19 +75,22 @@ def test_variables_expand_with_defaults_and_a_missing_one_is_named_without_its_v
     )
 
 
-@pytest.mark.parametrize(("fields", "says"), [
-    ({"command": "a", "url": "https://x/mcp"}, "give either command"),
-    ({}, "give either command"),
-    ({"url": "ftp://x/mcp"}, "url must be an http:// or https:// address"),
-    ({"url": "https://x/sse", "type": "sse"}, "type: Input should be"),
-    ({"command": "a", "type": "http"}, "type 'http' does not match command"),
-    ({"url": "https://x/mcp", "args": ["a"]}, "args, env and cwd go with command"),
-    ({"command": "a", "headers": {"A": "b"}}, "headers go with url"),
-    ({"command": "a", "alwaysAllow": ["rm"]}, "alwaysAllow: unknown field (known: type, command"),
-    ({"command": "a", "tool": ["x"]}, "tool: unknown field"),
-    ({"command": "a", "trusted": "yes please"}, "trusted: Input should be a valid boolean"),
-    ({"command": "a", "timeout_seconds": 0}, "timeout_seconds: Input should be greater than 0"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"command": "a", "url": "https://x/mcp"}, "give either command"),
+        ({}, "give either command"),
+        ({"url": "ftp://x/mcp"}, "url must be an http:// or https:// address"),
+        ({"url": "https://x/sse", "type": "sse"}, "type: Input should be"),
+        ({"command": "a", "type": "http"}, "type 'http' does not match command"),
+        ({"url": "https://x/mcp", "args": ["a"]}, "args, env and cwd go with command"),
+        ({"command": "a", "headers": {"A": "b"}}, "headers go with url"),
+        ({"command": "a", "alwaysAllow": ["rm"]}, "alwaysAllow: unknown field (known: type, command"),
+        ({"command": "a", "tool": ["x"]}, "tool: unknown field"),
+        ({"command": "a", "trusted": "yes please"}, "trusted: Input should be a valid boolean"),
+        ({"command": "a", "timeout_seconds": 0}, "timeout_seconds: Input should be greater than 0"),
+    ],
+)
 def test_a_bad_server_is_refused_naming_it_and_the_field(fields: dict[str, object], says: str) -> None:
     with pytest.raises(ConfigError) as refused:
         MCPServer.parse_all({"mcpServers": {"git": fields}}, "mcp.json")
@@ -98,12 +113,15 @@ def test_a_header_value_never_appears_in_an_error_or_a_repr(monkeypatch: pytest.
     assert "s3cret" not in str(refused.value) + repr(server) + server.describe()
 
 
-@pytest.mark.parametrize(("text", "says"), [
-    ("not json", "is not valid .json"),
-    ('{"servers": {}}', 'expected a table "mcpServers"'),
-    ('{"mcpServers": {"git": "uvx"}}', "MCP server 'git': expected a table of fields"),
-    ('{"mcpServers": {"git": {"name": "x", "command": "a"}}}', "the name is the entry's key"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("not json", "is not valid .json"),
+        ('{"servers": {}}', 'expected a table "mcpServers"'),
+        ('{"mcpServers": {"git": "uvx"}}', "MCP server 'git': expected a table of fields"),
+        ('{"mcpServers": {"git": {"name": "x", "command": "a"}}}', "the name is the entry's key"),
+    ],
+)
 def test_a_file_that_is_not_a_table_of_servers_is_refused(tmp_path: Path, text: str, says: str) -> None:
     (tmp_path / "mcp.json").write_text(text)
     with pytest.raises(ConfigError, match=says):
@@ -143,15 +161,18 @@ def test_tool_names_are_valid_function_names() -> None:
     assert len(long) == 64 and long.startswith("mcp__fs__xxx") and long != model_name("fs", "x" * 81)
 
 
-@pytest.mark.parametrize(("trusted", "hints", "gate", "idempotent"), [
-    (True, {"readOnlyHint": True}, "never", False),
-    (True, {"readOnlyHint": True, "destructiveHint": False}, "never", False),
-    (True, {"readOnlyHint": True, "destructiveHint": True}, "always", False),
-    (True, {"readOnlyHint": False, "idempotentHint": True}, "always", True),
-    (True, {}, "always", False),
-    (False, {"readOnlyHint": True}, "always", False),
-    (False, {"readOnlyHint": False, "idempotentHint": True}, "always", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("trusted", "hints", "gate", "idempotent"),
+    [
+        (True, {"readOnlyHint": True}, "never", False),
+        (True, {"readOnlyHint": True, "destructiveHint": False}, "never", False),
+        (True, {"readOnlyHint": True, "destructiveHint": True}, "always", False),
+        (True, {"readOnlyHint": False, "idempotentHint": True}, "always", True),
+        (True, {}, "always", False),
+        (False, {"readOnlyHint": True}, "always", False),
+        (False, {"readOnlyHint": False, "idempotentHint": True}, "always", False),
+    ],
+)
 def test_only_a_trusted_servers_annotations_relax_the_gate_or_allow_retries(
     trusted: bool, hints: dict[str, bool], gate: str, idempotent: bool
 ) -> None:
@@ -166,8 +187,10 @@ def test_the_readme_s_configuration_example_is_valid(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("TICKETS_TOKEN", "t")
     servers = MCPServer.parse_all(json.loads(example), "README")
     assert [(s.name, s.transport, s.trusted) for s in servers] == [
-        ("git", "stdio", True), ("files", "stdio", False), ("tickets", "http", False),
-    ]  # fmt: skip
+        ("git", "stdio", True),
+        ("files", "stdio", False),
+        ("tickets", "http", False),
+    ]
     (policy,) = [b for b in re.findall(r"```toml\n(.*?)```", readme, re.S) if "[mcp__git__git_commit]" in b]
     assert PolicyBook.parse(tomllib.loads(policy)).for_tool("mcp__git__git_commit").verified
 
@@ -178,10 +201,10 @@ def test_the_worker_refuses_at_start_a_server_it_cannot_start_or_an_mcp_policy_i
     scope = WorkspaceScope(tmp_path)
     missing = {"default": default_agent(scope, mcp_servers=[MCPServer(name="git", command="no-such-mcp-server")])}
     with pytest.raises(ConfigError, match="MCP server 'git': command 'no-such-mcp-server' is not found"):
-        WorkerSetup.from_env(missing, env={})
+        worker_settings(missing, {})
     (tmp_path / "policies.json").write_text(json.dumps({"mcp__git__git_commit": {"verified": True}}))
     agents = {"default": default_agent(scope, mcp_servers=[MCPServer(name="git", command=sys.executable)])}
     with pytest.raises(ConfigError, match=r"need verified approvers or requesters \(default/mcp__git__git_commit\)"):
-        WorkerSetup.from_env(agents, env={"SIGNOFF_POLICY_FILE": str(tmp_path / "policies.json")})
-    (line,) = [x for x in WorkerSetup.from_env(agents, env={}).describe(agents) if x.startswith("MCP servers: ")]
+        worker_settings(agents, {"SIGNOFF_POLICY_FILE": str(tmp_path / "policies.json")})
+    (line,) = [x for x in worker_settings(agents, {}).describe(agents) if x.startswith("MCP servers: ")]
     assert line.startswith("MCP servers: git (stdio: ") and line.endswith("; untrusted)"), line

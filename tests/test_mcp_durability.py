@@ -13,7 +13,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from signoff.approvals import ToolApprovalResponse
+from signoff.approval.requests import ToolApprovalResponse
 from tests.governance import turns
 from tests.helpers import ScriptedModelServer, assert_eventually, result_unless, start_run, wait_pending
 from tests.mcp_helpers import SERVER, calls, mcp_call, tools_called
@@ -24,19 +24,28 @@ def configured(tmp_path: Path, procs: Processes) -> Path:
     """`mcp.json` with the test server as `notes`; returns its notes directory."""
     notes = tmp_path / "notes"
     notes.mkdir()
-    config = {"mcpServers": {"notes": {"command": sys.executable, "args": [str(SERVER)],
-                                       "env": {"NOTES_DIR": str(notes)}}}}  # fmt: skip
+    config = {
+        "mcpServers": {"notes": {"command": sys.executable, "args": [str(SERVER)], "env": {"NOTES_DIR": str(notes)}}}
+    }
     (tmp_path / "mcp.json").write_text(json.dumps(config))
-    procs.cleanups.append(lambda: [kill_group(pid) for pid, _, _ in calls(notes)])  # a killed worker's server lives on
+
+    def kill_servers() -> None:  # a killed worker's server lives on
+        for pid, _, _ in calls(notes):
+            kill_group(pid)
+
+    procs.cleanups.append(kill_servers)
     return notes
 
 
 def worker_env(client: Client, task_queue: str, model: ScriptedModelServer, tmp_path: Path) -> dict[str, str]:
     return clean_env(
-        TEMPORAL_ADDRESS=client.service_client.config.target_host, SIGNOFF_TASK_QUEUE=task_queue,
-        SIGNOFF_LLM_BASE_URL=model.base_url, SIGNOFF_LLM_MODEL="scripted", SIGNOFF_WORKSPACE=tmp_path,
+        TEMPORAL_ADDRESS=client.service_client.config.target_host,
+        SIGNOFF_TASK_QUEUE=task_queue,
+        SIGNOFF_LLM_BASE_URL=model.base_url,
+        SIGNOFF_LLM_MODEL="scripted",
+        SIGNOFF_WORKSPACE=tmp_path,
         SIGNOFF_MCP_CONFIG=tmp_path / "mcp.json",
-    )  # fmt: skip
+    )
 
 
 async def test_an_mcp_call_interrupted_by_a_worker_crash_is_reported_unknown_and_not_run_again(
@@ -72,4 +81,3 @@ async def test_an_mcp_call_interrupted_by_a_worker_crash_is_reported_unknown_and
     assert (tool_message.role, tool_message.tool_call_id) == ("tool", "call_1")
     assert (tool_message.content or "").startswith("Error: outcome unknown"), tool_message.content
     assert tools_called(notes).count("slow") == 1
-

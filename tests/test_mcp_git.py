@@ -10,7 +10,7 @@ from pathlib import Path
 from temporalio.client import Client
 
 from signoff import AgentBuilder, MCPServer
-from signoff.approvals import ToolApprovalResponse
+from signoff.approval.requests import ToolApprovalResponse
 from signoff.contract import AgentRunResult
 from tests.governance import turns
 from tests.helpers import ScriptedModelServer, running_worker, start_run, wait_pending
@@ -40,8 +40,9 @@ async def test_git_status_runs_at_once_and_git_commit_waits_then_commits(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     repo = repository(tmp_path)
-    server = MCPServer(name="git", command=sys.executable, args=["-m", "mcp_server_git", "--repository", str(repo)],
-                       trusted=True)  # fmt: skip
+    server = MCPServer(
+        name="git", command=sys.executable, args=["-m", "mcp_server_git", "--repository", str(repo)], trusted=True
+    )
     agent = AgentBuilder("git-ops").with_mcp_server(server).build()
     script = turns(
         [mcp_call("git_status", "call_1", server="git", repo_path=str(repo))],
@@ -65,6 +66,18 @@ async def test_git_status_runs_at_once_and_git_commit_waits_then_commits(
     assert "Changes committed successfully" in (result.messages[-2].content or ""), result.messages[-2]
     assert [t for t in model.requests[0].tools if t.startswith("mcp__git__")] == [
         f"mcp__git__git_{name}"
-        for name in ("status", "diff_unstaged", "diff_staged", "diff", "commit", "add", "reset", "log",
-                     "create_branch", "checkout", "show", "branch")
-    ]  # fmt: skip
+        for name in (
+            "status",
+            "diff_unstaged",
+            "diff_staged",
+            "diff",
+            "commit",
+            "add",
+            "reset",
+            "log",
+            "create_branch",
+            "checkout",
+            "show",
+            "branch",
+        )
+    ]

@@ -15,14 +15,14 @@ from temporalio.testing import ActivityEnvironment
 
 from signoff import AgentBuilder, ApprovalPolicy, MCPServer, MCPTool, PolicyBook
 from signoff.activities.served import ServedAgents
-from signoff.agent import ChatClientAgent
-from signoff.approvals import ToolApprovalRequest, ToolApprovalResponse
+from signoff.agent.builder import ChatClientAgent
+from signoff.agent.snapshot import RunSnapshot
+from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse
 from signoff.cli.calls import shown_call
 from signoff.cli.style import Style
 from signoff.contract import AgentRunResult
 from signoff.errors import ConfigError
-from signoff.messages import ChatMessage
-from signoff.snapshot import RunSnapshot
+from signoff.loop.messages import ChatMessage
 from tests.governance import turns
 from tests.helpers import ScriptedModelServer, running_worker, start_run, wait_pending
 from tests.mcp_helpers import calls, http_server, mcp_call, stdio, tools_called
@@ -89,8 +89,10 @@ async def test_an_untrusted_read_waits_and_the_request_shows_server_tool_annotat
         "readOnlyHint: true, openWorldHint: false). Read a note"
     )
     assert (request["name"], request["arguments"], request["description"]) == (
-        "mcp__notes__read_note", {"name": "a.txt"}, about,
-    )  # fmt: skip
+        "mcp__notes__read_note",
+        {"name": "a.txt"},
+        about,
+    )
     assert f"  `{about}`" in metadata.current_details.splitlines()  # the Web UI's current details
     shown = shown_call(handle.id, ToolApprovalRequest.model_validate(request), Style(), None)
     assert shown[1] == f"    about      {about}"  # `signoff pending`
@@ -173,8 +175,15 @@ async def test_an_unreachable_server_is_in_the_runs_events_and_the_run_goes_on_w
             result = await finished(handle)
             feed = await events(handle)
     unavailable = [e for e in feed if e["type"] == "mcp_unavailable"]
-    assert unavailable == [{"seq": 0, "type": "mcp_unavailable", "server": "broken", "tool": None,
-                            "message": "cannot start '/no/such/mcp-server': no such file or directory"}]  # fmt: skip
+    assert unavailable == [
+        {
+            "seq": 0,
+            "type": "mcp_unavailable",
+            "server": "broken",
+            "tool": None,
+            "message": "cannot start '/no/such/mcp-server': no such file or directory",
+        }
+    ]
     assert result.text == "note a" and not any(t.startswith("mcp__broken") for t in model.requests[0].tools)
 
 
@@ -219,15 +228,21 @@ async def test_a_parked_run_keeps_the_tools_it_was_shown_and_a_new_worker_runs_i
     assert request["description"].endswith("Delete a note") and result.text == "deleted a.txt"
     assert not (notes / "a.txt").exists()
     assert shown.tool("mcp__notes__tidy") is not None and now.tool("mcp__notes__tidy") is None
-    assert (shown.descriptions["mcp__notes__read_note"].endswith("Read a note"),
-            now.descriptions["mcp__notes__read_note"].endswith("Read a note (v2)")) == (True, True)  # fmt: skip
+    assert (
+        shown.descriptions["mcp__notes__read_note"].endswith("Read a note"),
+        now.descriptions["mcp__notes__read_note"].endswith("Read a note (v2)"),
+    ) == (True, True)
 
 
 async def test_a_streamable_http_server_s_tools_run_in_a_durable_run(
     client: Client, task_queue: str, notes: Path
 ) -> None:
-    script = turns([mcp_call("read_note", "call_1", name="a.txt"), mcp_call("write_note", "call_2", name="b.txt",
-                                                                            text="from http")])  # fmt: skip
+    script = turns(
+        [
+            mcp_call("read_note", "call_1", name="a.txt"),
+            mcp_call("write_note", "call_2", name="b.txt", text="from http"),
+        ]
+    )
     async with http_server(notes) as url:
         with ScriptedModelServer(script) as model:
             async with running_worker(client, task_queue, model, ops(MCPServer(name="notes", url=url, trusted=True))):
@@ -257,9 +272,9 @@ async def test_a_worker_that_did_not_list_the_tools_rebuilds_the_runs_snapshot_a
             again = other.own("ops", snapshot.digest())
             await parked.terminate()
             await other.aclose()
-    assert resolved.own and resolved.model == snapshot and again is not None and again.own
+    assert resolved.own and resolved.snapshot == snapshot and again is not None and again.own
     delete = resolved.registry.get("mcp__notes__delete_note")
-    assert isinstance(delete, MCPTool) and delete.mcp == snapshot.tool("mcp__notes__delete_note").mcp  # type: ignore[union-attr]
+    assert isinstance(delete, MCPTool) and delete.mcp == snapshot.tool("mcp__notes__delete_note").mcp
 
 
 def alive(pid: int) -> bool:

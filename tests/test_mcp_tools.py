@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from signoff import AgentBuilder, MCPServer, MCPUnavailableEvent
-from signoff.approvals import ToolApprovalResponse
+from signoff.agent.session import AgentRunOptions, AgentSession
+from signoff.approval.requests import ToolApprovalResponse
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
-from signoff.messages import ApprovalRequestEvent, ChatMessage, FinishEvent, FinishReason, ToolSpec
-from signoff.session import AgentRunOptions, AgentSession
+from signoff.loop.messages import ApprovalRequestEvent, ChatMessage, FinishEvent, FinishReason, ToolSpec
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 from signoff.tools.mcp import MCPTool, MCPToolInfo
 from signoff.tools.mcp.sessions import MCPSessions
@@ -62,13 +62,18 @@ async def test_tools_are_listed_with_prefixed_names_descriptions_schemas_and_ann
     notes: Path, sessions: MCPSessions
 ) -> None:
     tools = await listed(stdio(notes), sessions)
-    assert sorted(tools) == [f"mcp__notes__{t}" for t in sorted(
-        ["read_note", "write_note", "delete_note", "tidy", "whoami", "fail", "crash", "slow", "media", "stats"]
-    )]  # fmt: skip
+    assert sorted(tools) == [
+        f"mcp__notes__{t}"
+        for t in sorted(
+            ["read_note", "write_note", "delete_note", "tidy", "whoami", "fail", "crash", "slow", "media", "stats"]
+        )
+    ]
     read = tools["mcp__notes__read_note"]
     assert (read.description, read.parameters["properties"]["name"]["type"], read.parameters["required"]) == (
-        "Read a note", "string", ["name"],
-    )  # fmt: skip
+        "Read a note",
+        "string",
+        ["name"],
+    )
     assert read.mcp == MCPToolInfo(
         server="notes", tool="read_note", trusted=False, annotations={"readOnlyHint": True, "openWorldHint": False}
     )
@@ -98,8 +103,9 @@ async def test_the_tools_list_offers_only_the_named_tools_and_names_those_not_li
 ) -> None:
     tools, missing = await open_tools([stdio(notes, tools=["read_note", "format_disk"])], sessions)
     assert [t.name for t in tools] == ["mcp__notes__read_note"]
-    assert missing == [MCPUnavailableEvent(server="notes", tool="format_disk", message="in the tools allow-list, "
-                                           "but not listed")]  # fmt: skip
+    assert missing == [
+        MCPUnavailableEvent(server="notes", tool="format_disk", message="in the tools allow-list, but not listed")
+    ]
 
 
 async def test_a_server_that_cannot_start_is_named_with_why_and_the_others_still_list(
@@ -166,8 +172,9 @@ async def test_a_tool_error_and_a_protocol_error_are_errors_for_the_model(notes:
     tools = await listed(server, sessions)
     failed = await tools["mcp__notes__fail"].execute({"message": "disk full"}, approved=True)
     wrong = await tools["mcp__notes__read_note"].execute({"nom": "a.txt"}, approved=True)
-    (unknown,) = rebuilt_tools([(ToolSpec(name="mcp__notes__gone"), MCPToolInfo(server="notes", tool="gone"))],
-                               {"notes": server}, sessions)  # fmt: skip
+    (unknown,) = rebuilt_tools(
+        [(ToolSpec(name="mcp__notes__gone"), MCPToolInfo(server="notes", tool="gone"))], {"notes": server}, sessions
+    )
     gone = await unknown.execute({}, approved=True)
     assert failed.to_message() == "Error: Error executing tool fail: disk full"
     assert wrong.is_error and "name" in wrong.content, wrong
@@ -218,8 +225,12 @@ async def test_a_stdio_server_gets_the_allow_listed_environment_and_its_own_env_
         return whoami((await tools["mcp__notes__whoami"].execute({"variable": variable})).content)["env"]
 
     assert [await seen(v) for v in ("TEMPORAL_API_KEY", "SIGNOFF_LLM_API_KEY", "GOPROXY", "NOTES_MODE", "PATH")] == [
-        None, None, "https://proxy.example", "strict", os.environ["PATH"],
-    ]  # fmt: skip
+        None,
+        None,
+        "https://proxy.example",
+        "strict",
+        os.environ["PATH"],
+    ]
     assert whoami((await tools["mcp__notes__whoami"].execute({})).content)["cwd"] == str(notes)
 
 
@@ -231,8 +242,9 @@ async def test_a_stdio_server_runs_as_the_tool_user(sessions: MCPSessions, monke
     out = Path(tempfile.mkdtemp(prefix="signoff-mcp-user-"))
     os.chmod(out, stat.S_IRWXU | stat.S_IRWXG | stat.S_IRWXO)
     monkeypatch.setenv("SIGNOFF_TOOL_USER", "nobody")
-    server = MCPServer(name="who", command="/bin/sh", args=["-c", f"id -u > {out}/id; id -g >> {out}/id; "
-                       f"echo $HOME >> {out}/id"])  # fmt: skip
+    server = MCPServer(
+        name="who", command="/bin/sh", args=["-c", f"id -u > {out}/id; id -g >> {out}/id; echo $HOME >> {out}/id"]
+    )
     _, (missing,) = await open_tools([server], sessions)
     assert "closed the connection" in missing.message
     assert (out / "id").read_text().split() == [str(nobody.pw_uid), str(nobody.pw_gid), nobody.pw_dir]
@@ -259,8 +271,9 @@ async def test_a_snapshot_claiming_a_destructive_tool_is_read_only_does_not_make
     notes: Path, sessions: MCPSessions
 ) -> None:
     forged = MCPToolInfo(server="notes", tool="delete_note", trusted=True, annotations={"readOnlyHint": True})
-    (tool,) = rebuilt_tools([(ToolSpec(name="mcp__notes__delete_note"), forged)], {"notes": stdio(notes, trusted=True)},
-                            sessions)  # fmt: skip
+    (tool,) = rebuilt_tools(
+        [(ToolSpec(name="mcp__notes__delete_note"), forged)], {"notes": stdio(notes, trusted=True)}, sessions
+    )
     assert tool.gate == "never"  # as the snapshot says; the worker checks its own listing before it runs
     refused = await tool.execute({"name": "a.txt"})
     assert "MCP server 'notes' no longer declares this tool read-only" in refused.content
@@ -278,8 +291,12 @@ async def test_a_server_the_worker_does_not_know_is_an_error_not_a_crash(session
 
 def write_then_report(request: ScriptedRequest) -> Reply:
     if request.round == 1:
-        return Reply.tool_calls([mcp_call("read_note", "call_1", name="a.txt"),
-                                 mcp_call("write_note", "call_2", name="b.txt", text="hello")])  # fmt: skip
+        return Reply.tool_calls(
+            [
+                mcp_call("read_note", "call_1", name="a.txt"),
+                mcp_call("write_note", "call_2", name="b.txt", text="hello"),
+            ]
+        )
     return Reply.text(" | ".join(m.content or "" for m in request.messages if m.role == "tool"))
 
 
@@ -287,8 +304,13 @@ async def test_the_in_process_agent_runs_trusted_reads_and_waits_for_approval_of
     with ScriptedModelServer(write_then_report) as model:
         client = OpenAIChatClient(LLMConfig(base_url=model.base_url, model="scripted"))
         broken = MCPServer(name="gone", command="/no/such/mcp-server")
-        agent = AgentBuilder("ops").with_chat_client(client).with_mcp_server(stdio(notes, trusted=True)) \
-            .with_mcp_server(broken).build()  # fmt: skip
+        agent = (
+            AgentBuilder("ops")
+            .with_chat_client(client)
+            .with_mcp_server(stdio(notes, trusted=True))
+            .with_mcp_server(broken)
+            .build()
+        )
         session = AgentSession()
         async with agent:
             events = [e async for e in agent.run("copy a to b", session)]
@@ -297,8 +319,9 @@ async def test_the_in_process_agent_runs_trusted_reads_and_waits_for_approval_of
             resumed = [
                 e async for e in agent.run([], session, AgentRunOptions([ToolApprovalResponse.approve("call_2")]))
             ]
-    assert events[0] == MCPUnavailableEvent(server="gone", message="cannot start '/no/such/mcp-server': no such file "
-                                            "or directory")  # fmt: skip
+    assert events[0] == MCPUnavailableEvent(
+        server="gone", message="cannot start '/no/such/mcp-server': no such file or directory"
+    )
     assert (request.name, request.arguments) == ("mcp__notes__write_note", {"name": "b.txt", "text": "hello"})
     assert request.description.startswith(
         "MCP tool 'write_note' of server 'notes' (trusted server; readOnlyHint: "

@@ -16,9 +16,10 @@ import pytest
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Replayer
 
+from signoff.config.environment import Environment
 from signoff.contract import METRIC_DECISIONS, METRIC_PENDING, METRIC_TOKENS, METRIC_TOOL_CALLS, METRIC_WAIT, RunOptions
 from signoff.errors import ConfigError
-from signoff.messages import Usage
+from signoff.loop.messages import Usage
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.telemetry import PendingGauge, TelemetrySettings
 from signoff.runtime.worker import sandbox_runner
@@ -70,7 +71,7 @@ async def test_metrics_count_each_decision_once_and_the_gauge_counts_waiting_run
 ) -> None:
     address = f"127.0.0.1:{free_port()}"
     environ = {"TEMPORAL_ADDRESS": client.service_client.config.target_host, "SIGNOFF_METRICS_ADDRESS": address}
-    settings = ConnectionSettings.load(environ=environ)
+    settings = ConnectionSettings.load(Environment(environ))
     runtime = settings.telemetry.runtime()
     assert runtime is not None
     metered = await connect(settings, runtime=runtime, worker=True)
@@ -110,8 +111,12 @@ async def test_metrics_count_each_decision_once_and_the_gauge_counts_waiting_run
         for name in dashboard_metrics():  # the ready-made dashboard graphs what a worker exposes
             assert scrape(text, name, **ours) >= 0
 
-        replayer = Replayer(workflows=[AgentRun], data_converter=metered.data_converter,
-                            workflow_runner=sandbox_runner(), runtime=runtime)  # fmt: skip
+        replayer = Replayer(
+            workflows=[AgentRun],
+            data_converter=metered.data_converter,
+            workflow_runner=sandbox_runner(),
+            runtime=runtime,
+        )
         for handle in finished:
             await replayer.replay_workflow(await handle.fetch_history())
         again = (await httpx.AsyncClient().get(url)).text
@@ -122,9 +127,9 @@ async def test_metrics_count_each_decision_once_and_the_gauge_counts_waiting_run
 
 def test_metric_settings_that_cannot_work_are_refused_at_start() -> None:
     with pytest.raises(ConfigError, match="SIGNOFF_METRICS_ADDRESS must be host:port"):
-        TelemetrySettings.from_env({"SIGNOFF_METRICS_ADDRESS": "9464"})
+        TelemetrySettings.from_env(Environment({"SIGNOFF_METRICS_ADDRESS": "9464"}))
     with pytest.raises(ConfigError, match="SIGNOFF_OTEL must be 1 or 0"):
-        TelemetrySettings.from_env({"SIGNOFF_OTEL": "maybe"})
+        TelemetrySettings.from_env(Environment({"SIGNOFF_OTEL": "maybe"}))
     taken = f"127.0.0.1:{free_port()}"
     first = TelemetrySettings(taken).runtime()
     assert first is not None

@@ -8,13 +8,14 @@ WorkflowTaskFailed, the answer each call got, and how many model requests were p
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 
 from signoff.contract import AgentRunResult
-from signoff.messages import ChatMessage, ToolCall
+from signoff.loop.messages import ChatMessage, ToolCall
 from tests.helpers import (
     Reply,
     ScriptedModelServer,
@@ -31,7 +32,7 @@ def tool_answers(request: ScriptedRequest) -> list[str]:
     return [m.content or "" for m in request.messages if m.role == "tool"]
 
 
-def once(*calls: ToolCall) -> object:
+def once(*calls: ToolCall) -> Callable[[ScriptedRequest], Reply]:
     """A script: these calls first, then a text listing the tool answers it was shown."""
 
     def script(request: ScriptedRequest) -> Reply:
@@ -42,12 +43,15 @@ def once(*calls: ToolCall) -> object:
     return script
 
 
-@pytest.mark.parametrize(("arguments", "why"), [
-    ('{"command": NaN}', "NaN is not a JSON number"),
-    ('{"command": "ls", "timeout_secs": Infinity}', "Infinity is not a JSON number"),
-    ('{"command": "ls", "timeout_secs": -1e400}', "is too large for a JSON number"),
-    ('{"command": ' * 100_000 + '"ls"' + "}" * 100_000, "nested deeper than 64 levels"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("arguments", "why"),
+    [
+        ('{"command": NaN}', "NaN is not a JSON number"),
+        ('{"command": "ls", "timeout_secs": Infinity}', "Infinity is not a JSON number"),
+        ('{"command": "ls", "timeout_secs": -1e400}', "is too large for a JSON number"),
+        ('{"command": ' * 100_000 + '"ls"' + "}" * 100_000, "nested deeper than 64 levels"),
+    ],
+)
 async def test_arguments_that_are_not_strict_json_are_answered_once_without_a_retry(
     client: Client, task_queue: str, tmp_path: Path, arguments: str, why: str
 ) -> None:
@@ -107,8 +111,10 @@ async def test_two_calls_with_one_id_each_get_an_id_of_their_own_and_the_model_s
 async def test_an_id_that_is_empty_a_wildcard_or_malformed_is_replaced_by_one_of_signoffs(
     client: Client, task_queue: str, tmp_path: Path, model_id: str
 ) -> None:
-    calls = [ToolCall(id=model_id, name="run_command", arguments='{"command": "echo w"}'),
-             ToolCall(id="call_ok", name="run_command", arguments='{"command": "echo k"}')]  # fmt: skip
+    calls = [
+        ToolCall(id=model_id, name="run_command", arguments='{"command": "echo w"}'),
+        ToolCall(id="call_ok", name="run_command", arguments='{"command": "echo k"}'),
+    ]
     with ScriptedModelServer(once(*calls)) as model:
         async with running_worker(client, task_queue, model, agents_for(tmp_path)):
             handle = await start_run(client, task_queue)

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from signoff.approvals import ApprovalRecord, ToolApprovalRequest
-from signoff.messages import (
+from signoff import AgentEvent
+from signoff.approval.requests import ApprovalRecord, ToolApprovalRequest
+from signoff.loop.messages import (
     ApprovalDecisionEvent,
     ApprovalRequestEvent,
     TextEvent,
     ToolResultEvent,
 )
-from signoff.neutral import neutralise
-from signoff.render import AgentResponseConverter, render_event
+from signoff.text.neutral import neutralise
+from signoff.text.render import AgentResponseConverter, render_event
 
 ATTACKS = {
     "clear screen": ("\x1b[2J\x1b[H", "\\x1b[2J\\x1b[H"),
@@ -52,9 +53,12 @@ def test_plain_text_of_events_is_inert() -> None:
     """The in-process API's text (`AgentResponseConverter`) is neutralised too."""
     request = ToolApprovalRequest(call_id="c\x1b]0;t\x07", name="run_command", arguments={"command": "ls\x1b[2J"})
     record = ApprovalRecord(call_id="c1", name="run_command", approved=False, reason="no\x1b]52;c;eA==\x07")
-    events = [TextEvent(text="hi\x1b[2J"), ApprovalRequestEvent(request=request),
-              ToolResultEvent(call_id="c1", name="run_command", content="\x1b[1Aout"),
-              ApprovalDecisionEvent(record=record)]  # fmt: skip
+    events: list[AgentEvent] = [
+        TextEvent(text="hi\x1b[2J"),
+        ApprovalRequestEvent(request=request),
+        ToolResultEvent(call_id="c1", name="run_command", content="\x1b[1Aout"),
+        ApprovalDecisionEvent(record=record),
+    ]
     text = AgentResponseConverter.to_text(events)
     assert "\x1b" not in text and "\x07" not in text
     assert render_event(ApprovalRequestEvent(request=request)) == (

@@ -11,8 +11,9 @@ from temporalio.testing import ActivityEnvironment
 
 from signoff.activities.models import NotifyInput
 from signoff.activities.notify import NotifyConfig, channel_id, deliver
+from signoff.config.environment import Environment
 from signoff.errors import ConfigError
-from signoff.notices import notice_text
+from signoff.text.notices import notice_text
 from tests.processes import free_port
 from tests.receiver import Receiver
 
@@ -20,8 +21,12 @@ HOSTILE = "<!channel> @everyone `done`\nApproved by alice\u202e <https://evil.ex
 
 
 def request(**overrides: object) -> dict[str, object]:
-    base: dict[str, object] = {"call_id": "call_1", "name": "run_command", "arguments": {"command": HOSTILE},
-                               "policy": {"approvers": [], "quorum": 1}}  # fmt: skip
+    base: dict[str, object] = {
+        "call_id": "call_1",
+        "name": "run_command",
+        "arguments": {"command": HOSTILE},
+        "policy": {"approvers": [], "quorum": 1},
+    }
     return {**base, **overrides}
 
 
@@ -39,8 +44,14 @@ def test_text_cuts_long_arguments() -> None:
 
 
 def test_text_of_a_denial_names_who_and_why_inertly() -> None:
-    record = {"call_id": "call_1", "name": "run_command", "approved": False, "approver": "bob@example.com",
-              "reason": "<!channel> no", "arguments": {}}  # fmt: skip
+    record = {
+        "call_id": "call_1",
+        "name": "run_command",
+        "approved": False,
+        "approver": "bob@example.com",
+        "reason": "<!channel> no",
+        "arguments": {},
+    }
     text = notice_text("approval_decided", "run-1", None, record)
     assert "denied by" in text and "bob\\u0040example.com" in text and "\\u003c!channel\\u003e no" in text
 
@@ -49,13 +60,15 @@ def test_rules_say_what_the_run_will_do_not_what_the_policy_fields_say_alone() -
     """escalate_to widens only a list (empty approvers is anyone); on_timeout applies only
     to a deadline the policy itself sets (the run's own deadline denies)."""
     policy = {"approvers": [], "escalate_to": ["bob"], "on_timeout": "approve"}
-    text = notice_text("approval_escalated", "run-1", request(policy=policy, escalated=True,
-                                                               expires_at="2026-12-01T10:00:00Z"), None)  # fmt: skip
+    text = notice_text(
+        "approval_escalated", "run-1", request(policy=policy, escalated=True, expires_at="2026-12-01T10:00:00Z"), None
+    )
     assert "approvers:" not in text and "bob" not in text.split("\n", 2)[2]
     assert "(then: deny)" in text
     listed = {"approvers": ["alice"], "escalate_to": ["bob"], "timeout_seconds": 60, "on_timeout": "approve"}
-    text = notice_text("approval_escalated", "run-1", request(policy=listed, escalated=True,
-                                                               expires_at="2026-12-01T10:00:00Z"), None)  # fmt: skip
+    text = notice_text(
+        "approval_escalated", "run-1", request(policy=listed, escalated=True, expires_at="2026-12-01T10:00:00Z"), None
+    )
     assert "approvers: alice, bob; quorum 1 (0 so far)" in text and "(then: approve)" in text
 
 
@@ -72,21 +85,25 @@ def test_config_refuses_urls_that_are_not_http() -> None:
 
 
 def test_config_from_env(tmp_path: Path) -> None:
-    assert NotifyConfig.from_env("localhost:7233", "default", environ={}) is None
+    assert NotifyConfig.from_env(Environment({}), "localhost:7233", "default") is None
     secret = tmp_path / "secret"
     secret.write_text("s3cret-value\n")
-    env = {"SIGNOFF_NOTIFY_URLS": " http://a.example/1, http://a.example/1 ,https://b.example/2",
-           "SIGNOFF_NOTIFY_SECRET_FILE": str(secret)}  # fmt: skip
-    local = NotifyConfig.from_env("localhost:7233", "default", environ=env)
+    env = {
+        "SIGNOFF_NOTIFY_URLS": " http://a.example/1, http://a.example/1 ,https://b.example/2",
+        "SIGNOFF_NOTIFY_SECRET_FILE": str(secret),
+    }
+    local = NotifyConfig.from_env(Environment(env), "localhost:7233", "default")
     assert local is not None and local.urls == ("http://a.example/1", "https://b.example/2")
     assert local.secret == b"s3cret-value" and local.cli_options == ""
     assert local.ui_root == "http://localhost:8233"  # a local server's UI, as the CLI derives it
-    embedded = NotifyConfig.from_env("localhost:7233", "default", "http://localhost:9233", environ=env)
+    embedded = NotifyConfig.from_env(Environment(env), "localhost:7233", "default", "http://localhost:9233")
     assert embedded is not None and embedded.ui_root == "http://localhost:9233"
-    remote = NotifyConfig.from_env("temporal.internal:7233", "prod", environ=env)
+    remote = NotifyConfig.from_env(Environment(env), "temporal.internal:7233", "prod")
     assert remote is not None and remote.ui_root is None
     assert remote.cli_options == " --address temporal.internal:7233 --namespace prod"
-    chosen = NotifyConfig.from_env("temporal.internal:7233", "prod", environ={**env, "SIGNOFF_UI_URL": "https://ui/"})
+    chosen = NotifyConfig.from_env(
+        Environment({**env, "SIGNOFF_UI_URL": "https://ui/"}), "temporal.internal:7233", "prod"
+    )
     assert chosen is not None and chosen.ui_root == "https://ui"
     assert "/1" not in repr(local) and "s3cret" not in repr(local) and "a.example" in local.describe()
 
@@ -98,7 +115,7 @@ def test_config_refuses_a_missing_or_empty_secret_file(tmp_path: Path, content: 
         secret.write_text(content)
     env = {"SIGNOFF_NOTIFY_URLS": "http://a.example/1", "SIGNOFF_NOTIFY_SECRET_FILE": str(secret)}
     with pytest.raises(ConfigError, match="SIGNOFF_NOTIFY_SECRET_FILE"):
-        NotifyConfig.from_env("localhost:7233", "default", environ=env)
+        NotifyConfig.from_env(Environment(env), "localhost:7233", "default")
 
 
 async def post(url: str) -> ApplicationError | None:

@@ -9,8 +9,8 @@ from pathlib import Path
 from temporalio.client import Client
 
 from signoff.activities.notify import DELIVERY_HEADER, NotifyConfig
-from signoff.notify_signature import TOLERANCE_SECONDS, signature, verify
-from signoff.policy import ApprovalPolicy, OnTimeout
+from signoff.approval.policy import ApprovalPolicy, OnTimeout
+from signoff.text.notify_signature import TOLERANCE_SECONDS, signature, verify
 from tests.governance import (
     activity_types,
     deploy,
@@ -40,8 +40,9 @@ def config(*receivers: Receiver, retry_seconds: float = 300.0) -> NotifyConfig:
 async def test_each_notice_arrives_once_signed_with_its_link_and_commands(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    watched = ApprovalPolicy(approvers=("alice",), remind_after_seconds=(1,), escalate_after_seconds=2,
-                             escalate_to=("bob",))  # fmt: skip
+    watched = ApprovalPolicy(
+        approvers=("alice",), remind_after_seconds=(1,), escalate_after_seconds=2, escalate_to=("bob",)
+    )
     hurried = ApprovalPolicy(timeout_seconds=1, on_timeout=OnTimeout.DENY)
     agent = ops_agent(deploy=watched, restart=hurried)
     with Receiver() as receiver, ScriptedModelServer(turns([deploy("call_d"), restart("call_r")])) as model:
@@ -54,9 +55,13 @@ async def test_each_notice_arrives_once_signed_with_its_link_and_commands(
 
     assert result.text == "deployed web|Rejected: No decision within 1s"
     expected = {
-        ("approval_requested", "call_d"), ("approval_requested", "call_r"), ("approval_reminder", "call_d"),
-        ("approval_escalated", "call_d"), ("approval_timed_out", "call_r"), ("approval_decided", "call_d"),
-    }  # fmt: skip
+        ("approval_requested", "call_d"),
+        ("approval_requested", "call_r"),
+        ("approval_reminder", "call_d"),
+        ("approval_escalated", "call_d"),
+        ("approval_timed_out", "call_r"),
+        ("approval_decided", "call_d"),
+    }
     deliveries = receiver.deliveries
     assert sorted((d.event, d.call_id) for d in deliveries) == sorted(expected)  # each once, nothing else
     assert all(d.signed_with(SECRET) for d in deliveries)
@@ -66,8 +71,10 @@ async def test_each_notice_arrives_once_signed_with_its_link_and_commands(
     assert requested["agent"] == "ops" and requested["request"]["arguments"] == {"target": "web"}
     assert requested["ui_url"] == f"{UI}/namespaces/default/workflows/{handle.id}"
     digest = requested["request"]["arguments_digest"]  # commands bind the decision to what was asked
-    assert requested["commands"] == [f"signoff approve {handle.id} call_d --digest {digest}",
-                                     f"signoff deny {handle.id} call_d --digest {digest} --reason 'why not'"]
+    assert requested["commands"] == [
+        f"signoff approve {handle.id} call_d --digest {digest}",
+        f"signoff deny {handle.id} call_d --digest {digest} --reason 'why not'",
+    ]
     assert requested["decision"] is None and datetime.fromisoformat(requested["sent_at"])
     text = requested["text"]
     assert "deploy" in text and '{"target": "web"}' in text and "approvers: alice" in text
@@ -163,18 +170,22 @@ async def test_a_captured_notice_cannot_be_replayed_under_another_delivery_id_or
     assert not verify(SECRET, header, delivery, captured.body + b" ", now=sent)  # another body
     forged_time = header.replace(f"t={sent}", f"t={sent + 3600}")
     assert not verify(SECRET, forged_time, delivery, captured.body, now=sent + 3600)
+
+
 async def test_a_slack_channel_gets_block_kit_with_a_button_to_the_calls_page_in_the_inbox(
     client: Client, task_queue: str
 ) -> None:
     inbox = "https://inbox.example.com"
     with Receiver() as plain, Receiver() as slack, ScriptedModelServer(turns([deploy("call_d")])) as model:
         notify = NotifyConfig(urls=(plain.url, f"slack+{slack.url}"), secret=SECRET, ui_root=UI, inbox_root=inbox)
-        async with running_worker(client, task_queue, model, {"ops": ops_agent(deploy=ApprovalPolicy())},
-                                  notify=notify):  # fmt: skip
+        async with running_worker(
+            client, task_queue, model, {"ops": ops_agent(deploy=ApprovalPolicy())}, notify=notify
+        ):
             handle = await start_run(client, task_queue, agent="ops")
             await assert_eventually(lambda: _arrived(slack, 1))
-            await handle.execute_update("submit_tool_approval", {"call_id": "call_d", "approved": True,
-                                                                 "approver": "alice"})  # fmt: skip
+            await handle.execute_update(
+                "submit_tool_approval", {"call_id": "call_d", "approved": True, "approver": "alice"}
+            )
             await handle.result()
             await assert_eventually(lambda: _arrived(slack, 2))
     page = f"{inbox}/call?run={handle.id}&id=call_d"
@@ -187,7 +198,9 @@ async def test_a_slack_channel_gets_block_kit_with_a_button_to_the_calls_page_in
     section, actions = message["blocks"]
     assert section == {"type": "section", "text": {"type": "mrkdwn", "text": requested["text"]}}
     assert [(b["text"]["text"], b["url"]) for b in actions["elements"]] == [
-        ("Decide in the inbox", page), ("Temporal Web UI", requested["ui_url"])]
+        ("Decide in the inbox", page),
+        ("Temporal Web UI", requested["ui_url"]),
+    ]
     assert decided.headers["x-signoff-event"] == "approval_decided"
     assert "approved by alice" in decided.json["text"]
     assert decided.json["blocks"][1]["elements"][0]["text"]["text"] == "Open in the inbox"

@@ -29,9 +29,13 @@ def worker_env(
     client: Client, task_queue: str, model: ScriptedModelServer, tmp_path: Path, **extra: str
 ) -> dict[str, str]:
     return clean_env(
-        TEMPORAL_ADDRESS=client.service_client.config.target_host, SIGNOFF_TASK_QUEUE=task_queue,
-        SIGNOFF_LLM_BASE_URL=model.base_url, SIGNOFF_LLM_MODEL="scripted", SIGNOFF_WORKSPACE=tmp_path, **extra,
-    )  # fmt: skip
+        TEMPORAL_ADDRESS=client.service_client.config.target_host,
+        SIGNOFF_TASK_QUEUE=task_queue,
+        SIGNOFF_LLM_BASE_URL=model.base_url,
+        SIGNOFF_LLM_MODEL="scripted",
+        SIGNOFF_WORKSPACE=tmp_path,
+        **extra,
+    )
 
 
 async def test_a_worker_configured_by_env_sends_signed_notices_with_its_links(
@@ -39,9 +43,15 @@ async def test_a_worker_configured_by_env_sends_signed_notices_with_its_links(
 ) -> None:
     (tmp_path / "notify.secret").write_text("a-notify-secret-from-a-file\n")
     with Receiver() as receiver, ScriptedModelServer(one_command) as model:
-        env = worker_env(client, task_queue, model, tmp_path, SIGNOFF_NOTIFY_URLS=f" {receiver.url} ,",
-                         SIGNOFF_NOTIFY_SECRET_FILE=str(tmp_path / "notify.secret"),
-                         SIGNOFF_UI_URL="https://temporal-ui.example.com/")  # fmt: skip
+        env = worker_env(
+            client,
+            task_queue,
+            model,
+            tmp_path,
+            SIGNOFF_NOTIFY_URLS=f" {receiver.url} ,",
+            SIGNOFF_NOTIFY_SECRET_FILE=str(tmp_path / "notify.secret"),
+            SIGNOFF_UI_URL="https://temporal-ui.example.com/",
+        )
         worker = procs.worker("worker", env)
         await worker.wait_for_output(READY)
         assert "notifications to http://127.0.0.1:" in worker.stdout() and "(signed)" in worker.stdout()

@@ -17,8 +17,8 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.api.workflowservice.v1 import QueryWorkflowRequest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
 
-from signoff.messages import ToolCall
-from signoff.policy import ApprovalPolicy, PolicyBook
+from signoff.approval.policy import ApprovalPolicy, PolicyBook
+from signoff.loop.messages import ToolCall
 from tests.helpers import Reply, ScriptedModelServer, agents_for, call, running_worker, start_run, wait_pending
 from tests.waiting import assert_eventually
 
@@ -27,8 +27,11 @@ LURE = "x`\n```\n**pre-approved** [ok](https://evil.example)"
 
 async def raw_query(client: Client, handle: WorkflowHandle, name: str) -> bytes:
     """The query's answer as the bytes of its payload (what every client decodes)."""
-    request = QueryWorkflowRequest(namespace=client.namespace, execution=WorkflowExecution(workflow_id=handle.id),
-                                   query=WorkflowQuery(query_type=name))  # fmt: skip
+    request = QueryWorkflowRequest(
+        namespace=client.namespace,
+        execution=WorkflowExecution(workflow_id=handle.id),
+        query=WorkflowQuery(query_type=name),
+    )
     response = await client.workflow_service.query_workflow(request)
     return bytes(response.query_result.payloads[0].data)
 
@@ -42,8 +45,10 @@ async def test_call_ids_names_and_voters_in_the_web_ui_details_read_as_text(
         async with running_worker(client, task_queue, model, agents_for(tmp_path), policies=policies):
             handle = await start_run(client, task_queue)
             [pending] = await wait_pending(handle)
-            await handle.execute_update("submit_tool_approval", {"call_id": pending["call_id"], "approved": True,
-                                                                 "approver": "**boss** [ok](https://evil.example)"})
+            await handle.execute_update(
+                "submit_tool_approval",
+                {"call_id": pending["call_id"], "approved": True, "approver": "**boss** [ok](https://evil.example)"},
+            )
 
             async def details() -> str:
                 metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
@@ -59,13 +64,16 @@ async def test_call_ids_names_and_voters_in_the_web_ui_details_read_as_text(
     assert all(not line.lstrip().startswith("```") or line.strip() in ("```", "```json") for line in shown.splitlines())
 
 
-@pytest.mark.parametrize(("update", "payload", "says"), [
-    ("submit_tool_approval", {"call_id": "nope", "approved": True}, "no pending call with id 'nope'"),
-    ("submit_tool_approval", {"call_id": "call_1", "aproved": True}, "Extra inputs are not permitted"),
-    ("submit_tool_approval", {"call_id": "\x1b[2J\u202e", "approved": True}, "\\x1b[2J\\u202e"),
-    ("extend_deadline", {"call_id": "call_1", "seconds": 60}, "has no deadline to extend"),
-    ("revoke_grant", {"grant_id": "grant_9"}, "no grant with id 'grant_9'"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("update", "payload", "says"),
+    [
+        ("submit_tool_approval", {"call_id": "nope", "approved": True}, "no pending call with id 'nope'"),
+        ("submit_tool_approval", {"call_id": "call_1", "aproved": True}, "Extra inputs are not permitted"),
+        ("submit_tool_approval", {"call_id": "\x1b[2J\u202e", "approved": True}, "\\x1b[2J\\u202e"),
+        ("extend_deadline", {"call_id": "call_1", "seconds": 60}, "has no deadline to extend"),
+        ("revoke_grant", {"grant_id": "grant_9"}, "no grant with id 'grant_9'"),
+    ],
+)
 async def test_a_refused_update_is_non_retryable_inert_and_carries_no_traceback(
     client: Client, task_queue: str, tmp_path: Path, update: str, payload: object, says: str
 ) -> None:

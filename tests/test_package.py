@@ -13,14 +13,45 @@ import signoff
 
 ROOT = Path(__file__).parent.parent
 LOOP_MAY_IMPORT = {
-    "__future__", "json", "collections", "collections.abc", "dataclasses", "datetime", "enum", "pydantic", "signoff",
-    "signoff.actions", "signoff.answer", "signoff.approvals", "signoff.audit", "signoff.authority", "signoff.budget",
-    "signoff.digest", "signoff.limits", "signoff.loop_decisions", "signoff.loop_parts", "signoff.loop_resume",
-    "signoff.loop_state", "signoff.loop_timers", "signoff.messages", "signoff.names", "signoff.policy",
-    "signoff.signatures",
-}  # fmt: skip
-LOOP_MODULES = ("loop.py", "loop_decisions.py", "loop_parts.py", "loop_resume.py", "loop_timers.py", "loop_state.py",
-                "actions.py", "authority.py", "audit.py", "budget.py")  # fmt: skip
+    "__future__",
+    "json",
+    "collections",
+    "collections.abc",
+    "dataclasses",
+    "datetime",
+    "enum",
+    "pydantic",
+    "re",
+    "signoff",
+    "signoff.approval",
+    "signoff.contract",
+    "signoff.errors",
+    "signoff.text.strict_json",
+    "signoff.loop.actions",
+    "signoff.loop.answer",
+    "signoff.approval.requests",
+    "signoff.approval.audit",
+    "signoff.approval.authority",
+    "signoff.loop.budget",
+    "signoff.approval.digest",
+    "signoff.loop.limits",
+    "signoff.loop.decisions",
+    "signoff.loop.resume",
+    "signoff.loop.rounds",
+    "signoff.loop.state",
+    "signoff.loop.timers",
+    "signoff.loop.messages",
+    "signoff.approval.names",
+    "signoff.approval.people",
+    "signoff.approval.policy",
+    "signoff.approval.signatures",
+}
+LOOP_MODULES = (
+    *sorted(f"loop/{path.name}" for path in (ROOT / "signoff" / "loop").glob("*.py")),
+    "approval/authority.py",
+    "approval/audit.py",
+    "approval/people.py",
+)
 
 
 def test_public_names_are_exported_and_importable() -> None:
@@ -33,7 +64,7 @@ def test_public_names_are_exported_and_importable() -> None:
 
 
 def test_core_does_not_import_temporalio() -> None:
-    code = "import sys, signoff, signoff.testing, signoff.defaults; print('temporalio' in sys.modules)"
+    code = "import sys, signoff, signoff.testing, signoff.agent.defaults; print('temporalio' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -53,8 +84,16 @@ def test_loop_imports_nothing_that_does_io_or_reads_clock_or_env(module: str) ->
 
 
 WORKFLOW_MAY_IMPORT = {
-    "__future__", "asyncio", "collections.abc", "datetime", "typing", "json", "re", "shlex", "pydantic",
-}  # fmt: skip
+    "__future__",
+    "asyncio",
+    "collections.abc",
+    "datetime",
+    "typing",
+    "json",
+    "re",
+    "shlex",
+    "pydantic",
+}
 """Besides these, workflow modules import only `temporalio` and `signoff` (the core and the
 activities' models and names; the activities only run worker-side)."""
 
@@ -66,7 +105,7 @@ def _may_import(module: str) -> bool:
 def test_workflow_modules_are_safe_to_pass_through_the_sandbox() -> None:
     """The worker passes `workflows` through the sandbox, so no sandbox guards them: they
     must import nothing non-deterministic and keep no state at module level."""
-    for path in (ROOT / "workflows").glob("*.py"):
+    for path in (ROOT / "signoff" / "workflows").glob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):

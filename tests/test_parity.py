@@ -7,16 +7,16 @@ from typing import Any
 
 from temporalio.client import Client
 
-from signoff.agent import AgentBuilder
-from signoff.approvals import ToolApprovalResponse
+from signoff.agent.builder import AgentBuilder
+from signoff.agent.defaults import default_agent
+from signoff.agent.session import AgentRunOptions, AgentSession
+from signoff.approval.requests import ToolApprovalResponse
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
-from signoff.defaults import default_agent
-from signoff.messages import ApprovalRequestEvent, ChatMessage
-from signoff.session import AgentRunOptions, AgentSession
+from signoff.loop.messages import ApprovalRequestEvent, ChatMessage
 from signoff.tools.base import ToolResult
 from signoff.tools.context import Context
-from signoff.tools.scope import WorkspaceScope
+from signoff.tools.files.scope import WorkspaceScope
 from tests.helpers import (
     Reply,
     ScriptedModelServer,
@@ -85,7 +85,9 @@ class CloseTicket:
     def __init__(self, tickets: Tickets) -> None:
         self.tickets = tickets
         self.parameters: dict[str, Any] = {
-            "type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]
+            "type": "object",
+            "properties": {"id": {"type": "integer"}},
+            "required": ["id"],
         }
 
     def requires_approval(self, arguments: dict[str, object]) -> bool:
@@ -102,9 +104,7 @@ def tickets_conversation(request: ScriptedRequest) -> Reply:
     return Reply.text(" / ".join(m.content or "" for m in request.messages if m.role == "tool"))
 
 
-async def test_context_providers_are_consulted_and_gate_the_same_way_in_both(
-    client: Client, task_queue: str
-) -> None:
+async def test_context_providers_are_consulted_and_gate_the_same_way_in_both(client: Client, task_queue: str) -> None:
     approve = [ToolApprovalResponse.approve("call_2")]
     with ScriptedModelServer(tickets_conversation) as model:
         config = LLMConfig(base_url=model.base_url, model="scripted")

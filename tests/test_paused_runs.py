@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 
 from temporalio.api.common.v1 import WorkflowExecution
@@ -34,9 +35,13 @@ DEADLINE = 3.0
 async def temporal(client: Client, *args: str) -> str:
     """Run the `temporal` CLI against the session's server (without blocking the worker)."""
     process = await asyncio.create_subprocess_exec(
-        str(find_temporal_binary()), *args, "--address", client.service_client.config.target_host,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
+        str(find_temporal_binary()),
+        *args,
+        "--address",
+        client.service_client.config.target_host,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     out, _ = await process.communicate()
     assert process.returncode == 0, out.decode()
     return out.decode()
@@ -53,15 +58,17 @@ async def unpause(client: Client, handle: WorkflowHandle) -> None:
 async def test_a_paused_run_is_listed_and_decided_by_signal_and_the_decision_beats_the_deadline_it_outlived(
     client: Client, task_queue: str, tmp_path: Path, cli: Cli
 ) -> None:
+    deadline = 3 * DEADLINE  # the CLI's three commands before the pause must not outlast it on a loaded machine
     async with served(client, task_queue, tmp_path):
-        handle = await start_run(client, task_queue, options=RunOptions(approval_timeout_seconds=DEADLINE))
+        handle = await start_run(client, task_queue, options=RunOptions(approval_timeout_seconds=deadline))
         await wait_pending(handle)
+        passes = time.monotonic() + deadline + 1
         assert (await cli("pending", handle.id)).code == 0  # the operator is shown call_1
         await pause(client, handle)
         listed = await cli("pending")
         one = await cli("pending", handle.id, "--json")
         approved = await cli("approve", handle.id, "call_1")
-        await asyncio.sleep(DEADLINE + 1)  # the deadline passes while the run is paused
+        await asyncio.sleep(passes - time.monotonic())  # the deadline passes while the run is paused
         await unpause(client, handle)
         result: AgentRunResult = await handle.result()
         assert await task_failures(handle) == []
@@ -108,11 +115,15 @@ async def eleventh_update(client: Client, handle: WorkflowHandle) -> RPCError:
     """What the server answers an update past its in-flight limit (sent once, without the SDK's retries)."""
     args = await client.data_converter.encode_wrapper([{"call_id": "call_1", "approved": True}])
     request = UpdateWorkflowExecutionRequest(
-        namespace=client.namespace, workflow_execution=WorkflowExecution(workflow_id=handle.id),
-        request=Request(meta=Meta(update_id="eleventh", identity="test"),
-                        input=Input(name="submit_tool_approval", args=args)),
-        wait_policy=WaitPolicy(lifecycle_stage=UpdateWorkflowExecutionLifecycleStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED),
-    )  # fmt: skip
+        namespace=client.namespace,
+        workflow_execution=WorkflowExecution(workflow_id=handle.id),
+        request=Request(
+            meta=Meta(update_id="eleventh", identity="test"), input=Input(name="submit_tool_approval", args=args)
+        ),
+        wait_policy=WaitPolicy(
+            lifecycle_stage=UpdateWorkflowExecutionLifecycleStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED
+        ),
+    )
     try:
         await client.workflow_service.update_workflow_execution(request, retry=False)
     except RPCError as exc:
@@ -128,8 +139,12 @@ async def test_with_ten_updates_in_flight_a_decision_still_lands_by_signal(
         await wait_pending(handle)
         assert (await cli("pending", handle.id)).code == 0
     # No worker now: ten updates wait in flight, and the server refuses more.
-    flood = [asyncio.ensure_future(handle.execute_update("submit_tool_approval", {"call_id": "nope", "approved": True},
-                                                         id=f"flood-{n}")) for n in range(10)]  # fmt: skip
+    flood = [
+        asyncio.ensure_future(
+            handle.execute_update("submit_tool_approval", {"call_id": "nope", "approved": True}, id=f"flood-{n}")
+        )
+        for n in range(10)
+    ]
     await asyncio.sleep(1)
     refusal = await eleventh_update(client, handle)
     approved = await cli("approve", handle.id, "call_1", "--json")

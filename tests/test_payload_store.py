@@ -1,4 +1,4 @@
-"""Large payloads live in the file store; history keeps a reference (runtime/storage.py).
+"""Large payloads live in the file store; history keeps a reference (signoff/runtime/storage.py).
 
 Real runs on the session's dev server, with a worker and a client whose data converter
 has the store (threshold lowered so a test-sized payload counts as large).
@@ -22,6 +22,7 @@ import pytest
 from temporalio.api.history.v1 import History
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
+from signoff.config.environment import Environment
 from signoff.errors import ConfigError
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.filestore import FILE_DRIVER_NAME
@@ -61,7 +62,7 @@ def settings_for(address: str, store: Path | str | None, threshold: int = THRESH
     env = {"TEMPORAL_ADDRESS": address, "SIGNOFF_PAYLOAD_THRESHOLD": str(threshold)}
     if store is not None:
         env["SIGNOFF_PAYLOAD_STORE"] = store if isinstance(store, str) else store.as_uri()
-    return ConnectionSettings.load(environ=env)
+    return ConnectionSettings.load(Environment(env))
 
 
 @pytest.fixture
@@ -138,8 +139,10 @@ async def test_large_payloads_go_to_the_store_and_history_keeps_references(
     assert len(files) == len({json.loads(data)["claimData"]["hash_value"] for _, data in references})
     assert {stat.S_IMODE(p.stat().st_mode) for p in files} == {0o600}
     assert {stat.S_IMODE(p.stat().st_mode) for p in [store, *store.rglob("*")] if p.is_dir()} == {0o700}
-    print(f"[measure] history with the store: {size} bytes, {len(references)} references, "
-          f"{sum(p.stat().st_size for p in files)} bytes in {len(files)} files")
+    print(
+        f"[measure] history with the store: {size} bytes, {len(references)} references, "
+        f"{sum(p.stat().st_size for p in files)} bytes in {len(files)} files"
+    )
 
 
 async def test_history_without_the_store_holds_the_payloads(
@@ -148,8 +151,10 @@ async def test_history_without_the_store_holds_the_payloads(
     stored = await run_to_end(await connect(settings_for(address, store)), task_queue, model, tmp_path)
     inline = await run_to_end(await connect(settings_for(address, None)), task_queue + "-inline", model, tmp_path)
     (with_store, _), (without_store, payloads) = await history_of(stored), await history_of(inline)
-    print(f"[measure] history bytes: with the store {with_store}, without {without_store} "
-          f"(ratio {without_store / with_store:.1f})")
+    print(
+        f"[measure] history bytes: with the store {with_store}, without {without_store} "
+        f"(ratio {without_store / with_store:.1f})"
+    )
     assert not [meta for meta, _ in payloads if meta.get("messageType") == REFERENCE_TYPE]
     assert without_store - with_store > 3 * len(PROMPT)  # input, transcript and result each held it
 
@@ -157,9 +162,14 @@ async def test_history_without_the_store_holds_the_payloads(
 async def cli_result(address: str, workflow_id: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """`python client.py result ID --json` with `env` on top of the server's address."""
     return await asyncio.to_thread(
-        subprocess.run, [sys.executable, str(REPO / "client.py"), "result", workflow_id, "--json"],
-        env=clean_env(TEMPORAL_ADDRESS=address, **env), capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        subprocess.run,
+        [sys.executable, str(REPO / "client.py"), "result", workflow_id, "--json"],
+        env=clean_env(TEMPORAL_ADDRESS=address, **env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 async def test_client_with_another_store_says_which_file_is_missing(
@@ -190,9 +200,11 @@ async def test_crafted_reference_in_a_start_input_fails_the_run_and_reads_nothin
     secret.write_text("top secret")
     worker_client = await connect(settings_for(address, store))
     async with running_worker(worker_client, task_queue, model, agents_for(tmp_path)):
-        for claim in [{"hash_algorithm": "sha256", "hash_value": f"../../{secret.name}"},
-                      {"hash_algorithm": "sha256", "hash_value": str(secret)},
-                      {"hash_algorithm": "md5", "hash_value": "0" * 64}]:
+        for claim in [
+            {"hash_algorithm": "sha256", "hash_value": f"../../{secret.name}"},
+            {"hash_algorithm": "sha256", "hash_value": str(secret)},
+            {"hash_algorithm": "md5", "hash_value": "0" * 64},
+        ]:
             # A plain client sends the reference as an ordinary protobuf argument: what a stranger can do.
             crafted = ExternalStorageReference(driver_name=FILE_DRIVER_NAME, claim_data=claim)
             handle = await client.start_workflow(
@@ -220,11 +232,15 @@ def test_store_url_shapes_are_checked() -> None:
             PayloadStore(bad)
 
 
-@pytest.mark.parametrize(("value", "message"), [("lots", "a number of bytes"), ("-1", "between 0 and"),
-                                                (str(3 * 1024 * 1024), "between 0 and")])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("lots", "a number of bytes"), ("-1", "between 0 and"), (str(3 * 1024 * 1024), "between 0 and")],
+)
 def test_threshold_is_checked(value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        PayloadStore.from_env({"SIGNOFF_PAYLOAD_STORE": "file:///tmp/x", "SIGNOFF_PAYLOAD_THRESHOLD": value})
+        PayloadStore.from_env(
+            Environment({"SIGNOFF_PAYLOAD_STORE": "file:///tmp/x", "SIGNOFF_PAYLOAD_THRESHOLD": value})
+        )
 
 
 async def test_store_directory_is_created_owner_only_or_refused(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import aioboto3
 import pytest
@@ -51,8 +52,12 @@ def s3_endpoint() -> Iterator[str]:
 
 @pytest.fixture
 def aws_env(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    variables = {"AWS_ENDPOINT_URL": s3_endpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-                 "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
+    variables = {
+        "AWS_ENDPOINT_URL": s3_endpoint,
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
     return variables
@@ -64,7 +69,7 @@ async def buckets(aws_env: dict[str, str]) -> None:
         for bucket in (BUCKET, OTHER_BUCKET):
             try:
                 await s3.create_bucket(Bucket=bucket)
-            except s3.exceptions.BucketAlreadyOwnedByUs:
+            except s3.exceptions.BucketAlreadyOwnedByYou:
                 pass
 
 
@@ -86,9 +91,13 @@ async def keys(bucket: str) -> list[str]:
 
 
 async def test_large_payloads_go_to_s3_under_the_prefix_and_history_keeps_references(
-    buckets: None, aws_env: dict[str, str], address: str, task_queue: str, model: ScriptedModelServer,
+    buckets: None,
+    aws_env: dict[str, str],
+    address: str,
+    task_queue: str,
+    model: ScriptedModelServer,
     tmp_path: Path,
-) -> None:  # fmt: skip
+) -> None:
     url = f"s3://{BUCKET}/runs/{task_queue}"
     client = await connect(settings_for(address, url))
     try:
@@ -164,7 +173,8 @@ async def test_secret_key_is_read_from_the_file_a_compose_secret_mounts(
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "signoff")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "from-the-environment")
     monkeypatch.setenv("SIGNOFF_S3_SECRET_ACCESS_KEY_FILE", str(secret))
-    credentials = await (await Aioboto3Client()._session.get_credentials()).get_frozen_credentials()
+    session: Any = Aioboto3Client()._session  # its stubs say get_credentials() is sync; it returns a coroutine
+    credentials = await (await session.get_credentials()).get_frozen_credentials()
     assert (credentials.access_key, credentials.secret_key) == ("signoff", "from-the-file")
 
     monkeypatch.setenv("SIGNOFF_S3_SECRET_ACCESS_KEY_FILE", str(tmp_path / "missing"))

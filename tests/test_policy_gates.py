@@ -16,15 +16,14 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from signoff.agent import AgentBuilder, ChatClientAgent
+from signoff.agent.builder import AgentBuilder, ChatClientAgent
+from signoff.approval.gate import snapshot_tool
+from signoff.approval.policy import ApprovalPolicy, OnTimeout, PolicyBook, tightened
 from signoff.errors import ConfigError
-from signoff.gate import snapshot_tool
-from signoff.messages import ToolCall
-from signoff.policy import ApprovalPolicy, OnTimeout, PolicyBook, tightened
-from signoff.runtime.setup import WorkerSetup
+from signoff.loop.messages import ToolCall
 from signoff.tools.function import tool
 from tests.governance import ops_agent, turns
-from tests.helpers import ScriptedModelServer, running_worker, start_run, wait_pending
+from tests.helpers import ScriptedModelServer, running_worker, start_run, wait_pending, worker_settings
 
 STATUS = "get_status"
 
@@ -92,15 +91,27 @@ async def test_the_tool_activity_applies_a_gate_added_after_the_run_started(
 
 
 def test_a_file_entry_cannot_relax_a_policy_the_tools_code_declares() -> None:
-    declared = ApprovalPolicy(approvers=("alice", "bob"), quorum=2, verified=True, separate_requester=True,
-                              grants=False, timeout_seconds=600, on_timeout=OnTimeout.DENY)  # fmt: skip
-    entry = ApprovalPolicy.model_validate({"approvers": [], "quorum": 1, "verified": False,
-                                           "separate_requester": False, "grants": True})  # fmt: skip
+    declared = ApprovalPolicy(
+        approvers=("alice", "bob"),
+        quorum=2,
+        verified=True,
+        separate_requester=True,
+        grants=False,
+        timeout_seconds=600,
+        on_timeout=OnTimeout.DENY,
+    )
+    entry = ApprovalPolicy.model_validate(
+        {"approvers": [], "quorum": 1, "verified": False, "separate_requester": False, "grants": True}
+    )
     policy, problems = tightened(declared, entry)
     assert policy == declared
-    assert problems == ["turns off verified", "turns off separate_requester", "lowers the quorum below 2",
-                        "allows grants the tool's own policy forbids",
-                        "lets anyone approve (an empty approvers list)"]  # fmt: skip
+    assert problems == [
+        "turns off verified",
+        "turns off separate_requester",
+        "lowers the quorum below 2",
+        "allows grants the tool's own policy forbids",
+        "lets anyone approve (an empty approvers list)",
+    ]
 
 
 def test_a_file_entry_may_change_who_decides_and_when_and_make_it_stricter() -> None:
@@ -122,22 +133,23 @@ def test_a_worker_refuses_to_start_with_an_entry_that_would_relax_a_tools_policy
     agents = {"ops": ops_agent(deploy=ApprovalPolicy(verified=True, approvers=("alice",)))}
     env = {"SIGNOFF_POLICY_FILE": str(tmp_path / "policies.json")}
     with pytest.raises(ConfigError, match="ops/deploy turns off verified"):
-        WorkerSetup.from_env(agents, env)
+        worker_settings(agents, env)
 
 
 def test_an_entry_for_a_tool_that_never_gates_is_named_in_the_start_up_log(tmp_path: Path) -> None:
     (tmp_path / "policies.json").write_text(json.dumps({STATUS: {"approvers": ["alice"]}}))
-    setup = WorkerSetup.from_env(
+    setup = worker_settings(
         {"custom": custom_agent(tmp_path / "m")}, {"SIGNOFF_POLICY_FILE": str(tmp_path / "policies.json")}
     )
-    assert any("policy for custom/get_status has no effect" in line and "always = true" in line
-               for line in setup.describe())  # fmt: skip
+    assert any(
+        "policy for custom/get_status has no effect" in line and "always = true" in line for line in setup.describe()
+    )
 
 
 def test_always_is_a_gate_not_a_policy_field() -> None:
     book = PolicyBook.parse({"ping": {"always": True, "approvers": ["alice"]}, "*": {"always": True}})
     marker_agent = custom_agent(Path("/nonexistent"))
-    tools = {t.name: snapshot_tool(t, book) for t in marker_agent.snapshot([]).registry}
+    tools = {t.name: snapshot_tool(t, book) for t in marker_agent.definition([]).registry}
     assert tools["ping"].gate == "always" and tools["ping"].policy == ApprovalPolicy(approvers=("alice",))
     assert tools[STATUS].gate == "always" and tools[STATUS].policy is None  # gated by "*", anyone decides
     with pytest.raises(ConfigError, match="always: must be true or false"):

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from signoff.tools import diff as diffs
+from signoff.tools.preview import diff as diffs
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@( \(over \S+ lines changed: .*\))?$")
 

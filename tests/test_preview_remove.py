@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from signoff.tools import RemovePath, ScopePolicy, WorkspaceScope
-from signoff.tools import survey as surveys
-from signoff.tools.guard import Guard
+from signoff.tools.files.guard import Guard
+from signoff.tools.preview import survey as surveys
 from tests.fs_helpers import resolver
 
 __all__ = ["resolver"]  # a fixture, used by name

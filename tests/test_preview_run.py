@@ -3,16 +3,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client
 
-from signoff.agent import AgentBuilder
+from signoff.agent.builder import AgentBuilder
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.contract import RunOptions
-from signoff.messages import ApprovalRequestEvent, ChatMessage
+from signoff.loop.messages import ApprovalRequestEvent, ChatMessage
 from signoff.tools import ApprovalRequiredTool, ReadFile, WorkspaceScope, WriteFile, default_tools
 from tests.helpers import (
     Reply,
@@ -26,13 +27,20 @@ from tests.helpers import (
 )
 
 
-def outside_effects(outside: Path):  # type: ignore[no-untyped-def]
+def outside_effects(outside: Path) -> Callable[[ScriptedRequest], Reply]:
     def script(request: ScriptedRequest) -> Reply:
         if request.round == 1:
-            return Reply.tool_calls([
-                call("write_file", "call_w", path=str(outside / "hosts"), content="127.0.0.1 localhost\n10.0.0.9 db\n"),
-                call("remove_path", "call_r", path=str(outside / "cache"), recursive=True),
-            ])  # fmt: skip
+            return Reply.tool_calls(
+                [
+                    call(
+                        "write_file",
+                        "call_w",
+                        path=str(outside / "hosts"),
+                        content="127.0.0.1 localhost\n10.0.0.9 db\n",
+                    ),
+                    call("remove_path", "call_r", path=str(outside / "cache"), recursive=True),
+                ]
+            )
         return Reply.text(" | ".join(m.content or "" for m in request.messages if m.role == "tool"))
 
     return script

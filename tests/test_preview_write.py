@@ -16,7 +16,8 @@ from signoff.tools import (
     WorkspaceScope,
     WriteFile,
 )
-from signoff.tools import diff as diffs
+from signoff.tools.preview import diff as diffs
+from signoff.tools.preview.gather import MAX_PREVIEW_CHARS
 from tests.fs_helpers import resolver
 
 __all__ = ["resolver"]  # a fixture, used by name
@@ -64,7 +65,7 @@ def test_a_huge_diff_is_capped_saying_how_much_was_left_out(ws: Path) -> None:
     preview = writer(ws).preview({"path": "big.txt", "content": "".join(f"LINE {i}\n" for i in range(5000))})
     assert preview is not None
     lines = preview.splitlines()
-    assert len(lines) == diffs.MAX_PREVIEW_LINES + 1 and len(preview) <= diffs.MAX_PREVIEW_CHARS + 100
+    assert len(lines) == diffs.MAX_PREVIEW_LINES + 1 and len(preview) <= MAX_PREVIEW_CHARS + 100
     assert lines[:4] == [
         "--- big.txt (now: 48,890 bytes, 5,000 lines)",
         "+++ big.txt (after write_file: 48,890 bytes, 5,000 lines)",
@@ -76,7 +77,7 @@ def test_a_huge_diff_is_capped_saying_how_much_was_left_out(ws: Path) -> None:
 
 def test_one_enormous_line_is_cut_to_the_character_cap(ws: Path) -> None:
     preview = writer(ws).preview({"path": "min.js", "content": "x" * 50_000})
-    assert preview is not None and len(preview) < diffs.MAX_PREVIEW_CHARS + 200
+    assert preview is not None and len(preview) < MAX_PREVIEW_CHARS + 200
     assert "[line cut]" in preview and preview.endswith("[... 1 more line not shown, of 5]")
 
 
@@ -89,8 +90,19 @@ def test_a_large_changed_region_is_shown_as_a_replacement_that_still_applies(
     assert preview is not None
     assert preview.splitlines()[2:] == [
         "@@ -2,9 +2,9 @@ (over 2 lines changed: not compared line by line, so all shown replaced)",
-        " 2", " 3", " 4", "-5", "-6", "-7", "+X", "+Y", "+Z", " 8", " 9", " 10",
-    ]  # fmt: skip
+        " 2",
+        " 3",
+        " 4",
+        "-5",
+        "-6",
+        "-7",
+        "+X",
+        "+Y",
+        "+Z",
+        " 8",
+        " 9",
+        " 10",
+    ]
 
 
 def test_a_file_too_large_to_compare_is_summarised(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -98,9 +110,7 @@ def test_a_file_too_large_to_compare_is_summarised(ws: Path, monkeypatch: pytest
     (ws / "log.txt").write_text("0123456789abcdef\n")
     preview = writer(ws).preview({"path": "log.txt", "content": "short\n"})
     assert preview == (
-        "--- log.txt (now: 17 bytes, over 10: not compared)\n"
-        "+++ log.txt (after write_file: 6 bytes, 1 line)\n"
-        "+short"
+        "--- log.txt (now: 17 bytes, over 10: not compared)\n+++ log.txt (after write_file: 6 bytes, 1 line)\n+short"
     )
 
 

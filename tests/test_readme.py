@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from signoff.messages import ToolCall
+from signoff.loop.messages import ToolCall
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 
 ROOT = Path(__file__).parent.parent

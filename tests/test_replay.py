@@ -17,7 +17,8 @@ from signoff.runtime.fingerprint import workflow_code
 from signoff.runtime.replay import Verdict, load_history
 from signoff.runtime.worker import sandbox_runner
 from signoff.testing import replay_histories
-from signoff.workflows.agent_run import AgentRun
+from signoff.workflows.agent_run import CHECKS_STATE, SEALS_STATE, AgentRun
+from signoff.workflows.upgrade import UPGRADES
 from tests.helpers import (
     Reply,
     ScriptedModelServer,
@@ -86,8 +87,10 @@ def test_every_change_in_the_log_was_made_safe() -> None:
         assert rule_broken(previous, change) is None, change
     last = MANIFEST.changes[-1]
     assert (last["fingerprint"], last["patches"], last["version"]) == (
-        MANIFEST.code["fingerprint"], MANIFEST.code["patches"], MANIFEST.version,
-    )  # fmt: skip
+        MANIFEST.code["fingerprint"],
+        MANIFEST.code["patches"],
+        MANIFEST.version,
+    )
 
 
 def test_the_verified_history_holds_its_verifications() -> None:
@@ -99,8 +102,11 @@ def test_the_verified_history_holds_its_verifications() -> None:
 
 def _markers(name: str) -> list[str]:
     """The local activities and patches a committed history recorded, by marker name."""
-    return [e.marker_recorded_event_attributes.marker_name for e in load_history(HERE / f"{name}.json").events
-            if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]  # fmt: skip
+    return [
+        e.marker_recorded_event_attributes.marker_name
+        for e in load_history(HERE / f"{name}.json").events
+        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+    ]
 
 
 def test_the_v3_histories_hold_the_seal_and_its_check() -> None:
@@ -125,6 +131,43 @@ def test_the_continued_histories_continue_as_new() -> None:
     for name in ("continued_as_new_next", "continued_run"):
         started = load_history(HERE / f"{name}.json").events[0]
         assert started.workflow_execution_started_event_attributes.continued_execution_run_id, name
+
+
+def _patches(name: str) -> list[str]:
+    """The workflow.patched ids a committed history recorded, in order."""
+    return [
+        json.loads(e.marker_recorded_event_attributes.details["patch-data"].payloads[0].data)["id"]
+        for e in load_history(HERE / f"{name}.json").events
+        if e.marker_recorded_event_attributes.marker_name == "core_patch"
+    ]
+
+
+def _target_changed(name: str) -> list[bool]:
+    """What each workflow task of a committed history said: did the run's target version change?"""
+    return [
+        e.workflow_task_started_event_attributes.target_worker_deployment_version_changed
+        for e in load_history(HERE / f"{name}.json").events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED
+    ]
+
+
+def test_the_moved_histories_moved_and_the_pinned_one_stayed() -> None:
+    """The runs that moved saw their target change, and recorded the move's patch before continuing
+    as new (their waiting call carried); the run recorded before the move existed saw it and stayed."""
+    for name in ("moved_between_rounds", "moved_while_waiting"):
+        assert _target_changed(name)[-1] and not _target_changed(name)[0], name
+        assert _patches(name) == [UPGRADES, SEALS_STATE], name
+        assert (
+            load_history(HERE / f"{name}.json")
+            .events[-1]
+            .HasField("workflow_execution_continued_as_new_event_attributes")
+        ), name
+    assert [p["status"] for p in _carried("moved_while_waiting")["loop"]["pending"]] == ["awaiting", "done"]
+    assert [p["status"] for p in _carried("moved_between_rounds")["loop"]["pending"]] == []
+    assert not any(_target_changed("moved_into")) and _patches("moved_into") == [CHECKS_STATE]
+    assert any(_target_changed("v3/stayed_pinned")) and _patches("v3/stayed_pinned") == []
+    last = load_history(HERE / "v3/stayed_pinned.json").events[-1]
+    assert last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
 
 
 async def test_run_completes_with_every_step_replayed(client: Client, task_queue: str, tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,7 @@ from signoff.testing import HistoryReplayError, replay_histories
 from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, call, running_worker, start_run
 from tests.histories.manifest import HERE, Manifest
 from tests.histories.record import parked
-from tests.processes import REPO, clean_env
+from tests.processes import REPO, clean_env, package_copy
 from tests.waiting import assert_eventually
 from tests.workflow_variants import ToolsInReverse, WaitsBeforeTheModel
 
@@ -40,17 +39,14 @@ def replay_cli(*args: str | Path, cwd: Path | None = None, **env: str | Path) ->
     command = [sys.executable, "-m", "signoff.cli.main", "replay", *map(str, args)]
     env = {"TEMPORAL_ADDRESS": "127.0.0.1:9", "PYTHONPATH": REPO, **env}
     with tempfile.TemporaryDirectory() as scratch:
-        return subprocess.run(command, cwd=cwd or scratch, env=clean_env(NO_COLOR="1", **env), capture_output=True,
-                              text=True, timeout=120)  # fmt: skip
+        return subprocess.run(
+            command, cwd=cwd or scratch, env=clean_env(NO_COLOR="1", **env), capture_output=True, text=True, timeout=120
+        )
 
 
 def installed_copy(tmp_path: Path, edit: str) -> Path:
     """A copy of the installed package whose workflow code has `UPSERT` replaced by `edit`."""
-    root = tmp_path / "site"
-    shutil.copytree(REPO / "signoff", root / "signoff", ignore=shutil.ignore_patterns("__pycache__"))
-    (target,) = [p for p in (root / "signoff" / "workflows").glob("*.py") if UPSERT in p.read_text()]
-    target.write_text(target.read_text().replace(UPSERT, edit))
-    return root
+    return package_copy(tmp_path / "site", UPSERT, edit)
 
 
 def test_a_v1_history_would_not_resume_and_the_cli_says_why_in_plain_words() -> None:
@@ -95,8 +91,14 @@ def test_the_same_change_behind_workflow_patched_resumes_old_runs_and_is_in_the_
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 would resume, 0 would not" in done.stdout
     code = "from signoff.runtime.fingerprint import workflow_code; print(workflow_code().patches)"
-    patches = subprocess.run([sys.executable, "-c", code], cwd=site, env=clean_env(PYTHONPATH=site),
-                             capture_output=True, text=True, check=True)  # fmt: skip
+    patches = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=site,
+        env=clean_env(PYTHONPATH=site),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert patches.stdout.strip() == repr(tuple(sorted({*workflow_code().patches, "no-agent-attribute"})))
 
 
@@ -186,16 +188,18 @@ def test_replay_alone_misses_calls_of_one_activity_type_started_in_another_order
 def test_plain_words_for_the_sdks_other_messages() -> None:
     history = load_history(HERE / "approved.json")
     cases = {
-        "Nondeterminism error: No command scheduled for event HistoryEvent(id: 12, ActivityTaskScheduled)":
-            "the history records event 12 (ActivityTaskScheduled: signoff.tool), which the installed code never",
+        "Nondeterminism error: No command scheduled for event HistoryEvent(id: 12, ActivityTaskScheduled)": (
+            "the history records event 12 (ActivityTaskScheduled: signoff.tool), which the installed code never"
+        ),
         "Activity type of scheduled event 'signoff.tool' does not match activity type of activity command "
         "'signoff.chat'": "the history scheduled the activity 'signoff.tool' where the installed code schedules "
-                          "'signoff.chat'",
-        "Non-deprecated patch marker encountered for change fix-1, but there is no corresponding change command!":
-            "the history has the patch marker fix-1, but the installed code no longer calls workflow.patched(fix-1)",
+        "'signoff.chat'",
+        "Non-deprecated patch marker encountered for change fix-1, but there is no corresponding change command!": (
+            "the history has the patch marker fix-1, but the installed code no longer calls workflow.patched(fix-1)"
+        ),
         "Missing associated machine for LocalActivity(1)": "the result of a local activity (a marker)",
         "something else entirely": "the installed code fails the workflow task: something else entirely",
-    }  # fmt: skip
+    }
     for message, says in cases.items():
         assert says in plain_words(message, history)[1], message
 
@@ -238,8 +242,17 @@ async def test_a_history_saved_by_temporal_workflow_show_replays(
         async with running_worker(client, task_queue, model, agents_for(tmp_path)):
             run = await start_run(client, task_queue)
             await parked(run)
-            show = [str(find_temporal_binary()), "workflow", "show", "--workflow-id", run.id, "--output", "json",
-                    "--address", client.service_client.config.target_host]  # fmt: skip
+            show = [
+                str(find_temporal_binary()),
+                "workflow",
+                "show",
+                "--workflow-id",
+                run.id,
+                "--output",
+                "json",
+                "--address",
+                client.service_client.config.target_host,
+            ]
             shown = await asyncio.to_thread(subprocess.run, show, capture_output=True, text=True, check=True)
             await run.terminate("done")
     (tmp_path / "shown.json").write_text(shown.stdout)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from signoff.agent import AgentBuilder
+from signoff.agent.builder import AgentBuilder
 from signoff.tools import WorkspaceScope, default_tools
 from tests.helpers import (
     Reply,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from signoff.config.environment import Environment
 from signoff.errors import ConfigError
 from signoff.tools import ScopeDecision, ScopePolicy, WorkspaceScope, WriteFile
 
@@ -56,9 +57,7 @@ def test_dangling_symlink_pointing_outside_is_outside(ws: Path, outside: Path) -
     assert not WorkspaceScope(ws).is_inside("dangling")
 
 
-def test_root_given_through_a_symlink_is_compared_by_its_real_path(
-    tmp_path: Path, ws: Path
-) -> None:
+def test_root_given_through_a_symlink_is_compared_by_its_real_path(tmp_path: Path, ws: Path) -> None:
     (tmp_path / "ws-link").symlink_to(ws, target_is_directory=True)
     scope = WorkspaceScope(tmp_path / "ws-link")
     assert scope.is_inside(ws / "a.txt") and scope.is_inside("b.txt")
@@ -111,9 +110,7 @@ async def test_approve_outside_refuses_an_unapproved_outside_call(ws: Path, outs
     assert not (outside / "x.txt").exists()
 
 
-async def test_deny_refuses_outside_even_when_the_call_was_approved(
-    ws: Path, outside: Path
-) -> None:
+async def test_deny_refuses_outside_even_when_the_call_was_approved(ws: Path, outside: Path) -> None:
     write = WriteFile(WorkspaceScope(ws, ScopePolicy.DENY))
     result = await write.execute({"path": str(outside / "x.txt"), "content": "hi"}, approved=True)
     assert result.is_error and "refuses it" in result.content
@@ -129,22 +126,20 @@ async def test_allow_policy_runs_outside_without_asking(ws: Path, outside: Path)
 
 
 def test_from_env_reads_workspace_and_policy(ws: Path) -> None:
-    scope = WorkspaceScope.from_env({"SIGNOFF_WORKSPACE": str(ws), "SIGNOFF_SCOPE_POLICY": "deny"})
+    scope = WorkspaceScope.from_env(Environment({"SIGNOFF_WORKSPACE": str(ws), "SIGNOFF_SCOPE_POLICY": "deny"}))
     assert (scope.root, scope.policy) == (ws, ScopePolicy.DENY)
 
 
-def test_from_env_defaults_to_cwd_and_approve_outside(
-    ws: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_from_env_defaults_to_cwd_and_approve_outside(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ws)
-    scope = WorkspaceScope.from_env({})
+    scope = WorkspaceScope.from_env(Environment({}))
     assert (scope.real_root, scope.policy) == (ws.resolve(), ScopePolicy.APPROVE_OUTSIDE)
 
 
 def test_from_env_rejects_unknown_policy_naming_allowed_values(ws: Path) -> None:
     env = {"SIGNOFF_WORKSPACE": str(ws), "SIGNOFF_SCOPE_POLICY": "sometimes"}
     with pytest.raises(ConfigError, match=r"SIGNOFF_SCOPE_POLICY.*deny, approve_outside, allow"):
-        WorkspaceScope.from_env(env)
+        WorkspaceScope.from_env(Environment(env))
 
 
 def test_missing_workspace_is_a_config_error(tmp_path: Path) -> None:

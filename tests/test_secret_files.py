@@ -12,9 +12,10 @@ import pytest
 
 from signoff.activities.notify import read_notify_secret
 from signoff.activities.state import read_state_key
+from signoff.approval.keyfile import read_key_file as read_approver_keys
 from signoff.chat.config import read_key_file
+from signoff.config.environment import S3_SECRET_ACCESS_KEY_FILE_ENV
 from signoff.errors import ConfigError
-from signoff.keyfile import read_key_file as read_approver_keys
 from signoff.runtime import s3store
 from signoff.runtime.codec import CodecKeys
 from signoff.tools.mcp import MCPServer
@@ -40,7 +41,7 @@ READERS: dict[str, Callable[[Path], Any]] = {
 
 def secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
-    monkeypatch.setenv(s3store.SECRET_FILE_ENV, str(tmp_path / "secret"))
+    monkeypatch.setenv(S3_SECRET_ACCESS_KEY_FILE_ENV, str(tmp_path / "secret"))
     return tmp_path / "secret"
 
 

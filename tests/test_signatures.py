@@ -1,5 +1,6 @@
 """Bound tokens, pure: the `signoff` claim's shapes, what a person's key may sign, and the
-tool activity's rules for grants (`signoff.signatures`, `signoff.identity`, `signoff.evidence`)."""
+tool activity's rules for grants (`signoff.approval.signatures`, `signoff.approval.identity`,
+`signoff.approval.evidence`)."""
 
 from __future__ import annotations
 
@@ -7,24 +8,25 @@ import json
 import re
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from signoff.approvals import Binding, GrantSpec, ToolApprovalResponse
-from signoff.digest import arguments_digest
+from signoff.approval.digest import arguments_digest
+from signoff.approval.evidence import CallToRun, sign_off_problem, why_not
+from signoff.approval.identity import ApproverKeys, Identity, issue_token, read_verified
+from signoff.approval.policy import ApprovalPolicy
+from signoff.approval.requests import Binding, GrantSpec, ToolApprovalResponse
+from signoff.approval.signatures import DecisionClaim, decision_claim, mismatch, read_claim, requester_claim
+from signoff.approval.signing import SigningKey, new_key_pair
 from signoff.errors import ConfigError, TokenError
-from signoff.evidence import CallToRun, sign_off_problem, why_not
-from signoff.identity import ApproverKeys, Identity, issue_token, read_verified
-from signoff.policy import ApprovalPolicy
-from signoff.signatures import DecisionClaim, decision_claim, mismatch, read_claim, requester_claim
-from signoff.signing import SigningKey, new_key_pair
 from tests.approver_keys import NOW, write_secret
 
 BINDING = Binding(workflow_id="wf", chain_id="run-1", call_id="call_1", tool="deploy", arguments_digest="a" * 64)
 
 
 def approval(**fields: object) -> DecisionClaim:
-    return decision_claim(BINDING, ToolApprovalResponse(call_id="call_1", approved=True, **fields))  # type: ignore[arg-type]
+    return decision_claim(BINDING, ToolApprovalResponse(call_id="call_1", approved=True, **fields))
 
 
 def test_a_claim_is_read_by_its_shape_and_anything_else_is_refused() -> None:
@@ -60,15 +62,23 @@ def test_a_persons_key_signs_as_its_subject_with_its_groups(person: tuple[Signin
     key, keys = person
     token = key.sign(approval())
     identity = keys.verify(token)
-    assert (identity.subject, identity.groups, identity.key_id, identity.claim) == ("alice", ("sre",), "alice-1",
-                                                                                   approval())  # fmt: skip
+    assert (identity.subject, identity.groups, identity.key_id, identity.claim) == (
+        "alice",
+        ("sre",),
+        "alice-1",
+        approval(),
+    )
     read = read_verified(token)  # what an update's handler reads, with no keys: the same person
     assert (read.subject, read.groups, read.claim) == (identity.subject, identity.groups, identity.claim)
 
 
-@pytest.mark.parametrize(("subject", "groups", "why"), [
-    ("bob", (), "signs only as 'alice', not 'bob'"), ("alice", ("ops",), "may not sign for the group(s) ['ops']"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("subject", "groups", "why"),
+    [
+        ("bob", (), "signs only as 'alice', not 'bob'"),
+        ("alice", ("ops",), "may not sign for the group(s) ['ops']"),
+    ],
+)
 def test_a_persons_key_never_signs_as_anyone_else(
     person: tuple[SigningKey, ApproverKeys], subject: str, groups: tuple[str, ...], why: str
 ) -> None:
@@ -79,8 +89,11 @@ def test_a_persons_key_never_signs_as_anyone_else(
 
 def test_a_jwks_entry_must_say_whom_it_signs_for_plainly(tmp_path: Path) -> None:
     _, entry = new_key_pair("alice")
-    cases = [({"groups": ["sre"], "sub": None}, "has groups but no sub"), ({"sub": "group:ops"}, "names a group"),
-             ({"signoff_service": "yes"}, "true or false")]  # fmt: skip
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"groups": ["sre"], "sub": None}, "has groups but no sub"),
+        ({"sub": "group:ops"}, "names a group"),
+        ({"signoff_service": "yes"}, "true or false"),
+    ]
     for bad, why in cases:
         (tmp_path / "jwks.json").write_text(json.dumps({"keys": [{k: v for k, v in {**entry, **bad}.items() if v}]}))
         with pytest.raises(ConfigError, match=why):
@@ -106,28 +119,48 @@ def test_an_expired_signed_decision_is_evidence_only_when_asked_for_after_its_de
 
 
 def call(at: datetime = NOW, **fields: str) -> CallToRun:
-    base = {"workflow_id": "wf", "chain_id": "run-1", "call_id": "call_2", "tool": "deploy",
-            "arguments_digest": "b" * 64, "run_digest": "b" * 64}  # fmt: skip
-    return CallToRun(**{**base, **fields}, at=at)  # type: ignore[arg-type]
+    base = {
+        "workflow_id": "wf",
+        "chain_id": "run-1",
+        "call_id": "call_2",
+        "tool": "deploy",
+        "arguments_digest": "b" * 64,
+        "run_digest": "b" * 64,
+    }
+    return CallToRun(**{**base, **fields}, at=at)
 
 
 def grantor(grant: GrantSpec, issued: datetime | None = NOW, **fields: object) -> Identity:
     return Identity(subject="alice", issued_at=issued, claim=approval(grant=grant, **fields))
 
 
-@pytest.mark.parametrize(("identity", "to_run", "why"), [
-    (grantor(GrantSpec(match="tool")), call(), None),
-    (grantor(GrantSpec(match="tool")), call(tool="remove"), "signed for tool 'deploy'"),
-    (grantor(GrantSpec(match="arguments")), call(), "grant covers other arguments"),
-    (grantor(GrantSpec(match="arguments")), call(arguments_digest="a" * 64, run_digest="a" * 64), None),
-    (grantor(GrantSpec(match="tool"), arguments={"x": 1}), call(), None),
-    (grantor(GrantSpec(match="tool")), call(run_digest="c" * 64), "not edited"),
-    (grantor(GrantSpec(match="tool", ttl_seconds=60)), call(at=NOW + timedelta(minutes=5)), "grant expired"),
-    (grantor(GrantSpec(match="tool", ttl_seconds=60), issued=None), call(), "does not say when it was signed"),
-    (grantor(GrantSpec(match="tool")), call(chain_id="run-0"), "signed for another run"),
-    (Identity(subject="alice", claim=approval()), call(), "grants nothing"),
-], ids=["tool", "other-tool", "other-arguments", "same-arguments", "edited-grant", "edited-run", "ttl", "no-iat",
-        "other-chain", "no-grant"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("identity", "to_run", "why"),
+    [
+        (grantor(GrantSpec(match="tool")), call(), None),
+        (grantor(GrantSpec(match="tool")), call(tool="remove"), "signed for tool 'deploy'"),
+        (grantor(GrantSpec(match="arguments")), call(), "grant covers other arguments"),
+        (grantor(GrantSpec(match="arguments")), call(arguments_digest="a" * 64, run_digest="a" * 64), None),
+        (grantor(GrantSpec(match="tool"), arguments={"x": 1}), call(), None),
+        (grantor(GrantSpec(match="tool")), call(run_digest="c" * 64), "not edited"),
+        (grantor(GrantSpec(match="tool", ttl_seconds=60)), call(at=NOW + timedelta(minutes=5)), "grant expired"),
+        (grantor(GrantSpec(match="tool", ttl_seconds=60), issued=None), call(), "does not say when it was signed"),
+        (grantor(GrantSpec(match="tool")), call(chain_id="run-0"), "signed for another run"),
+        (Identity(subject="alice", claim=approval()), call(), "grants nothing"),
+    ],
+    ids=[
+        "tool",
+        "other-tool",
+        "other-arguments",
+        "same-arguments",
+        "edited-grant",
+        "edited-run",
+        "ttl",
+        "no-iat",
+        "other-chain",
+        "no-grant",
+    ],
+)
 def test_a_grant_token_covers_exactly_what_it_grants(identity: Identity, to_run: CallToRun, why: str | None) -> None:
     assert isinstance(identity.claim, DecisionClaim)
     problem = why_not(identity.claim, identity, to_run)

@@ -12,10 +12,10 @@ import jwt
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 
+from signoff.approval.identity import ApproverKeys, issue_token
+from signoff.approval.names import name_key, name_problem
+from signoff.approval.policy import ApprovalPolicy
 from signoff.contract import RunOptions
-from signoff.identity import ApproverKeys, issue_token
-from signoff.names import name_key, name_problem
-from signoff.policy import ApprovalPolicy
 from tests.approver_keys import signed, write_secret
 from tests.governance import deploy, ops_agent, ops_run, refusal, turns, wait_event
 from tests.helpers import wait_pending
@@ -150,7 +150,7 @@ def test_requested_by_with_hidden_characters_is_invalid_input() -> None:
 
 
 def test_the_web_ui_details_say_how_to_sign_a_verified_call() -> None:
-    from signoff.approvals import ToolApprovalRequest
+    from signoff.approval.requests import ToolApprovalRequest
     from signoff.workflows.details import describe_pending
 
     plain = ToolApprovalRequest(call_id="call_1", name="deploy")

@@ -11,8 +11,7 @@ import pytest
 
 from signoff.activities.state import read_state_key
 from signoff.errors import ConfigError
-from signoff.runtime.setup import WorkerSetup
-from tests.helpers import agents_for
+from tests.helpers import agents_for, worker_settings
 
 
 def test_a_key_file_is_read_and_a_short_or_unreadable_one_stops_the_worker(tmp_path: Path) -> None:
@@ -32,8 +31,8 @@ def test_with_the_embedded_server_the_worker_makes_its_own_key_owner_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    first = WorkerSetup.from_env(agents_for(tmp_path), {}, local=True)
-    again = WorkerSetup.from_env(agents_for(tmp_path), {}, local=True)
+    first = worker_settings(agents_for(tmp_path), {}, local=True)
+    again = worker_settings(agents_for(tmp_path), {}, local=True)
     key = tmp_path / ".signoff" / "state.key"
     assert first.state_key and first.state_key == again.state_key == key.read_bytes().strip()
     assert stat.S_IMODE(key.stat().st_mode) == 0o600 and stat.S_IMODE(key.parent.stat().st_mode) == 0o700
@@ -41,10 +40,11 @@ def test_with_the_embedded_server_the_worker_makes_its_own_key_owner_only(
 
 
 def test_without_a_key_on_a_configured_cluster_the_worker_says_what_it_checks_instead(tmp_path: Path) -> None:
-    setup = WorkerSetup.from_env(agents_for(tmp_path), {})
+    setup = worker_settings(agents_for(tmp_path), {})
     assert setup.state_key is None
-    assert any("checked with the server only (set SIGNOFF_STATE_KEY_FILE to seal it)" in line
-               for line in setup.describe())  # fmt: skip
+    assert any(
+        "checked with the server only (set SIGNOFF_STATE_KEY_FILE to seal it)" in line for line in setup.describe()
+    )
     (tmp_path / "state.key").write_text("k" * 40)
-    named = WorkerSetup.from_env(agents_for(tmp_path), {"SIGNOFF_STATE_KEY_FILE": str(tmp_path / "state.key")})
+    named = worker_settings(agents_for(tmp_path), {"SIGNOFF_STATE_KEY_FILE": str(tmp_path / "state.key")})
     assert named.state_key == b"k" * 40

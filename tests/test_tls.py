@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from signoff.approvals import ToolApprovalResponse
+from signoff.approval.requests import ToolApprovalResponse
 from tests.helpers import (
     Reply,
     ScriptedModelServer,
@@ -65,8 +65,12 @@ def model() -> Iterator[ScriptedModelServer]:
 
 def tls_env(proxy: TlsProxy, certs: Certs, **extra: str | Path) -> dict[str, str]:
     """Only Temporal's standard variables: the address, the server's CA and its name."""
-    return clean_env(TEMPORAL_ADDRESS=proxy.address, TEMPORAL_TLS_SERVER_CA_CERT_PATH=certs.ca,
-                     TEMPORAL_TLS_SERVER_NAME=SERVER_NAME, **extra)  # fmt: skip
+    return clean_env(
+        TEMPORAL_ADDRESS=proxy.address,
+        TEMPORAL_TLS_SERVER_CA_CERT_PATH=certs.ca,
+        TEMPORAL_TLS_SERVER_NAME=SERVER_NAME,
+        **extra,
+    )
 
 
 def client_cert(certs: Certs) -> dict[str, Path]:
@@ -75,9 +79,14 @@ def client_cert(certs: Certs) -> dict[str, Path]:
 
 async def cli(env: dict[str, str], *args: str) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(REPO / "client.py"), *args, cwd=REPO, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        str(REPO / "client.py"),
+        *args,
+        cwd=REPO,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
@@ -93,8 +102,16 @@ async def run_through(
     client: Client, task_queue: str, env: dict[str, str], procs: Processes, model: ScriptedModelServer, workspace: Path
 ) -> None:
     """A worker on `env` serves a run to the end; the CLI on `env` lists its call and reads its result."""
-    worker = procs.worker("worker", env | {"SIGNOFF_TASK_QUEUE": task_queue, "SIGNOFF_LLM_BASE_URL": model.base_url,
-                                           "SIGNOFF_LLM_MODEL": "scripted", "SIGNOFF_WORKSPACE": str(workspace)})
+    worker = procs.worker(
+        "worker",
+        env
+        | {
+            "SIGNOFF_TASK_QUEUE": task_queue,
+            "SIGNOFF_LLM_BASE_URL": model.base_url,
+            "SIGNOFF_LLM_MODEL": "scripted",
+            "SIGNOFF_WORKSPACE": str(workspace),
+        },
+    )
     await worker.wait_for_output(READY)
     handle = await start_run(client, task_queue, "echo over tls")
     await wait_pending(handle, timeout=15)
@@ -108,18 +125,28 @@ async def run_through(
 
 
 async def test_worker_and_cli_work_through_tls(
-    client: Client, task_queue: str, tls_proxy: TlsProxy, certs: Certs, procs: Processes,
-    model: ScriptedModelServer, tmp_path: Path,
-) -> None:  # fmt: skip
+    client: Client,
+    task_queue: str,
+    tls_proxy: TlsProxy,
+    certs: Certs,
+    procs: Processes,
+    model: ScriptedModelServer,
+    tmp_path: Path,
+) -> None:
     await run_through(client, task_queue, tls_env(tls_proxy, certs), procs, model, tmp_path)
     assert f"at {tls_proxy.address} (namespace default; TLS)" in procs.started[0].stdout()
     assert tls_proxy.connections >= 3  # the worker and both CLI commands came through the proxy
 
 
 async def test_worker_and_cli_work_through_mtls_with_a_client_certificate(
-    client: Client, task_queue: str, mtls_proxy: TlsProxy, certs: Certs, procs: Processes,
-    model: ScriptedModelServer, tmp_path: Path,
-) -> None:  # fmt: skip
+    client: Client,
+    task_queue: str,
+    mtls_proxy: TlsProxy,
+    certs: Certs,
+    procs: Processes,
+    model: ScriptedModelServer,
+    tmp_path: Path,
+) -> None:
     env = tls_env(mtls_proxy, certs, **client_cert(certs))
     await run_through(client, task_queue, env, procs, model, tmp_path)
     assert "(namespace default; TLS, client certificate)" in procs.started[0].stdout()

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from signoff.approvals import ToolApprovalResponse
+from signoff.approval.requests import ToolApprovalResponse
 from signoff.tools.process import ALLOWED_ENV
 from tests.helpers import (
     Reply,
@@ -130,10 +130,14 @@ async def test_a_command_run_as_the_tool_user_cannot_read_the_workers_environmen
     key_file.write_text(f"{KEY}\n")
     key_file.chmod(0o600)  # the worker's (root's) alone, though it lies in the workspace
     env = worker_env(
-        client, task_queue, model, shared_workspace,
-        SIGNOFF_TOOL_USER="nobody", SIGNOFF_LLM_API_KEY_FILE=str(key_file),
+        client,
+        task_queue,
+        model,
+        shared_workspace,
+        SIGNOFF_TOOL_USER="nobody",
+        SIGNOFF_LLM_API_KEY_FILE=str(key_file),
         AWS_SECRET_ACCESS_KEY=WORKER_SECRETS["AWS_SECRET_ACCESS_KEY"],
-    )  # fmt: skip
+    )
     worker = procs.worker("worker", env)
     await worker.wait_for_output(READY)
 
@@ -159,9 +163,15 @@ async def test_a_command_run_as_the_tool_user_cannot_read_the_workers_environmen
     ],
 )
 async def test_a_bad_tool_setting_stops_the_worker_at_start_with_what_to_do(
-    name: str, value: str, message: str,
-    client: Client, task_queue: str, model: ScriptedModelServer, procs: Processes, tmp_path: Path,
-) -> None:  # fmt: skip
+    name: str,
+    value: str,
+    message: str,
+    client: Client,
+    task_queue: str,
+    model: ScriptedModelServer,
+    procs: Processes,
+    tmp_path: Path,
+) -> None:
     worker = procs.worker("worker", worker_env(client, task_queue, model, tmp_path, **{name: value}))
     assert await worker.wait_exit(30) != 0
     assert message in worker.stderr().strip().splitlines()[-1]

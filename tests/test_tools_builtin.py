@@ -59,9 +59,7 @@ async def test_read_file_without_path_is_an_invalid_arguments_error(scope: Works
     )
 
 
-async def test_write_file_creates_missing_parent_directories(
-    scope: WorkspaceScope, ws: Path
-) -> None:
+async def test_write_file_creates_missing_parent_directories(scope: WorkspaceScope, ws: Path) -> None:
     result = await WriteFile(scope).execute({"path": "a/b/c.txt", "content": "héllo"})
     assert (ws / "a/b/c.txt").read_text() == "héllo"
     assert result.content == "wrote 6 bytes to a/b/c.txt"
@@ -79,18 +77,14 @@ async def test_remove_path_removes_a_file(scope: WorkspaceScope, ws: Path) -> No
     assert not result.is_error and not (ws / "f.txt").exists()
 
 
-async def test_remove_path_of_directory_without_recursive_is_an_error(
-    scope: WorkspaceScope, ws: Path
-) -> None:
+async def test_remove_path_of_directory_without_recursive_is_an_error(scope: WorkspaceScope, ws: Path) -> None:
     (ws / "d").mkdir()
     result = await RemovePath(scope).execute({"path": "d"})
     assert result.is_error and "recursive=true" in result.content
     assert (ws / "d").is_dir()
 
 
-async def test_remove_path_recursive_removes_a_directory_tree(
-    scope: WorkspaceScope, ws: Path
-) -> None:
+async def test_remove_path_recursive_removes_a_directory_tree(scope: WorkspaceScope, ws: Path) -> None:
     (ws / "d/sub").mkdir(parents=True)
     (ws / "d/sub/f.txt").write_text("x")
     result = await RemovePath(scope).execute({"path": "d", "recursive": True})
@@ -115,9 +109,7 @@ async def test_remove_path_refuses_the_workspace_root(scope: WorkspaceScope, ws:
     assert result.is_error and ws.is_dir()
 
 
-async def test_list_dir_sorts_entries_and_marks_directories(
-    scope: WorkspaceScope, ws: Path
-) -> None:
+async def test_list_dir_sorts_entries_and_marks_directories(scope: WorkspaceScope, ws: Path) -> None:
     (ws / "b.txt").write_text("")
     (ws / "a").mkdir()
     (ws / "c.txt").write_text("")
@@ -167,8 +159,7 @@ def test_default_run_command_always_needs_approval(scope: WorkspaceScope) -> Non
 
 def test_default_tools_schemas_match_the_contract_arguments(scope: WorkspaceScope) -> None:
     shapes = {
-        t.name: (sorted(t.parameters["properties"]), t.parameters.get("required", []))
-        for t in default_tools(scope)
+        t.name: (sorted(t.parameters["properties"]), t.parameters.get("required", [])) for t in default_tools(scope)
     }
     assert shapes == {
         "run_command": (["command", "timeout_secs"], ["command"]),

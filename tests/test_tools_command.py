@@ -73,9 +73,7 @@ async def test_timeout_kills_the_commands_children(run: RunCommand, tmp_path: Pa
     await wait_until(lambda: not is_alive(child), 5.0, f"child {child} still alive")
 
 
-async def test_cancellation_kills_the_command_and_its_children(
-    run: RunCommand, tmp_path: Path
-) -> None:
+async def test_cancellation_kills_the_command_and_its_children(run: RunCommand, tmp_path: Path) -> None:
     task = asyncio.create_task(run.execute({"command": SPAWN_CHILD}))
     pid_file = tmp_path / "child.pid"
     await wait_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "", 5.0, "no child pid written")
@@ -86,9 +84,7 @@ async def test_cancellation_kills_the_command_and_its_children(
     await wait_until(lambda: not is_alive(child), 5.0, f"child {child} still alive")
 
 
-async def test_signoff_api_key_is_hidden_from_commands(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_signoff_api_key_is_hidden_from_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SIGNOFF_LLM_API_KEY", "sk-secret")
     run = RunCommand(WorkspaceScope(tmp_path))
     result = await run.execute({"command": 'echo "key=${SIGNOFF_LLM_API_KEY:-unset}"'})

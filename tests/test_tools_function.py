@@ -133,16 +133,12 @@ async def test_tool_result_return_value_passes_through() -> None:
 async def test_invalid_arguments_are_an_error_result_naming_tool_and_argument() -> None:
     result = await add.execute({"a": "two"})
     assert result.is_error
-    assert result.content.startswith(
-        "invalid arguments for add: a: Input should be a valid integer"
-    )
+    assert result.content.startswith("invalid arguments for add: a: Input should be a valid integer")
 
 
 async def test_unknown_argument_is_an_error_result() -> None:
     result = await add.execute({"a": 1, "c": 2})
-    assert result == ToolResult.error(
-        "invalid arguments for add: c: Extra inputs are not permitted"
-    )
+    assert result == ToolResult.error("invalid arguments for add: c: Extra inputs are not permitted")
 
 
 async def test_exception_in_function_is_an_error_result() -> None:

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from signoff.config.environment import Environment
 from signoff.errors import ConfigError
 from signoff.tools import RunCommand, WorkspaceScope
-from signoff.tools.process import ALLOWED_ENV, ToolUser, tool_env_names
+from signoff.tools.process import ALLOWED_ENV, ToolUser
 from tests.processes import REPO
 
 SECRETS = {
@@ -119,7 +120,7 @@ def test_a_malformed_signoff_tool_env_fails_when_the_tool_is_built(
 
 
 def test_an_empty_signoff_tool_env_adds_nothing() -> None:
-    assert tool_env_names({"SIGNOFF_TOOL_ENV": "  "}) == ()
+    assert Environment({"SIGNOFF_TOOL_ENV": "  "}).tool_env_names() == ()
 
 
 async def test_the_environment_is_read_when_the_tool_is_built(

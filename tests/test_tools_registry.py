@@ -1,13 +1,16 @@
-"""ToolRegistry and ApprovalRequiredTool."""
+"""ToolRegistry and ApprovalRequiredTool (and the gate, which alone says which of its calls need approval)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from signoff.approval.gate import gated_call_ids, snapshot_of
 from signoff.errors import UsageError
-from signoff.messages import ToolSpec
+from signoff.loop.limits import Limits
+from signoff.loop.messages import ToolCall, ToolSpec
 from signoff.tools import ApprovalRequiredTool, ToolRegistry, ToolResult, tool
 
 
@@ -92,11 +95,17 @@ def test_registry_finds_tools_by_name() -> None:
     assert (registry.names(), list(registry), len(registry)) == (["echo"], [echo], 1)
 
 
-def test_registry_asks_the_tool_whether_a_call_needs_approval() -> None:
+def gated(registry: ToolRegistry, *calls: tuple[str, dict[str, Any]]) -> list[str]:
+    """The names of the calls the gate holds under a snapshot of `registry` (one call a name)."""
+    snapshot = snapshot_of("agent", "", registry, Limits())
+    asked = [ToolCall(id=name, name=name, arguments=json.dumps(arguments)) for name, arguments in calls]
+    return gated_call_ids(snapshot, registry, asked)
+
+
+def test_the_gate_holds_the_wrapped_tools_calls_and_lets_the_others_run() -> None:
     registry = ToolRegistry([echo, ApprovalRequiredTool(deploy)])
-    assert registry.requires_approval("deploy", {"env": "prod"})
-    assert not registry.requires_approval("echo", {"text": "hi"})
+    assert gated(registry, ("deploy", {"env": "prod"}), ("echo", {"text": "hi"})) == ["deploy"]
 
 
-def test_registry_never_asks_about_an_unknown_tool() -> None:
-    assert not ToolRegistry().requires_approval("rm_everything", {})
+def test_the_gate_never_holds_a_call_of_an_unknown_tool() -> None:
+    assert gated(ToolRegistry(), ("rm_everything", {})) == []

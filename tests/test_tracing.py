@@ -54,24 +54,34 @@ async def test_spans_name_the_tool_and_its_outcome_never_arguments_or_secrets(
         worker = build_worker(traced, agents_for(tmp_path), task_queue, default_client=lambda: OpenAIChatClient(llm))
         async with worker:
             handle = await traced.start_workflow(
-                "AgentRun", AgentRunInput(prompt="say the word"), id=f"run-{uuid.uuid4()}", task_queue=task_queue,
+                "AgentRun",
+                AgentRunInput(prompt="say the word"),
+                id=f"run-{uuid.uuid4()}",
+                task_queue=task_queue,
                 result_type=AgentRunResult,
-            )  # fmt: skip
+            )
             await wait_pending(handle)
             await handle.execute_update("submit_tool_approval", {"call_id": "call_1", "approved": True})
             assert SECRET_ARGUMENT in ((await handle.result()).text or "")
     spans = exporter.get_finished_spans()
     names = {span.name for span in spans}
-    assert {"StartWorkflow:AgentRun", "RunWorkflow:AgentRun", "RunActivity:signoff.chat",
-            "RunActivity:signoff.tool", "StartWorkflowUpdate:submit_tool_approval"} <= names  # fmt: skip
+    assert {
+        "StartWorkflow:AgentRun",
+        "RunWorkflow:AgentRun",
+        "RunActivity:signoff.chat",
+        "RunActivity:signoff.tool",
+        "StartWorkflowUpdate:submit_tool_approval",
+    } <= names
     assert len({span.context.trace_id for span in spans if span.name.startswith("Run")}) == 1  # one trace per run
     (tool,) = [s for s in spans if s.name == "RunActivity:signoff.tool"]
     assert tool.attributes is not None
     assert tool.attributes["signoff.tool"] == "run_command" and tool.attributes["signoff.outcome"] == "ok"
     assert tool.attributes["temporalWorkflowID"] == handle.id
+    assert tool.attributes["signoff.agent"] == "default"
     turns = [s.attributes for s in spans if s.name == "RunActivity:signoff.chat"]
     assert [(a or {}).get("signoff.outcome") for a in turns] == ["tool_calls", "stop"]
     assert (turns[0] or {})["signoff.tools_requested"] == ("run_command",)
+    assert {(a or {}).get("signoff.agent") for a in turns} == {"default"}
     for span in spans:
         exported = span.to_json()
         assert SECRET_ARGUMENT not in exported and API_KEY not in exported and "echo" not in exported, span.name
@@ -95,27 +105,36 @@ class _Receiver(BaseHTTPRequestHandler):
 @pytest.fixture
 def collector() -> Iterator[tuple[str, list[ExportTraceServiceRequest]]]:
     """An OTLP/HTTP trace receiver on a free port: its endpoint, and what it received."""
-    handler = type("Receiver", (_Receiver,), {"requests": []})
-    server = HTTPServer(("127.0.0.1", 0), handler)
+    requests: list[ExportTraceServiceRequest] = []
+    server = HTTPServer(("127.0.0.1", 0), type("Receiver", (_Receiver,), {"requests": requests}))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", handler.requests
+    yield f"http://127.0.0.1:{server.server_address[1]}", requests
     server.shutdown()
     server.server_close()
 
 
 async def test_a_worker_with_signoff_otel_exports_spans_to_the_otlp_endpoint(
-    client: Client, tmp_path: Path, task_queue: str, procs: Processes,
+    client: Client,
+    tmp_path: Path,
+    task_queue: str,
+    procs: Processes,
     collector: tuple[str, list[ExportTraceServiceRequest]],
-) -> None:  # fmt: skip
+) -> None:
     endpoint, received = collector
     with ScriptedModelServer(lambda request: Reply.text("nothing to do")) as model:
         env = clean_env(
-            TEMPORAL_ADDRESS=client.service_client.config.target_host, SIGNOFF_TASK_QUEUE=task_queue,
-            SIGNOFF_LLM_BASE_URL=model.base_url, SIGNOFF_LLM_MODEL="scripted", SIGNOFF_WORKSPACE=tmp_path,
-            SIGNOFF_OTEL="1", OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, OTEL_SERVICE_NAME="ops-agents",
-            OTEL_BSP_SCHEDULE_DELAY="100", SIGNOFF_METRICS_ADDRESS=f"127.0.0.1:{free_port()}",
-        )  # fmt: skip
+            TEMPORAL_ADDRESS=client.service_client.config.target_host,
+            SIGNOFF_TASK_QUEUE=task_queue,
+            SIGNOFF_LLM_BASE_URL=model.base_url,
+            SIGNOFF_LLM_MODEL="scripted",
+            SIGNOFF_WORKSPACE=tmp_path,
+            SIGNOFF_OTEL="1",
+            OTEL_EXPORTER_OTLP_ENDPOINT=endpoint,
+            OTEL_SERVICE_NAME="ops-agents",
+            OTEL_BSP_SCHEDULE_DELAY="100",
+            SIGNOFF_METRICS_ADDRESS=f"127.0.0.1:{free_port()}",
+        )
         worker = procs.worker("worker", env)
         await worker.wait_for_output("signoff: worker on task queue")
         assert "traces: OpenTelemetry" in worker.stdout() and "metrics: http://127.0.0.1:" in worker.stdout()
@@ -129,7 +148,10 @@ async def test_a_worker_with_signoff_otel_exports_spans_to_the_otlp_endpoint(
 
         await wait_until(lambda: "RunActivity:signoff.chat" in exported(), 20, lambda: f"spans: {exported()}")
     services = {
-        a.value.string_value for r in received for rs in r.resource_spans for a in rs.resource.attributes
+        a.value.string_value
+        for r in received
+        for rs in r.resource_spans
+        for a in rs.resource.attributes
         if a.key == "service.name"
-    }  # fmt: skip
+    }
     assert services == {"ops-agents"} and "RunWorkflow:AgentRun" in exported()

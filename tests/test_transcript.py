@@ -1,4 +1,4 @@
-"""The by-reference transcript protocol (signoff/transcript.py, activities/memory.py), unit level."""
+"""The by-reference transcript protocol (signoff/loop/transcript.py, activities/memory.py), unit level."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from signoff.activities.memory import RunMemory
-from signoff.messages import ChatMessage
-from signoff.transcript import GENESIS_HEAD, Copy, Sender, chain, from_full
+from signoff.loop.messages import ChatMessage
+from signoff.loop.transcript import GENESIS_HEAD, Copy, Sender, chain, from_full
 
 USER = ChatMessage.user("hi")
 ANSWER = ChatMessage.assistant("let me look")

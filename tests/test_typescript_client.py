@@ -20,8 +20,9 @@ TS = Path(__file__).parent / "ts"
 
 
 async def run(*command: str, cwd: Path = TS) -> str:
-    process = await asyncio.create_subprocess_exec(*command, cwd=cwd, stdout=asyncio.subprocess.PIPE,
-                                                   stderr=asyncio.subprocess.PIPE)  # fmt: skip
+    process = await asyncio.create_subprocess_exec(
+        *command, cwd=cwd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
     out, err = await asyncio.wait_for(process.communicate(), 120)
     assert process.returncode == 0, (command, out.decode()[-2000:], err.decode()[-2000:])
     return out.decode()
@@ -36,8 +37,13 @@ async def test_a_typescript_client_approves_a_call_with_plain_json(
     await run(str(TS / "node_modules" / ".bin" / "tsc"), "-p", ".")  # into tests/ts/build (git-ignored)
     workflow_id = f"ts-{uuid.uuid4()}"
     async with served(client, task_queue, tmp_path):
-        out = await run("node", str(TS / "build" / "happy_path.js"), client.service_client.config.target_host,
-                        task_queue, workflow_id)  # fmt: skip
+        out = await run(
+            "node",
+            str(TS / "build" / "happy_path.js"),
+            client.service_client.config.target_host,
+            task_queue,
+            workflow_id,
+        )
     seen = json.loads(out.strip().splitlines()[-1])
     (pending,) = seen["pending"]
     assert (pending["call_id"], pending["name"], len(pending["arguments_digest"])) == ("call_1", "run_command", 64)

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
-from signoff.approvals import ToolApprovalResponse
+from signoff.approval.identity import ApproverKeys, issue_token
+from signoff.approval.policy import ApprovalPolicy
+from signoff.approval.requests import ToolApprovalResponse
+from signoff.approval.signatures import requester_claim
 from signoff.contract import RunOptions
-from signoff.identity import ApproverKeys, issue_token
-from signoff.messages import ChatMessage
-from signoff.policy import ApprovalPolicy
+from signoff.loop.messages import ChatMessage
 from signoff.runtime.devserver import find_temporal_binary
-from signoff.signatures import requester_claim
 from tests.approver_keys import signed, write_secret
 from tests.governance import (
     activity_types,
@@ -61,23 +61,50 @@ async def temporal(client: Client, *args: str) -> tuple[int, str]:
     """Run the plain `temporal` CLI against the test server; its exit code and output."""
     address = client.service_client.config.target_host
     process = await asyncio.create_subprocess_exec(
-        str(find_temporal_binary()), *args, "--address", address, "--namespace", client.namespace,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
+        str(find_temporal_binary()),
+        *args,
+        "--address",
+        address,
+        "--namespace",
+        client.namespace,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     output, _ = await asyncio.wait_for(process.communicate(), timeout=60)
     return process.returncode or 0, output.decode()
 
 
 async def cli_update(client: Client, handle: WorkflowHandle[Any, Any], decision: dict[str, Any]) -> tuple[int, str]:
     """`temporal workflow update execute ... --input '<json>'`, as an operator types it."""
-    return await temporal(client, "workflow", "update", "execute", "--workflow-id", handle.id, "--output",
-                          "json", "--name", "submit_tool_approval", "--input", json.dumps(decision))  # fmt: skip
+    return await temporal(
+        client,
+        "workflow",
+        "update",
+        "execute",
+        "--workflow-id",
+        handle.id,
+        "--output",
+        "json",
+        "--name",
+        "submit_tool_approval",
+        "--input",
+        json.dumps(decision),
+    )
 
 
 async def cli_signal(client: Client, handle: WorkflowHandle[Any, Any], decision: dict[str, Any]) -> tuple[int, str]:
     """`temporal workflow signal ... --input '<json>'`."""
-    return await temporal(client, "workflow", "signal", "--workflow-id", handle.id,
-                          "--name", "tool_approval", "--input", json.dumps(decision))  # fmt: skip
+    return await temporal(
+        client,
+        "workflow",
+        "signal",
+        "--workflow-id",
+        handle.id,
+        "--name",
+        "tool_approval",
+        "--input",
+        json.dumps(decision),
+    )
 
 
 async def test_an_unverified_approval_is_refused_by_update_ignored_by_signal_and_the_call_waits(
@@ -183,8 +210,11 @@ async def test_separate_requester_under_a_verified_policy_needs_a_requester_toke
         scheduled = await activity_types(handle)
     cause = failure.value.cause
     assert cause.type == "InvalidInput"  # type: ignore[attr-defined]
-    wanted = {"none": "needs a verified requester_token", "plain": "requester_token bound to this workflow id",
-              "another-run": "signed for another requester: its workflow_id is 'other-run'"}  # fmt: skip
+    wanted = {
+        "none": "needs a verified requester_token",
+        "plain": "requester_token bound to this workflow id",
+        "another-run": "signed for another requester: its workflow_id is 'other-run'",
+    }
     assert wanted[requester_token] in str(cause)
     # The token of another run fails at once; the others once the snapshot shows the policy, before the model.
     assert scheduled == ([] if requester_token == "another-run" else ["signoff.chat"])
@@ -227,8 +257,9 @@ async def test_a_start_cannot_sign_its_decisions_so_a_verified_call_waits_for_a_
         result = await handle.result()
     assert "plain identity token" in ignored["reason"]
     assert result.text == "deployed web" and (result.approvals[0].approver, result.approvals[0].verified) == (
-        "alice", True,
-    )  # fmt: skip
+        "alice",
+        True,
+    )
 
 
 async def test_a_run_approved_under_old_keys_goes_on_under_new_ones(
@@ -239,14 +270,16 @@ async def test_a_run_approved_under_old_keys_goes_on_under_new_ones(
     write_secret(rotated)
     agents = {"ops": ops_agent(deploy=VERIFIED)}
     with ScriptedModelServer(turns([deploy("call_1")], [deploy("call_2", "api")])) as model:
-        async with running_worker(client, task_queue, model, agents, verifier=ApproverKeys.load(keys),
-                                  max_cached_workflows=0):  # fmt: skip
+        async with running_worker(
+            client, task_queue, model, agents, verifier=ApproverKeys.load(keys), max_cached_workflows=0
+        ):
             handle = await start_run(client, task_queue, agent="ops")
             (first,) = await wait_pending(handle)
             await handle.execute_update("submit_tool_approval", signed(keys, first, "alice"))
             await wait_event(handle, "approval_request", 2)
-        async with running_worker(client, task_queue, model, agents, verifier=ApproverKeys.load(rotated),
-                                  max_cached_workflows=0):  # fmt: skip
+        async with running_worker(
+            client, task_queue, model, agents, verifier=ApproverKeys.load(rotated), max_cached_workflows=0
+        ):
             (second,) = await wait_pending(handle)
             stale = await refusal(handle.execute_update("submit_tool_approval", signed(keys, second, "alice")))
             await handle.execute_update("submit_tool_approval", signed(rotated, second, "alice"))
@@ -257,7 +290,6 @@ async def test_a_run_approved_under_old_keys_goes_on_under_new_ones(
     await replayer().replay_workflow(await handle.fetch_history())  # and replay needs no keys at all
 
 
-
 async def test_a_signed_decision_is_verified_by_the_validator_so_a_forged_one_leaves_no_trace(
     client: Client, keys: Path, tmp_path: Path
 ) -> None:
@@ -266,8 +298,9 @@ async def test_a_signed_decision_is_verified_by_the_validator_so_a_forged_one_le
     write_secret(tmp_path / "other.key")
     async with ops_run(client, turns([deploy("call_d")]), worker=worker(keys)) as handle:
         (pending,) = await wait_pending(handle)
-        refused = await refusal(handle.execute_update("submit_tool_approval", signed(tmp_path / "other.key", pending,
-                                                                                     "alice")))  # fmt: skip
+        refused = await refusal(
+            handle.execute_update("submit_tool_approval", signed(tmp_path / "other.key", pending, "alice"))
+        )
         await handle.execute_update("submit_tool_approval", signed(keys, pending, "alice"))
         result = await handle.result()
         history = await handle.fetch_history()

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from signoff.config.environment import Environment
 from signoff.contract import AgentRunInput
 from signoff.runtime.connection import ConnectionSettings, connect
 from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, call, running_worker, wait_pending
@@ -35,13 +36,17 @@ async def test_the_web_ui_shows_a_decrypted_input_and_current_details(tmp_path: 
     keys = write_keys(tmp_path / "codec.keys", key_line("ui"))
     port, ui_port, codec_port = free_port(), free_port(), free_port()
     ui = f"http://127.0.0.1:{ui_port}"
-    codec = procs.start("codec", [*signoff_cli(), "codec-server", "--port", str(codec_port), "--origin", ui],
-                        clean_env(SIGNOFF_CODEC_KEYS=keys))  # fmt: skip
+    codec = procs.start(
+        "codec",
+        [*signoff_cli(), "codec-server", "--port", str(codec_port), "--origin", ui],
+        clean_env(SIGNOFF_CODEC_KEYS=keys),
+    )
     await codec.wait_for_output("codec server on")
-    await procs.dev_server("temporal", tmp_path / "temporal.db", port, ui_port,
-                           ui_codec_endpoint=f"http://127.0.0.1:{codec_port}")  # fmt: skip
+    await procs.dev_server(
+        "temporal", tmp_path / "temporal.db", port, ui_port, ui_codec_endpoint=f"http://127.0.0.1:{codec_port}"
+    )
     settings = ConnectionSettings.load(
-        environ={"TEMPORAL_ADDRESS": f"127.0.0.1:{port}", "SIGNOFF_CODEC_KEYS": str(keys)}
+        Environment({"TEMPORAL_ADDRESS": f"127.0.0.1:{port}", "SIGNOFF_CODEC_KEYS": str(keys)})
     )
     client = await connect(settings)
     task_queue = f"tq-{uuid.uuid4()}"

@@ -13,9 +13,12 @@ from tests.processes import READY, Processes, clean_env
 def env_for(client: Client, tmp_path: Path, task_queue: str, **extra: str | Path) -> dict[str, str]:
     (tmp_path / "policies.json").write_text(json.dumps({"run_command": {"verified": True, "approvers": ["alice"]}}))
     return clean_env(
-        TEMPORAL_ADDRESS=client.service_client.config.target_host, SIGNOFF_TASK_QUEUE=task_queue,
-        SIGNOFF_WORKSPACE=tmp_path, SIGNOFF_POLICY_FILE=tmp_path / "policies.json", **extra,
-    )  # fmt: skip
+        TEMPORAL_ADDRESS=client.service_client.config.target_host,
+        SIGNOFF_TASK_QUEUE=task_queue,
+        SIGNOFF_WORKSPACE=tmp_path,
+        SIGNOFF_POLICY_FILE=tmp_path / "policies.json",
+        **extra,
+    )
 
 
 async def test_a_worker_whose_policies_need_keys_it_lacks_refuses_to_start_naming_them(

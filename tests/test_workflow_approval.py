@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError
 
-from signoff.approvals import ToolApprovalResponse
+from signoff.approval.requests import ToolApprovalResponse
 from signoff.contract import AgentRunResult
-from signoff.messages import ChatMessage
+from signoff.loop.messages import ChatMessage
 from tests.helpers import (
     Reply,
     ScriptedModelServer,

@@ -10,8 +10,8 @@ from temporalio.client import Client
 
 from bench.scale import cache_counts
 from signoff.errors import ConfigError
-from signoff.runtime.setup import WorkerSetup
-from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, call, start_run, wait_pending
+from signoff.runtime.worker import build_worker
+from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, call, start_run, wait_pending, worker_settings
 from tests.processes import Processes, clean_env, free_port
 
 
@@ -24,14 +24,15 @@ def script(request: ScriptedRequest) -> Reply:
 @pytest.mark.parametrize("value", ["-1", "many", "100001"])
 def test_a_cache_size_that_cannot_work_stops_the_worker(value: str) -> None:
     with pytest.raises(ConfigError, match="SIGNOFF_MAX_CACHED_WORKFLOWS must be a whole number of runs"):
-        WorkerSetup.from_env({}, {"SIGNOFF_MAX_CACHED_WORKFLOWS": value})
+        worker_settings({}, {"SIGNOFF_MAX_CACHED_WORKFLOWS": value})
 
 
-def test_the_cache_size_reaches_the_worker_and_its_log() -> None:
-    setup = WorkerSetup.from_env({}, {"SIGNOFF_MAX_CACHED_WORKFLOWS": "2,000"})
-    assert setup.worker_options()["max_cached_workflows"] == 2000
+async def test_the_cache_size_reaches_the_worker_and_its_log(client: Client, task_queue: str) -> None:
+    setup = worker_settings({}, {"SIGNOFF_MAX_CACHED_WORKFLOWS": "2,000"})
+    assert build_worker(client, {}, task_queue, settings=setup).config()["max_cached_workflows"] == 2000
     assert "workflow cache: 2,000 runs in memory (SIGNOFF_MAX_CACHED_WORKFLOWS)" in " ".join(setup.describe())
-    assert "max_cached_workflows" not in WorkerSetup.from_env({}, {}).worker_options()
+    unset = build_worker(client, {}, f"{task_queue}-unset", settings=worker_settings({}, {})).config()
+    assert unset["max_cached_workflows"] == 1000  # not set by signoff: the SDK's default
 
 
 async def test_a_run_evicted_from_a_one_run_cache_replays_when_approved_and_finishes(
@@ -39,9 +40,15 @@ async def test_a_run_evicted_from_a_one_run_cache_replays_when_approved_and_fini
 ) -> None:
     port = free_port()
     with ScriptedModelServer(script) as model:
-        env = clean_env(TEMPORAL_ADDRESS=client.service_client.config.target_host, SIGNOFF_TASK_QUEUE=task_queue,
-                        SIGNOFF_LLM_BASE_URL=model.base_url, SIGNOFF_LLM_MODEL="scripted", SIGNOFF_WORKSPACE=tmp_path,
-                        SIGNOFF_MAX_CACHED_WORKFLOWS="1", SIGNOFF_METRICS_ADDRESS=f"127.0.0.1:{port}")  # fmt: skip
+        env = clean_env(
+            TEMPORAL_ADDRESS=client.service_client.config.target_host,
+            SIGNOFF_TASK_QUEUE=task_queue,
+            SIGNOFF_LLM_BASE_URL=model.base_url,
+            SIGNOFF_LLM_MODEL="scripted",
+            SIGNOFF_WORKSPACE=tmp_path,
+            SIGNOFF_MAX_CACHED_WORKFLOWS="1",
+            SIGNOFF_METRICS_ADDRESS=f"127.0.0.1:{port}",
+        )
         worker = procs.worker("worker", env)
         await worker.wait_for_output("signoff: worker on task queue", 60)
         assert "workflow cache: 1 runs in memory" in worker.stdout()

@@ -12,7 +12,7 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 
 from signoff.contract import RunOptions
-from signoff.messages import ChatMessage
+from signoff.loop.messages import ChatMessage
 from tests.helpers import (
     Reply,
     ScriptedModelServer,
@@ -187,9 +187,12 @@ async def test_stateless_resume_from_messages_with_responses(client: Client, tas
     with ScriptedModelServer(two_commands) as model:
         async with running_worker(client, task_queue, model, agents_for(tmp_path)):
             handle = await start_run(
-                client, task_queue, None, messages=transcript,
+                client,
+                task_queue,
+                None,
+                messages=transcript,
                 options=RunOptions(tool_approval_responses=[{"call_id": "call_a", "approved": False, "reason": "no"}]),
-            )  # fmt: skip
+            )
             (pending,) = await wait_pending(handle)
             assert pending["call_id"] == "call_b"
             await handle.execute_update("submit_tool_approval", {"call_id": "call_b", "approved": True})

@@ -45,11 +45,19 @@ def _certificate(subject: str, issuer: _KeyAndCert | None, usage: x509.ObjectIde
     )
     if usage is None:
         builder = builder.add_extension(
-            x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                          key_encipherment=False, data_encipherment=False, key_agreement=False,
-                          encipher_only=False, decipher_only=False),
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
             critical=True,
-        )  # fmt: skip
+        )
     else:
         builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName(subject)]), critical=False)
@@ -59,8 +67,11 @@ def _certificate(subject: str, issuer: _KeyAndCert | None, usage: x509.ObjectIde
 def _write(directory: Path, name: str, pair: _KeyAndCert) -> tuple[Path, Path]:
     cert, key = directory / f"{name}.pem", directory / f"{name}.key"
     cert.write_bytes(pair[1].public_bytes(serialization.Encoding.PEM))
-    key.write_bytes(pair[0].private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                          serialization.NoEncryption()))  # fmt: skip
+    key.write_bytes(
+        pair[0].private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     key.chmod(0o600)
     return cert, key
 
@@ -87,10 +98,15 @@ class Certs:
         client = _write(directory, "client", _certificate("worker", client_ca, ExtendedKeyUsageOID.CLIENT_AUTH))
         stranger = _write(directory, "stranger", _certificate("worker", stranger_ca, ExtendedKeyUsageOID.CLIENT_AUTH))
         return cls(
-            ca=_write(directory, "ca", ca)[0], server_cert=server[0], server_key=server[1],
-            client_ca=_write(directory, "client-ca", client_ca)[0], client_cert=client[0], client_key=client[1],
-            stranger_cert=stranger[0], stranger_key=stranger[1],
-        )  # fmt: skip
+            ca=_write(directory, "ca", ca)[0],
+            server_cert=server[0],
+            server_key=server[1],
+            client_ca=_write(directory, "client-ca", client_ca)[0],
+            client_cert=client[0],
+            client_key=client[1],
+            stranger_cert=stranger[0],
+            stranger_key=stranger[1],
+        )
 
 
 class TlsProxy:

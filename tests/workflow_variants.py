@@ -37,7 +37,7 @@ class ToolsInReverse(AgentRun):
     async def run(self, raw: RawValue) -> AgentRunResult:
         return await super().run(raw)
 
-    async def _run_tools(self, calls: list) -> None:  # type: ignore[type-arg]
+    async def _run_tools(self, calls: list) -> None:
         results = await asyncio.gather(*(self._tool(call) for call in reversed(calls)))
         for call, content in zip(reversed(calls), results, strict=True):
             self._loop.apply_tool_result(call.id, content)

@@ -72,8 +72,10 @@ async def _drive(kind: str, count: int, top: int) -> None:
     for key in ("filename", "lineno"):
         stats = after.compare_to(before, key)
         grown = sum(s.size_diff for s in stats)
-        print(f"\n{kind}: Python heap +{grown / 1024:.0f} kB for {count} parked runs = "
-              f"{grown / count / 1024:.1f} kB/run; by {key}:")  # fmt: skip
+        print(
+            f"\n{kind}: Python heap +{grown / 1024:.0f} kB for {count} parked runs = "
+            f"{grown / count / 1024:.1f} kB/run; by {key}:"
+        )
         for stat in stats[:top]:
             frame = stat.traceback[0]
             where = f"{_short(frame.filename)}:{frame.lineno if key == 'lineno' else ''}"

@@ -13,7 +13,7 @@ import sys
 
 from temporalio import workflow
 
-from signoff.approvals import ToolApprovalRequest
+from signoff.approval.requests import ToolApprovalRequest
 from signoff.contract import STATUS_AWAITING
 from signoff.workflows.details import describe_pending
 from signoff.workflows.record import RunRecord

@@ -18,6 +18,7 @@ import os
 import statistics
 import time
 import uuid
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 
@@ -39,16 +40,19 @@ async def one(bench, kind, queue):
     await finish(handle, TOOL, ROUNDS)
     wall = time.perf_counter() - t_paused
     events = await history_events(client, handle.id)
-    accepted = next(i for i, e in enumerate(events)
-                    if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED)
+    accepted = next(
+        i for i, e in enumerate(events) if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+    )
     # the update's workflow task started is the last WFT started before accepted
     anchor = max(i for i in range(accepted) if events[i].event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED)
     t0 = _t(events[anchor - 1])  # the WFT scheduled for the update
+
     def name(e):
         n = EventType.Name(e.event_type).replace("EVENT_TYPE_", "")
         if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
             n += "@" + ("sticky" if e.workflow_task_scheduled_event_attributes.task_queue.kind == 2 else "normal")
         return n
+
     rows = [(name(e), (_t(e) - t0) * 1000) for e in events]
     return wall, rows
 
@@ -61,7 +65,7 @@ async def main() -> None:
     args = p.parse_args()
     kinds = args.kinds.split(",")
     queues = {k: f"{k}-{uuid.uuid4().hex[:8]}" for k in kinds}
-    out = {k: [] for k in kinds}
+    out: dict[str, list[Any]] = {k: [] for k in kinds}
     async with bench_env(*args.server_arg) as bench, workers(bench, *queues.items()):
         for k in kinds:
             for _ in range(3):
@@ -75,9 +79,9 @@ async def main() -> None:
             file.write(json.dumps(out))
     for k in kinds:
         walls = [w for w, _ in out[k]]
-        print(f"\n== {k}: decision→finished p50 {statistics.median(walls)*1000:.1f} ms")
+        print(f"\n== {k}: decision→finished p50 {statistics.median(walls) * 1000:.1f} ms")
         print("   walls:", sorted(round(w * 1000) for w in walls))
-        out[k] = [(w, r[next(i for i, x in enumerate(r) if x[1] == 0.0):]) for w, r in out[k]]
+        out[k] = [(w, r[next(i for i, x in enumerate(r) if x[1] == 0.0) :]) for w, r in out[k]]
         n = min(len(r) for _, r in out[k])
         prev = 0.0
         for j in range(n):

@@ -2,7 +2,8 @@
 
 The key is read at the moment a request is sent, from the file `LLMConfig.api_key_file`
 (`SIGNOFF_LLM_API_KEY_FILE`, as container secrets are mounted) or else from the
-environment variable named by `LLMConfig.api_key_env`. So it never sits in a config
+environment variable named by `LLMConfig.api_key_env` (through `signoff.config.environment`,
+like every variable). So it never sits in a config
 object that could end up in a repr, a log line, an event or Temporal history, and a
 rotated key file is picked up by the next request.
 """
@@ -14,8 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from signoff.config.environment import (
+    LLM_API_KEY_ENV,
+    LLM_API_KEY_FILE_ENV,
+    LLM_BASE_URL_ENV,
+    LLM_MODEL_ENV,
+    Environment,
+)
+from signoff.config.smallfile import read_small_file
 from signoff.errors import ConfigError
-from signoff.smallfile import read_small_file
 
 PRESETS: dict[str, str] = {
     "deepseek": "https://api.deepseek.com/v1",
@@ -32,13 +40,9 @@ PRESET_MODELS: dict[str, str] = {
 }
 """Default model per preset; vLLM serves whatever it was started with, so it has none."""
 
-DEFAULT_API_KEY_ENV = "SIGNOFF_LLM_API_KEY"
-ENV_API_KEY_FILE = "SIGNOFF_LLM_API_KEY_FILE"
 MAX_KEY_FILE_BYTES = 64 * 1024
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 120.0
-ENV_BASE_URL = "SIGNOFF_LLM_BASE_URL"
-ENV_MODEL = "SIGNOFF_LLM_MODEL"
 
 
 @dataclass(frozen=True)
@@ -64,7 +68,7 @@ class LLMConfig:
 
     base_url: str
     model: str
-    api_key_env: str = DEFAULT_API_KEY_ENV
+    api_key_env: str = LLM_API_KEY_ENV
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     read_timeout: float = DEFAULT_READ_TIMEOUT
     headers: Mapping[str, str] = field(default_factory=dict, repr=False, hash=False)
@@ -77,7 +81,7 @@ class LLMConfig:
         object.__setattr__(self, "headers", dict(self.headers))
         _check_base_url(self.base_url)
         if not self.model.strip():
-            raise ConfigError(f"model is empty: set {ENV_MODEL} or pass model=...")
+            raise ConfigError(f"model is empty: set {LLM_MODEL_ENV} or pass model=...")
         if not self.api_key_env.strip():
             raise ConfigError("api_key_env is empty: name the variable holding the API key")
         for name in ("connect_timeout", "read_timeout"):
@@ -106,7 +110,7 @@ class LLMConfig:
         return cls(base_url=PRESETS[name], model=model, **kwargs)  # type: ignore[arg-type]
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> LLMConfig:
+    def from_env(cls, env: Environment | None = None) -> LLMConfig:
         """Build from `SIGNOFF_LLM_BASE_URL`, `SIGNOFF_LLM_MODEL`, `SIGNOFF_LLM_API_KEY_FILE`.
 
         `SIGNOFF_LLM_BASE_URL` is a URL or a preset name (e.g. `deepseek`); with a preset,
@@ -115,29 +119,21 @@ class LLMConfig:
         an error, since which one the operator meant cannot be guessed.
 
         Args:
-            environ: the environment to read; `os.environ` when None.
+            env: the environment to read; the process's when None.
 
         Raises:
             ConfigError: a variable is missing or its value cannot work.
         """
-        env = os.environ if environ is None else environ
-        base_url = env.get(ENV_BASE_URL, "").strip()
-        model = env.get(ENV_MODEL, "").strip() or None
-        key_file = env.get(ENV_API_KEY_FILE, "").strip() or None
-        if key_file and env.get(DEFAULT_API_KEY_ENV):
-            raise ConfigError(
-                f"both {DEFAULT_API_KEY_ENV} and {ENV_API_KEY_FILE} are set: "
-                "unset one of them (the file is the safer home for the key)"
-            )
+        base_url, model, key_file = (env or Environment()).llm()
         if not base_url:
             raise ConfigError(
-                f"{ENV_BASE_URL} is not set: set it to an OpenAI-compatible endpoint "
+                f"{LLM_BASE_URL_ENV} is not set: set it to an OpenAI-compatible endpoint "
                 f"such as https://api.deepseek.com/v1, or a preset name ({', '.join(PRESETS)})"
             )
         if base_url in PRESETS:
             return cls.preset(base_url, model=model, api_key_file=key_file)
         if model is None:
-            raise ConfigError(f"{ENV_MODEL} is not set: set it to the model name to use")
+            raise ConfigError(f"{LLM_MODEL_ENV} is not set: set it to the model name to use")
         return cls(base_url=base_url, model=model, api_key_file=key_file)
 
     def api_key(self) -> str | None:
@@ -151,7 +147,7 @@ class LLMConfig:
         """
         if self.api_key_file is not None:
             return read_key_file(self.api_key_file)
-        return os.environ.get(self.api_key_env) or None
+        return Environment().get(self.api_key_env) or None
 
 
 def read_key_file(path: str) -> str:
@@ -187,9 +183,9 @@ def read_key_file(path: str) -> str:
 
 def _key_file_name(path: str) -> str:
     if os.path.lexists(path) or path.startswith(("/", ".", "~")):
-        return f"API key file {path!r} ({ENV_API_KEY_FILE})"
+        return f"API key file {path!r} ({LLM_API_KEY_FILE_ENV})"
     return (
-        f"the API key file named by {ENV_API_KEY_FILE} (its value is not shown: it does not "
+        f"the API key file named by {LLM_API_KEY_FILE_ENV} (its value is not shown: it does not "
         "look like a path and may be the key itself; the setting takes the path of a file "
         "holding the key)"
     )
@@ -200,9 +196,7 @@ def _check_base_url(url: str) -> None:
     if "@" in parts.netloc:
         # Checked first, and the URL left out of the message: credentials in the URL would
         # travel into reprs and logs, and the key has its own home.
-        raise ConfigError(
-            "base URL must not contain credentials: put the key in the API key env var"
-        )
+        raise ConfigError("base URL must not contain credentials: put the key in the API key env var")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
             f"base URL {url!r} is not an http(s) URL: use e.g. https://api.deepseek.com/v1 "

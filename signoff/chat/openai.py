@@ -36,7 +36,7 @@ from signoff.chat.config import LLMConfig
 from signoff.chat.masking import mask_secret, masked_exception
 from signoff.chat.stream import MAX_ERROR_TEXT, Turn, error_text, loads, read_stream
 from signoff.errors import ProviderError, StreamError
-from signoff.messages import (
+from signoff.loop.messages import (
     ChatMessage,
     ChatResponse,
     ToolCall,
@@ -140,9 +140,7 @@ class OpenAIChatClient:
                 raise StreamError(f"response stream broke off: {exc}; retry the request") from exc
             return turn.response()
 
-    def _body(
-        self, messages: list[ChatMessage], tools: list[ToolSpec], options: ChatOptions
-    ) -> dict[str, Any]:
+    def _body(self, messages: list[ChatMessage], tools: list[ToolSpec], options: ChatOptions) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": options.model or self.config.model,
             "messages": messages_to_openai(messages),
@@ -167,7 +165,7 @@ class OpenAIChatClient:
 def messages_to_openai(messages: list[ChatMessage]) -> list[dict[str, Any]]:
     """A transcript in the OpenAI request shape, with each call under the id the model gave it.
 
-    Where signoff gave a call an id of its own (`ToolCall.model_id`, `signoff.answer`), the
+    Where signoff gave a call an id of its own (`ToolCall.model_id`, `signoff.loop.answer`), the
     model is shown its own id again, in its message's calls and in their tool messages alike:
     so the ids it reads are the ones it wrote, and match each other."""
     shown: dict[str, str] = {}

@@ -30,7 +30,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from temporalio.client import Client
 
-from signoff.approvals import GrantSpec
+from signoff.approval.requests import GrantSpec
 from signoff.cli.talk import CommandError
 from signoff.cli.token import parse_duration
 from signoff.inbox.calls import Decided, Filters, WaitingCall, call_key, call_view, list_page
@@ -62,9 +62,15 @@ class Inbox:
 
 
 def inbox_app(
-    client: Client, who: WhoIsAsking, signer: InboxSigner | None = None, *, namespace: str = "default",
-    public_url: str | None = None, ui_root: str | None = None, poll_seconds: float = 1.0,
-) -> Starlette:  # fmt: skip
+    client: Client,
+    who: WhoIsAsking,
+    signer: InboxSigner | None = None,
+    *,
+    namespace: str = "default",
+    public_url: str | None = None,
+    ui_root: str | None = None,
+    poll_seconds: float = 1.0,
+) -> Starlette:
     """The inbox for the runs of `client`'s namespace.
 
     Args:
@@ -75,8 +81,9 @@ def inbox_app(
         ui_root: the Temporal Web UI, for links to runs.
         poll_seconds: how often the waiting calls are listed while a page listens.
     """
-    inbox = Inbox(client, who, Decisions(client, signer), Watcher(client, poll_seconds), Guard(public_url),
-                  namespace, ui_root)  # fmt: skip
+    inbox = Inbox(
+        client, who, Decisions(client, signer), Watcher(client, poll_seconds), Guard(public_url), namespace, ui_root
+    )
     pages = Pages(inbox)
     routes = [
         Route("/", pages.listing, methods=["GET"]),
@@ -105,15 +112,20 @@ class Pages:
         headers = {name: request.headers.getlist(name) for name in (who.user_header, who.groups_header)}
         return who.viewer(request.client.host if request.client else None, headers)
 
-    def page(self, request: Request, template: str, viewer: Viewer | None, status: int = 200,
-             **context: Any) -> Response:  # fmt: skip
+    def page(
+        self, request: Request, template: str, viewer: Viewer | None, status: int = 200, **context: Any
+    ) -> Response:
         browser, new = self.inbox.guard.browser(request)
         token = self.inbox.guard.token(browser, viewer.name) if viewer else ""
         html = self.env.get_template(template).render(
-            viewer=viewer, csrf=token, csrf_field=CSRF_FIELD, namespace=self.inbox.namespace,
-            signing=self.inbox.decisions.signer is not None, ui_root=self.inbox.ui_root,
+            viewer=viewer,
+            csrf=token,
+            csrf_field=CSRF_FIELD,
+            namespace=self.inbox.namespace,
+            signing=self.inbox.decisions.signer is not None,
+            ui_root=self.inbox.ui_root,
             **context,
-        )  # fmt: skip
+        )
         response = HTMLResponse(html, status_code=status)
         if new:
             self.inbox.guard.remember(response, browser)
@@ -132,23 +144,48 @@ class Pages:
         try:
             page = await list_page(self.inbox.client, filters, token)
         except CommandError as exc:
-            return self.page(request, "list.html", viewer, 503, rows=[], filters=filters, problem=str(exc),
-                             next_page=None, silent=[], decided=[], listed_at=listed_at)  # fmt: skip
+            return self.page(
+                request,
+                "list.html",
+                viewer,
+                503,
+                rows=[],
+                filters=filters,
+                problem=str(exc),
+                next_page=None,
+                silent=[],
+                decided=[],
+                listed_at=listed_at,
+            )
         next_page = None
         if page.next_token:
             next_page = "?" + urlencode({**filters.params(), "page": base64.urlsafe_b64encode(page.next_token)})
         watcher = self.inbox.watcher
         decided = [(key, d) for key, d in reversed(watcher.decided.items())][:20]
-        return self.page(request, "list.html", viewer, rows=self._rows(page.calls, viewer), filters=filters,
-                         problem=None, next_page=next_page, silent=page.silent, decided=decided,
-                         listed_at=listed_at)  # fmt: skip
+        return self.page(
+            request,
+            "list.html",
+            viewer,
+            rows=self._rows(page.calls, viewer),
+            filters=filters,
+            problem=None,
+            next_page=next_page,
+            silent=page.silent,
+            decided=decided,
+            listed_at=listed_at,
+        )
 
     def _rows(self, calls: list[WaitingCall], viewer: Viewer) -> list[dict[str, Any]]:
         decisions = self.inbox.decisions
-        return [{"call": c, "refusal": decisions.refusal(c, viewer),
-                 "deny_refusal": decisions.refusal(c, viewer, approving=False),
-                 "target": json.dumps([c.workflow_id, c.request.call_id, c.request.arguments_digest])}
-                for c in calls]  # fmt: skip
+        return [
+            {
+                "call": c,
+                "refusal": decisions.refusal(c, viewer),
+                "deny_refusal": decisions.refusal(c, viewer, approving=False),
+                "target": json.dumps([c.workflow_id, c.request.call_id, c.request.arguments_digest]),
+            }
+            for c in calls
+        ]
 
     async def rows(self, request: Request) -> Response:
         """The list's rows of the calls named by `key` (the ones that arrived), under the filters."""
@@ -171,19 +208,29 @@ class Pages:
         listed_at = time.time()
         view = await call_view(self.inbox.client, run, call_id)
         decisions = self.inbox.decisions
-        context: dict[str, Any] = {"view": view, "refusal": None, "deny_refusal": None, "may_edit": False, "key": "",
-                                   "listed_at": listed_at}  # fmt: skip
+        context: dict[str, Any] = {
+            "view": view,
+            "refusal": None,
+            "deny_refusal": None,
+            "may_edit": False,
+            "key": "",
+            "listed_at": listed_at,
+        }
         if view.call is not None:
-            context.update(refusal=decisions.refusal(view.call, viewer), key=view.call.key,
-                           deny_refusal=decisions.refusal(view.call, viewer, approving=False),
-                           may_edit=decisions.may_edit(view.call.request))  # fmt: skip
+            context.update(
+                refusal=decisions.refusal(view.call, viewer),
+                key=view.call.key,
+                deny_refusal=decisions.refusal(view.call, viewer, approving=False),
+                may_edit=decisions.may_edit(view.call.request),
+            )
         return self.page(request, "call.html", viewer, 200 if view.problem is None else 503, **context)
 
     async def _form(self, request: Request) -> tuple[Viewer, dict[str, list[str]]] | Response:
         viewer = self.viewer(request)
         if viewer is None:
-            return PlainTextResponse("the inbox does not know who you are: " + self.inbox.who.describe(),
-                                     status_code=401)  # fmt: skip
+            return PlainTextResponse(
+                "the inbox does not know who you are: " + self.inbox.who.describe(), status_code=401
+            )
         body = await read_body(request, MAX_FORM_BYTES)
         if body is None:
             return PlainTextResponse(f"at most {MAX_FORM_BYTES} bytes in one form", status_code=413)
@@ -234,8 +281,9 @@ class Pages:
         viewer = self.viewer(request)
         if viewer is None or (problem := self.inbox.guard.read_problem(request)) is not None:
             return PlainTextResponse("not for you" if viewer is None else problem, status_code=403)
-        return StreamingResponse(event_stream(self.inbox.watcher), media_type="text/event-stream",
-                                 headers={"x-accel-buffering": "no"})  # fmt: skip
+        return StreamingResponse(
+            event_stream(self.inbox.watcher), media_type="text/event-stream", headers={"x-accel-buffering": "no"}
+        )
 
 
 def _one(form: dict[str, list[str]], name: str) -> str:
@@ -279,7 +327,7 @@ def _action(form: dict[str, list[str]], single: bool) -> Action:
         except ValueError as exc:
             raise ValueError(f"the edited arguments are not valid JSON: {exc}") from None
         if not isinstance(arguments, dict):
-            raise ValueError("the edited arguments must be a JSON object, e.g. {\"command\": \"ls\"}")
+            raise ValueError('the edited arguments must be a JSON object, e.g. {"command": "ls"}')
     return Action(approved=True, reason=reason, arguments=arguments, grant=_grant(form) if single else None)
 
 

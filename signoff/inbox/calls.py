@@ -20,15 +20,15 @@ from pydantic import TypeAdapter
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from signoff.approvals import ApprovalRecord, ToolApprovalRequest
+from signoff.approval.requests import ApprovalRecord, ToolApprovalRequest
 from signoff.cli import talk
 from signoff.cli.bulk import bounded
 from signoff.cli.edits import tool_schema
 from signoff.cli.runs import WAITING_QUERY
 from signoff.cli.talk import CommandError
 from signoff.contract import QUERY_MESSAGES, SA_AGENT, SA_PENDING_TOOLS
-from signoff.messages import ChatMessage
-from signoff.render import decided_by
+from signoff.loop.messages import ChatMessage
+from signoff.text.render import decided_by
 from signoff.workflows.record import SIGNOFF_PENDING_TOOLS
 
 PAGE_RUNS = 50
@@ -69,6 +69,7 @@ class Filters:
     @classmethod
     def of(cls, agent: str = "", tool: str = "", run: str = "", sort: str = "newest") -> Filters:
         """Filters from a request's query string; a value that cannot be a name is ignored."""
+
         def plain(value: str) -> str:
             value = value.strip()
             return value if _PLAIN.fullmatch(value) else ""
@@ -84,16 +85,20 @@ class Filters:
         return " AND ".join(parts)
 
     def admits(self, call: WaitingCall) -> bool:
-        return ((not self.agent or call.agent == self.agent) and (not self.tool or call.request.name == self.tool)
-                and (not self.run or call.workflow_id == self.run))  # fmt: skip
+        return (
+            (not self.agent or call.agent == self.agent)
+            and (not self.tool or call.request.name == self.tool)
+            and (not self.run or call.workflow_id == self.run)
+        )
 
     def order(self, calls: Sequence[WaitingCall]) -> list[WaitingCall]:
         far = datetime.max.replace(tzinfo=UTC)
         if self.sort == "deadline":  # soonest first; calls without a deadline last
             return sorted(calls, key=lambda c: (c.request.expires_at or far, c.workflow_id, c.request.call_id))
         early = datetime.min.replace(tzinfo=UTC)
-        return sorted(calls, key=lambda c: (c.request.requested_at or early, c.workflow_id, c.request.call_id),
-                      reverse=True)  # fmt: skip
+        return sorted(
+            calls, key=lambda c: (c.request.requested_at or early, c.workflow_id, c.request.call_id), reverse=True
+        )
 
     def params(self) -> dict[str, str]:
         given = {"agent": self.agent, "tool": self.tool, "run": self.run}
@@ -126,8 +131,9 @@ async def list_page(client: Client, filters: Filters, token: bytes | None = None
         listing = client.list_workflows(filters.query(), page_size=size, next_page_token=token)
         await listing.fetch_next_page()
     except RPCError as exc:
-        raise CommandError(f"cannot list runs: {exc.message} (signoff's search attributes are registered "
-                           "by the worker when it starts)") from None  # fmt: skip
+        raise CommandError(
+            f"cannot list runs: {exc.message} (signoff's search attributes are registered by the worker when it starts)"
+        ) from None
     executions = list(listing.current_page or [])
     answers = await bounded([lambda e=e: run_calls(client, e.id) for e in executions])  # type: ignore[misc]
     calls: list[WaitingCall] = []
@@ -167,8 +173,12 @@ class Decided:
         if record.timed_out:
             verb = f"timed out ({'approved' if record.approved else 'denied'} by its policy)"
         by = decided_by(record)
-        return cls(f"{verb} by {by}" if by and not record.timed_out else verb, record.approved, record.reason,
-                   record.decided_at)  # fmt: skip
+        return cls(
+            f"{verb} by {by}" if by and not record.timed_out else verb,
+            record.approved,
+            record.reason,
+            record.decided_at,
+        )
 
 
 async def how_decided(client: Client, workflow_id: str, call_id: str, digest: str) -> Decided:
@@ -219,4 +229,3 @@ async def recent_transcript(handle: talk.Handle) -> tuple[list[ChatMessage], int
     except (CommandError, ValueError):
         return [], 0
     return messages[-TRANSCRIPT_KEPT:], max(0, len(messages) - TRANSCRIPT_KEPT)
-

@@ -6,7 +6,7 @@ never decided blind. A selection is decided call by call, each bound to its own 
 (and, with a signing key, its own token), so each call gets its own result.
 
 What the page hides is what the run would refuse: the rules are the run's own
-(`signoff.authority`) applied to the call's policy as the run holds it.
+(`signoff.approval.authority`) applied to the call's policy as the run holds it.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from typing import Any, Literal
 
 from temporalio.client import Client
 
-from signoff.approvals import GrantSpec, ToolApprovalRequest, ToolApprovalResponse
-from signoff.authority import Decider, grant_problem, refusal, vote_problem
+from signoff.approval.authority import grant_problem, refusal, vote_problem
+from signoff.approval.people import Person
+from signoff.approval.requests import GrantSpec, ToolApprovalRequest, ToolApprovalResponse
+from signoff.approval.signatures import decision_claim
 from signoff.cli import talk
 from signoff.cli.bulk import bounded
 from signoff.cli.edits import schema_problem, tool_schema
@@ -26,7 +28,6 @@ from signoff.cli.talk import CommandError
 from signoff.inbox.calls import WaitingCall, how_decided, run_calls
 from signoff.inbox.signer import InboxSigner
 from signoff.inbox.who import Viewer
-from signoff.signatures import decision_claim
 
 Outcome = Literal["approved", "denied", "vote", "refused"]
 
@@ -60,11 +61,11 @@ class Result:
     tool: str = ""
 
 
-def decider(viewer: Viewer, signing: bool) -> Decider:
+def decider(viewer: Viewer, signing: bool) -> Person:
     """The viewer as the run will see them: verified (with groups) when the inbox signs."""
     if signing:
-        return Decider(name=viewer.name, groups=viewer.groups, verified=True)
-    return Decider.claimed(viewer.name)  # a claimed name: the run trusts no claimed groups
+        return Person(name=viewer.name, groups=viewer.groups, verified=True)
+    return Person.claimed(viewer.name)  # a claimed name: the run trusts no claimed groups
 
 
 class Decisions:
@@ -77,8 +78,10 @@ class Decisions:
         """Why the run would refuse this viewer's decision on `call` (None: it would not)."""
         request = call.request
         if request.policy.verified and self.signer is None:
-            return (f"call {request.call_id!r} ({request.name}) needs a verified approver, and this inbox has no "
-                    "signing key (SIGNOFF_INBOX_SIGNING_KEY_FILE)")  # fmt: skip
+            return (
+                f"call {request.call_id!r} ({request.name}) needs a verified approver, and this inbox has no "
+                "signing key (SIGNOFF_INBOX_SIGNING_KEY_FILE)"
+            )
         who = decider(viewer, self.signer is not None)
         return refusal(request, who, call.requested_by) or (vote_problem(request, who) if approving else None)
 
@@ -134,8 +137,10 @@ class Decisions:
             decided = await how_decided(self.client, target.workflow_id, target.call_id, target.digest)
             return f"call {target.call_id!r} no longer waits: {decided.text}"
         if call.request.arguments_digest != target.digest:
-            return (f"call {target.call_id!r} changed since you saw it (its arguments are not the ones shown): "
-                    "nothing was decided; open it again to see it as it is now")  # fmt: skip
+            return (
+                f"call {target.call_id!r} changed since you saw it (its arguments are not the ones shown): "
+                "nothing was decided; open it again to see it as it is now"
+            )
         return call
 
     async def _response(self, viewer: Viewer, call: WaitingCall, action: Action) -> ToolApprovalResponse:
@@ -146,24 +151,31 @@ class Decisions:
             raise ValueError(problem)
         if arguments is not None:
             if not self.may_edit(request):
-                raise ValueError(f"call {request.call_id!r}: its arguments cannot be edited (a quorum decides "
-                                 "it, or the model's arguments are not a JSON object)")  # fmt: skip
+                raise ValueError(
+                    f"call {request.call_id!r}: its arguments cannot be edited (a quorum decides "
+                    "it, or the model's arguments are not a JSON object)"
+                )
             schema = await tool_schema(self.client, call.workflow_id, request.name)
             if (problem := schema_problem(schema, arguments)) is not None:
                 raise ValueError(problem)
         response = ToolApprovalResponse(
-            call_id=request.call_id, approved=action.approved, reason=action.reason or None,
-            arguments_digest=request.arguments_digest, arguments=arguments,
+            call_id=request.call_id,
+            approved=action.approved,
+            reason=action.reason or None,
+            arguments_digest=request.arguments_digest,
+            arguments=arguments,
             grant=action.grant if action.approved else None,
             approver=None if self.signer else viewer.name,
-        )  # fmt: skip
+        )
         if (problem := grant_problem(request, response)) is not None:
             raise ValueError(problem)
         if self.signer is None:
             return response
         if request.binding is None:
-            raise ValueError(f"call {request.call_id!r} names no binding to sign (a worker older than signed "
-                             "decisions asked for it): decide it with the CLI")  # fmt: skip
+            raise ValueError(
+                f"call {request.call_id!r} names no binding to sign (a worker older than signed "
+                "decisions asked for it): decide it with the CLI"
+            )
         token = self.signer.sign(viewer, decision_claim(request.binding, response))
         return response.model_copy(update={"token": token})
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import time
 from collections import OrderedDict
@@ -25,7 +26,7 @@ from temporalio.client import Client
 from signoff.cli.bulk import bounded
 from signoff.cli.talk import CommandError
 from signoff.inbox.calls import Decided, WaitingCall, every_waiting_call, how_decided
-from signoff.neutral import neutralise
+from signoff.text.neutral import neutralise
 
 DECIDED_KEPT = 1000
 WATCHED = 5000
@@ -60,11 +61,17 @@ class Watcher:
         waiting = self.waiting or {}
         return {
             "waiting": {key: len(call.request.votes) for key, call in waiting.items()},
-            "decided": {key: {"text": neutralise(d.text), "approved": d.approved} for key, d in self.decided.items()
-                        if key not in waiting},
+            "decided": {
+                key: {"text": neutralise(d.text), "approved": d.approved}
+                for key, d in self.decided.items()
+                if key not in waiting
+            },
             "problem": self.problem,
             "at": self.scanned_at,
-        }  # fmt: skip
+        }
+
+    async def _how_decided(self, call: WaitingCall) -> Decided:
+        return await how_decided(self.client, call.workflow_id, call.request.call_id, call.request.arguments_digest)
 
     async def scan(self) -> None:
         """List the waiting calls once; note how each call that stopped waiting was decided."""
@@ -81,8 +88,7 @@ class Watcher:
             self.problem = None
             now = {call.key: call for call in calls}
             gone = [c for key, c in (self.waiting or {}).items() if key not in now and key not in self.decided]
-            answers = await bounded([lambda c=c: how_decided(self.client, c.workflow_id, c.request.call_id,
-                                                             c.request.arguments_digest) for c in gone])  # type: ignore[misc]  # fmt: skip
+            answers = await bounded([functools.partial(self._how_decided, c) for c in gone])
             for call, answer in zip(gone, answers, strict=True):
                 self.note(call.key, answer if isinstance(answer, Decided) else Decided("no longer waiting"))
             self.waiting, self.scanned_at = now, started

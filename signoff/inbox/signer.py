@@ -8,7 +8,7 @@ with its own key, `SIGNOFF_INBOX_SIGNING_KEY_FILE`, which the workers list in th
 `"signoff_service": true`): `sub` is the user, `groups` the groups the proxy gave, and the
 token expires in minutes (it is used at once).
 
-The file is read as `signoff.signing` reads any signing key: an HS256 secret (one line of at
+The file is read as `signoff.approval.signing` reads any signing key: an HS256 secret (one line of at
 least 32 bytes) or a PEM private key (Ed25519, EC P-256, RSA of 2048 bits or more) whose
 public key is in the workers' JWKS under `SIGNOFF_INBOX_SIGNING_KID`.
 """
@@ -16,18 +16,15 @@ public key is in the workers' JWKS under `SIGNOFF_INBOX_SIGNING_KID`.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from signoff.approval.signatures import DecisionClaim
+from signoff.approval.signing import SigningKey
+from signoff.config.environment import APPROVER_KEY_FILE_ENV, INBOX_SIGNING_KEY_FILE_ENV, Environment
 from signoff.errors import ConfigError
-from signoff.identity import ENV_AUDIENCE, ENV_ISSUER
 from signoff.inbox.who import Viewer
-from signoff.signatures import DecisionClaim
-from signoff.signing import ENV_KEY_FILE, SigningKey
 
-SIGNING_KEY_ENV = "SIGNOFF_INBOX_SIGNING_KEY_FILE"
-SIGNING_KID_ENV = "SIGNOFF_INBOX_SIGNING_KID"
 TOKEN_TTL = timedelta(minutes=5)
 """A token is sent as it is made; a short life leaves little to steal."""
 
@@ -47,8 +44,13 @@ class InboxSigner:
     ttl: timedelta = TOKEN_TTL
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], kid: str | None = None, issuer: str | None = None,
-             audience: str | None = None) -> InboxSigner:  # fmt: skip
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        kid: str | None = None,
+        issuer: str | None = None,
+        audience: str | None = None,
+    ) -> InboxSigner:
         """Read the key file.
 
         Raises:
@@ -58,19 +60,15 @@ class InboxSigner:
         try:
             key = SigningKey.load(path, kid)
         except ConfigError as exc:
-            raise ConfigError(f"{SIGNING_KEY_ENV}: {str(exc).removeprefix(f'{ENV_KEY_FILE}: ')}") from None
+            why = str(exc).removeprefix(f"{APPROVER_KEY_FILE_ENV}: ")
+            raise ConfigError(f"{INBOX_SIGNING_KEY_FILE_ENV}: {why}") from None
         return cls(key, issuer, audience)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> InboxSigner | None:
+    def from_env(cls, env: Environment) -> InboxSigner | None:
         """The key of `SIGNOFF_INBOX_SIGNING_KEY_FILE`, or None when it is not set."""
-        env = os.environ if environ is None else environ
-        path = env.get(SIGNING_KEY_ENV, "").strip()
-        if not path:
-            return None
-        kid, issuer, audience = (env.get(name, "").strip() or None for name in (SIGNING_KID_ENV, ENV_ISSUER,
-                                                                                  ENV_AUDIENCE))  # fmt: skip
-        return cls.load(path, kid, issuer, audience)
+        key = env.inbox_signing_key()
+        return cls.load(key.path, key.kid, env.approver_issuer(), env.approver_audience()) if key else None
 
     @property
     def algorithm(self) -> str:
@@ -82,5 +80,6 @@ class InboxSigner:
 
     def sign(self, viewer: Viewer, claim: DecisionClaim, now: datetime | None = None) -> str:
         """A token for `viewer` (`sub`, `groups`) carrying `claim` as its `signoff` claim."""
-        return self.key.sign(claim, viewer.name, groups=viewer.groups, ttl=self.ttl, issuer=self.issuer,
-                             audience=self.audience, now=now)  # fmt: skip
+        return self.key.sign(
+            claim, viewer.name, groups=viewer.groups, ttl=self.ttl, issuer=self.issuer, audience=self.audience, now=now
+        )

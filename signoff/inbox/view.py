@@ -17,13 +17,13 @@ from typing import Any
 
 import jinja2
 
-from signoff.approvals import ToolApprovalRequest
-from signoff.authority import allowed_approvers
+from signoff.approval.authority import allowed_approvers
+from signoff.approval.requests import ToolApprovalRequest
 from signoff.cli.calls import policy_text, votes_text
 from signoff.cli.text import format_age, format_deadline
-from signoff.links import inbox_path
-from signoff.neutral import neutralise
-from signoff.render import arguments_text
+from signoff.text.links import inbox_path
+from signoff.text.neutral import neutralise
+from signoff.text.render import arguments_text
 
 HERE = Path(__file__).parent
 SUMMARY_CHARS = 160
@@ -78,10 +78,25 @@ def stamp(moment: datetime | None) -> str:
 
 
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)  # fmt: skip
-    env.filters.update(inert=inert, pretty=pretty, summary=summary, editable=editable, diff_lines=diff_lines,
-                       age=format_age, deadline=format_deadline, stamp=stamp, policy_text=policy_text,
-                       votes_text=votes_text, who_may=who_may)  # fmt: skip
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        inert=inert,
+        pretty=pretty,
+        summary=summary,
+        editable=editable,
+        diff_lines=diff_lines,
+        age=format_age,
+        deadline=format_deadline,
+        stamp=stamp,
+        policy_text=policy_text,
+        votes_text=votes_text,
+        who_may=who_may,
+    )
     env.globals["inbox_path"] = inbox_path
     return env

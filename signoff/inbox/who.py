@@ -12,22 +12,23 @@ other, never both, so a connection that bypasses the proxy is never someone by d
 from __future__ import annotations
 
 import ipaddress
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from signoff.approval.names import name_problem
+from signoff.config.environment import (
+    DEFAULT_INBOX_GROUPS_HEADER,
+    DEFAULT_INBOX_USER_HEADER,
+    INBOX_GROUPS_HEADER_ENV,
+    INBOX_TRUSTED_PROXIES_ENV,
+    INBOX_USER_HEADER_ENV,
+    Environment,
+    Network,
+)
 from signoff.errors import ConfigError
-from signoff.names import name_problem
 
-USER_HEADER_ENV = "SIGNOFF_INBOX_USER_HEADER"
-GROUPS_HEADER_ENV = "SIGNOFF_INBOX_GROUPS_HEADER"
-TRUSTED_PROXIES_ENV = "SIGNOFF_INBOX_TRUSTED_PROXIES"
-DEFAULT_USER_HEADER = "X-Forwarded-User"
-DEFAULT_GROUPS_HEADER = "X-Forwarded-Groups"
-"""What oauth2-proxy sets (`--pass-user-headers`, its default in proxy mode)."""
 MAX_GROUPS = 100
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 @dataclass(frozen=True)
@@ -45,24 +46,6 @@ class Viewer:
     via: Literal["proxy", "local"] = "local"
 
 
-def parse_networks(text: str) -> tuple[Network, ...]:
-    """`10.0.0.5, 172.28.0.0/24, ::1`: the proxies' addresses.
-
-    Raises:
-        ConfigError: an entry is not an IP address or network.
-    """
-    networks = []
-    for entry in (e.strip() for e in text.split(",")):
-        if not entry:
-            continue
-        try:
-            networks.append(ipaddress.ip_network(entry, strict=False))
-        except ValueError:
-            raise ConfigError(f"{TRUSTED_PROXIES_ENV}: {entry!r} is not an IP address or CIDR (e.g. 10.0.0.5 or "
-                              "172.28.0.0/24); name the proxy by address, not by host name") from None  # fmt: skip
-    return tuple(networks)
-
-
 def _header_name(value: str, env: str) -> str:
     name = value.strip()
     if not name or not all(c.isalnum() or c in "-_" for c in name):
@@ -71,7 +54,7 @@ def _header_name(value: str, env: str) -> str:
 
 
 def _person(value: str) -> str | None:
-    """`value` when it can name a person (`signoff.names`: printable, at most 256, not
+    """`value` when it can name a person (`signoff.approval.names`: printable, at most 256, not
     `group:...`), else None."""
     value = value.strip()
     return value if name_problem("user", value) is None else None
@@ -80,33 +63,36 @@ def _person(value: str) -> str | None:
 class WhoIsAsking:
     """Tells the viewer of each request from its peer address and headers."""
 
-    def __init__(self, proxies: Sequence[Network] = (), user_header: str = DEFAULT_USER_HEADER,
-                 groups_header: str = DEFAULT_GROUPS_HEADER, local_user: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        proxies: Sequence[Network] = (),
+        user_header: str = DEFAULT_INBOX_USER_HEADER,
+        groups_header: str = DEFAULT_INBOX_GROUPS_HEADER,
+        local_user: str | None = None,
+    ) -> None:
         self.proxies = tuple(proxies)
-        self.user_header = _header_name(user_header, USER_HEADER_ENV)
-        self.groups_header = _header_name(groups_header, GROUPS_HEADER_ENV)
+        self.user_header = _header_name(user_header, INBOX_USER_HEADER_ENV)
+        self.groups_header = _header_name(groups_header, INBOX_GROUPS_HEADER_ENV)
         self.local_user = None if local_user is None else _person(local_user)
         if local_user is not None and self.local_user is None:
             raise ConfigError(f"--local-user {local_user!r} cannot name a person: {name_problem('user', local_user)}")
         if self.proxies and self.local_user is not None:
-            raise ConfigError(f"choose one way to know who is deciding: {TRUSTED_PROXIES_ENV} (a proxy) or "
-                              "--local-user (one person on this machine), not both")  # fmt: skip
+            raise ConfigError(
+                f"choose one way to know who is deciding: {INBOX_TRUSTED_PROXIES_ENV} (a proxy) or "
+                "--local-user (one person on this machine), not both"
+            )
         if not self.proxies and self.local_user is None:
             raise ConfigError(
                 f"the inbox must know who is deciding: put it behind an authenticating proxy and set "
-                f"{TRUSTED_PROXIES_ENV} (the proxy's address) and {USER_HEADER_ENV} (default {DEFAULT_USER_HEADER}), "
+                f"{INBOX_TRUSTED_PROXIES_ENV} (the proxy's address) and {INBOX_USER_HEADER_ENV} "
+                f"(default {DEFAULT_INBOX_USER_HEADER}), "
                 "or, for one person on this machine, pass --local-user NAME"
             )
 
     @classmethod
-    def from_env(cls, local_user: str | None = None, environ: Mapping[str, str] | None = None) -> WhoIsAsking:
-        env = os.environ if environ is None else environ
-        return cls(
-            parse_networks(env.get(TRUSTED_PROXIES_ENV, "")),
-            env.get(USER_HEADER_ENV, "").strip() or DEFAULT_USER_HEADER,
-            env.get(GROUPS_HEADER_ENV, "").strip() or DEFAULT_GROUPS_HEADER,
-            local_user,
-        )
+    def from_env(cls, env: Environment, local_user: str | None = None) -> WhoIsAsking:
+        """The proxies and headers of `SIGNOFF_INBOX_*`, or `local_user` (`--local-user`)."""
+        return cls(env.inbox_trusted_proxies(), env.inbox_user_header(), env.inbox_groups_header(), local_user)
 
     def trusts(self, peer: str | None) -> bool:
         """Whether `peer` (the connection's address) is one of the proxies."""

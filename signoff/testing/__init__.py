@@ -31,9 +31,16 @@ from signoff.testing.script import CallSpec, Reply, Script, ScriptedRequest
 from signoff.testing.server import ScriptedModelServer
 
 __all__ = [
-    "CallSpec", "HistoryReplayError", "ReplayOutcome", "Reply", "Script", "ScriptedModelServer", "ScriptedRequest",
-    "demo_script", "replay_histories",
-]  # fmt: skip
+    "CallSpec",
+    "HistoryReplayError",
+    "ReplayOutcome",
+    "Reply",
+    "Script",
+    "ScriptedModelServer",
+    "ScriptedRequest",
+    "demo_script",
+    "replay_histories",
+]
 _REPLAY = ("HistoryReplayError", "ReplayOutcome", "replay_histories")
 
 

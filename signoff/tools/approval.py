@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from signoff.policy import ApprovalPolicy
-from signoff.tools.base import Tool, ToolResult
+from signoff.approval.policy import ApprovalPolicy
+from signoff.tools.base import Tool, ToolCapabilities, ToolResult, capabilities_of
 
 
 class ApprovalRequiredTool:
@@ -13,16 +14,15 @@ class ApprovalRequiredTool:
 
     The model sees the same name, description and schema, and an approved call
     runs exactly as the inner tool would: keyword options of `execute` (such as
-    `approved=` for tools that declare `approval_aware`) and `approval_aware`
-    itself are passed through.
+    `approved=` for tools whose capabilities are `approval_aware`) are passed through,
+    and the inner tool's capabilities are its own but for the gate (`always`) and the
+    policy (this wrapper's).
 
     Args:
         inner: the tool whose every call waits for a person.
         policy: who may decide its calls, how many must agree, what a timeout does
             (None: anyone, unless the worker's policy file says otherwise).
     """
-
-    gate = "always"
 
     # Declared for type checkers, never assigned: reads fall through to `__getattr__`,
     # so the wrapper always shows the inner tool's current values.
@@ -40,6 +40,12 @@ class ApprovalRequiredTool:
         if attribute in ("inner", "approval_policy"):  # not set yet (e.g. while copying): avoid recursing
             raise AttributeError(attribute)
         return getattr(self.inner, attribute)
+
+    @property
+    def capabilities(self) -> ToolCapabilities:
+        inner = capabilities_of(self.inner)
+        aware = None if inner.approval_aware is None else self.execute
+        return replace(inner, gate="always", policy=self.approval_policy, approval_aware=aware)
 
     async def execute(self, arguments: dict[str, Any], **options: Any) -> ToolResult:
         return await self.inner.execute(arguments, **options)

@@ -7,7 +7,7 @@ when the call runs, on descriptors (`FileTool`): a call that may not leave the w
 (`WorkspaceScope.confines`) is resolved beneath the root, so nothing that changed in
 between can send it outside. Whatever the policy, they never touch `/proc`, `/sys`,
 `/dev` or the worker's secret files, and read and write only regular files
-(`signoff.tools.guard`). Failures (a missing file, a
+(`signoff.tools.files.guard`). Failures (a missing file, a
 directory without `recursive`) are tool errors for the model, not exceptions.
 """
 
@@ -17,15 +17,15 @@ import functools
 import os
 import stat
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from pydantic import Field
 
 from signoff.tools.approval import ApprovalRequiredTool
-from signoff.tools.base import Tool, ToolResult
+from signoff.tools.base import Tool, ToolCapabilities, ToolResult
 from signoff.tools.command import RunCommand
-from signoff.tools.effects import show_write
-from signoff.tools.filetool import (
+from signoff.tools.files.filetool import (
     PATH_HELP,
     FileTool,
     PathArguments,
@@ -37,11 +37,12 @@ from signoff.tools.filetool import (
     split_last,
     write_target,
 )
-from signoff.tools.fs import make_dirs_beneath, remove_tree
-from signoff.tools.guard import Guard, Refusal, descriptor_path, is_beneath
+from signoff.tools.files.fs import make_dirs_beneath, remove_tree
+from signoff.tools.files.guard import Guard, Refusal, descriptor_path, is_beneath
+from signoff.tools.files.scope import WorkspaceScope
+from signoff.tools.preview.effects import show_write
+from signoff.tools.preview.survey import removal_preview
 from signoff.tools.process import tool_owner
-from signoff.tools.scope import WorkspaceScope
-from signoff.tools.survey import removal_preview
 
 DEFAULT_MAX_READ_BYTES = 256 * 1024
 DEFAULT_MAX_LIST_ENTRIES = 1000
@@ -96,9 +97,7 @@ class WriteFile(FileTool):
     """
 
     name = "write_file"
-    description = (
-        "Write a text file, replacing it if it exists and creating missing parent directories"
-    )
+    description = "Write a text file, replacing it if it exists and creating missing parent directories"
     arguments_model = WriteFileArguments
 
     def __init__(self, scope: WorkspaceScope) -> None:
@@ -109,9 +108,13 @@ class WriteFile(FileTool):
         probe = self.scope.probe(args.path)
         return probe.leaves or hard_linked(probe.stat)
 
+    @property
+    def capabilities(self) -> ToolCapabilities:
+        return replace(super().capabilities, preview=self.preview)
+
     def preview(self, arguments: dict[str, Any]) -> str | None:
         """A unified diff of the file now against `content`, as an approved call would
-        write it (blocking I/O; `signoff.gate.previews` runs it off the event loop)."""
+        write it (blocking I/O; `signoff.tools.preview.gather.previews` runs it off the event loop)."""
         return self.preview_of(arguments, self.show)
 
     def show(self, place: Place, args: WriteFileArguments) -> ToolResult:
@@ -170,9 +173,13 @@ class RemovePath(FileTool):
         parent, name = split_last(args.path)  # the entry itself is never followed
         return self.scope.probe(args.path if name is None else parent).leaves
 
+    @property
+    def capabilities(self) -> ToolCapabilities:
+        return replace(super().capabilities, preview=self.preview)
+
     def preview(self, arguments: dict[str, Any]) -> str | None:
         """What would be removed: a file's size, a link (itself), a tree's counts and first
-        entries (blocking I/O; `signoff.gate.previews` runs it off the event loop)."""
+        entries (blocking I/O; `signoff.tools.preview.gather.previews` runs it off the event loop)."""
         return self.preview_of(arguments, self.show)
 
     def run(self, place: Place, args: RemovePathArguments) -> ToolResult:
@@ -206,9 +213,7 @@ class RemovePath(FileTool):
             os.close(fd)
         if (found.st_dev, found.st_ino) == place.workspace:
             return _root_refusal(place.shown)
-        return ToolResult.error(
-            f"{place.shown} ends in '.' or '..'; name the directory itself to remove it"
-        )
+        return ToolResult.error(f"{place.shown} ends in '.' or '..'; name the directory itself to remove it")
 
 
 class ListDir(FileTool):
@@ -222,9 +227,7 @@ class ListDir(FileTool):
     description = "List a directory's entries; subdirectories end with /"
     arguments_model = ListDirArguments
 
-    def __init__(
-        self, scope: WorkspaceScope, *, max_entries: int = DEFAULT_MAX_LIST_ENTRIES
-    ) -> None:
+    def __init__(self, scope: WorkspaceScope, *, max_entries: int = DEFAULT_MAX_LIST_ENTRIES) -> None:
         super().__init__(scope)
         self.max_entries = max_entries
 
@@ -233,9 +236,7 @@ class ListDir(FileTool):
         try:
             place.guard.check_opened(place.shown, fd, os.fstat(fd))
             with os.scandir(fd) as found:
-                entries = sorted(
-                    f"{e.name}/" if e.is_dir(follow_symlinks=False) else e.name for e in found
-                )
+                entries = sorted(f"{e.name}/" if e.is_dir(follow_symlinks=False) else e.name for e in found)
         finally:
             os.close(fd)
         if not entries:

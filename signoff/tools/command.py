@@ -14,8 +14,8 @@ from pydantic import Field
 from signoff.errors import ConfigError
 from signoff.tools._arguments import Arguments, json_schema, validate_arguments
 from signoff.tools.base import ToolResult
-from signoff.tools.process import ToolUser, tool_env_names, tool_environment
-from signoff.tools.scope import WorkspaceScope
+from signoff.tools.files.scope import WorkspaceScope
+from signoff.tools.process import ToolUser, tool_environment
 
 DEFAULT_TIMEOUT_SECS = 60
 MAX_TIMEOUT_SECS = 3600
@@ -89,7 +89,7 @@ class RunCommand:
         self.scope = scope
         self.max_output_bytes = max_output_bytes
         self.user = ToolUser.lookup(user) if user is not None else ToolUser.from_env()
-        self.env = dict(env) if env is not None else tool_environment(os.environ, tool_env_names())
+        self.env = dict(env) if env is not None else tool_environment()
         if self.user is not None:
             self.user.check(scope.root)
             self.env.update(self.user.identity_env())

@@ -10,16 +10,15 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from signoff.errors import UsageError
-from signoff.messages import ChatMessage
+from signoff.loop.messages import ChatMessage
 from signoff.tools.base import Tool
 from signoff.tools.builtins import default_tools
-from signoff.tools.scope import ScopePolicy, WorkspaceScope
+from signoff.tools.files.scope import ScopePolicy, WorkspaceScope
 
 _POLICY_TEXT = {
     ScopePolicy.DENY: "File tools refuse paths outside it.",
     ScopePolicy.APPROVE_OUTSIDE: (
-        "File tools can reach paths outside it only after a human approves the call, "
-        "so prefer paths inside it."
+        "File tools can reach paths outside it only after a human approves the call, so prefer paths inside it."
     ),
     ScopePolicy.ALLOW: "File tools may also use paths outside it.",
 }

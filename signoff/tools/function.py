@@ -27,10 +27,10 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 import pydantic_core
 from pydantic import BaseModel, Field, create_model
 
+from signoff.approval.policy import ApprovalPolicy
 from signoff.errors import UsageError
-from signoff.policy import ApprovalPolicy
 from signoff.tools._arguments import Arguments, json_schema, validate_arguments
-from signoff.tools.base import ToolResult
+from signoff.tools.base import ToolCapabilities, ToolResult
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -56,8 +56,8 @@ class FunctionTool(Generic[P, R]):
         idempotent: whether running it twice is harmless (default True).
         kind: `"function"` unless given.
         approval_policy: when given, every call waits for a person under this policy.
-        preview: a function of the arguments saying what a call would do, shown to
-            the person deciding.
+        capabilities: its gate (`always` with an approval policy, else `never`), that
+            policy, and its preview when a `preview` function was given.
     """
 
     def __init__(
@@ -73,15 +73,12 @@ class FunctionTool(Generic[P, R]):
     ) -> None:
         self.name = name or fn.__name__
         if not _TOOL_NAME.match(self.name):
-            raise UsageError(
-                f"tool name {self.name!r} is not valid: use 1-64 letters, digits, '_' or '-'"
-            )
+            raise UsageError(f"tool name {self.name!r} is not valid: use 1-64 letters, digits, '_' or '-'")
         summary, arg_docs = parse_docstring(inspect.getdoc(fn) or "")
         self.description = summary if description is None else description
         self.idempotent = idempotent
         self.kind = kind
         self.approval_policy = approval
-        self.gate = "never" if approval is None else "always"
         self._preview = preview
         self._fn = fn
         # Called with validated keyword arguments, which the ParamSpec cannot express.
@@ -97,13 +94,21 @@ class FunctionTool(Generic[P, R]):
     def __repr__(self) -> str:
         return f"FunctionTool({self.name!r})"
 
+    @property
+    def capabilities(self) -> ToolCapabilities:
+        return ToolCapabilities(
+            gate="never" if self.approval_policy is None else "always",
+            policy=self.approval_policy,
+            preview=None if self._preview is None else self.preview,
+        )
+
     def requires_approval(self, arguments: dict[str, Any]) -> bool:
         """Only with an approval policy (`@tool(approval=...)`), or wrap in `ApprovalRequiredTool`."""
         return self.approval_policy is not None
 
     def preview(self, arguments: dict[str, Any]) -> str | Awaitable[str | None] | None:
         """What a call would do, from the `preview` function given (None without one;
-        an awaitable from an async one, which `signoff.gate.previews` awaits)."""
+        an awaitable from an async one, which `signoff.tools.preview.gather.previews` awaits)."""
         if self._preview is None:
             return None
         parsed = validate_arguments(self._model, self.name, arguments)
@@ -228,9 +233,7 @@ def _parse_args_section(lines: list[str]) -> dict[str, str]:
     return docs
 
 
-def _arguments_model(
-    fn: Callable[..., Any], tool_name: str, arg_docs: dict[str, str]
-) -> type[BaseModel]:
+def _arguments_model(fn: Callable[..., Any], tool_name: str, arg_docs: dict[str, str]) -> type[BaseModel]:
     """A pydantic model of the function's parameters (what `execute` validates)."""
     try:
         hints = typing.get_type_hints(fn, include_extras=True)

@@ -14,54 +14,35 @@ from __future__ import annotations
 
 import os
 import pwd
-import re
 import subprocess
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from signoff.config.environment import TOOL_USER_ENV, Environment
 from signoff.errors import ConfigError
 
-ENV_TOOL_ENV = "SIGNOFF_TOOL_ENV"
-ENV_TOOL_USER = "SIGNOFF_TOOL_USER"
 ALLOWED_ENV = ("PATH", "HOME", "LANG", "TZ", "TERM", "USER", "SHELL")
 """Variables a tool always gets from the worker's environment (when set)."""
 ALLOWED_ENV_PREFIXES = ("LC_",)
 """Prefixes of variables a tool always gets (the locale)."""
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TRIAL_TIMEOUT = 10.0
 # Run as the tool user: enter the workspace by its absolute path, as a command would
 # to reach it, then wait on stdin so the worker can check it may signal the process.
 _TRIAL = 'cd -- "$1" 2>/dev/null || exit 3; { test -r . && test -x .; } || exit 4; read _; exit 0'
 
 
-def tool_env_names(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """The extra variable names of `SIGNOFF_TOOL_ENV` (comma-separated; may be unset).
+def tool_environment(env: Environment | None = None) -> dict[str, str]:
+    """The allow-listed part of the environment: `ALLOWED_ENV`, `LC_*` and the names in
+    `SIGNOFF_TOOL_ENV`.
 
     Raises:
-        ConfigError: an entry is empty or not a variable name (e.g. `NAME=value`).
+        ConfigError: `SIGNOFF_TOOL_ENV` is malformed.
     """
-    value = (os.environ if environ is None else environ).get(ENV_TOOL_ENV, "")
-    if not value.strip():
-        return ()
-    names = tuple(part.strip() for part in value.split(","))
-    for name in names:
-        if not _NAME.fullmatch(name):
-            # The entry is not echoed: a value written by mistake may be a secret.
-            shown = "an empty entry" if not name else f"entry {names.index(name) + 1}"
-            raise ConfigError(
-                f"{ENV_TOOL_ENV} has {shown} that is not a variable name: give names only, "
-                f"comma-separated (e.g. {ENV_TOOL_ENV}=GOPATH,HTTPS_PROXY), never values"
-            )
-    return names
-
-
-def tool_environment(environ: Mapping[str, str], extra_names: Iterable[str] = ()) -> dict[str, str]:
-    """The allow-listed part of `environ`: `ALLOWED_ENV`, `LC_*` and `extra_names`."""
-    wanted = set(ALLOWED_ENV) | set(extra_names)
-    return {k: v for k, v in environ.items() if k in wanted or k.startswith(ALLOWED_ENV_PREFIXES)}
+    env = env or Environment()
+    wanted = set(ALLOWED_ENV) | set(env.tool_env_names())
+    return {k: v for k, v in env.values.items() if k in wanted or k.startswith(ALLOWED_ENV_PREFIXES)}
 
 
 @dataclass(frozen=True)
@@ -95,15 +76,15 @@ class ToolUser:
         except KeyError:
             what = f"uid {text}" if text.isdigit() else f"name {text!r}"
             raise ConfigError(
-                f"{ENV_TOOL_USER}: there is no user with {what} on this machine: "
+                f"{TOOL_USER_ENV}: there is no user with {what} on this machine: "
                 "create that user or name an existing one (a login name or a uid)"
             ) from None
         return cls(entry.pw_name, entry.pw_uid, entry.pw_gid, entry.pw_dir, entry.pw_shell)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> ToolUser | None:
+    def from_env(cls, env: Environment | None = None) -> ToolUser | None:
         """The user of `SIGNOFF_TOOL_USER`, or None when it is unset or empty."""
-        spec = (os.environ if environ is None else environ).get(ENV_TOOL_USER, "").strip()
+        spec = (env or Environment()).tool_user()
         return cls.lookup(spec) if spec else None
 
     @property
@@ -148,13 +129,13 @@ class ToolUser:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            raise ConfigError(f"{ENV_TOOL_USER}: a trial process as {self.name!r} did not finish") from None
+            raise ConfigError(f"{TOOL_USER_ENV}: a trial process as {self.name!r} did not finish") from None
         self._explain(code, workspace)
         if not can_signal:
             raise self._cannot_switch("it could not signal the process (needed to stop a command that times out)")
 
     def _explain(self, code: int, workspace: Path) -> None:
-        who = f"user {self.name!r} (uid {self.uid}, {ENV_TOOL_USER})"
+        who = f"user {self.name!r} (uid {self.uid}, {TOOL_USER_ENV})"
         if code == 3:
             raise ConfigError(
                 f"the workspace {str(workspace)!r} is not reachable by {who}: every directory on "
@@ -167,13 +148,13 @@ class ToolUser:
                 "commands should create files"
             )
         if code != 0:
-            raise ConfigError(f"{ENV_TOOL_USER}: a trial process as {self.name!r} failed with exit code {code}")
+            raise ConfigError(f"{TOOL_USER_ENV}: a trial process as {self.name!r} failed with exit code {code}")
 
     def _cannot_switch(self, why: str) -> ConfigError:
         return ConfigError(
-            f"{ENV_TOOL_USER}={self.name}: this worker (uid {os.geteuid()}) cannot run tools as "
+            f"{TOOL_USER_ENV}={self.name}: this worker (uid {os.geteuid()}) cannot run tools as "
             f"{self.name!r} (uid {self.uid}): {why}. Run the worker as root, or give it the "
-            f"capabilities CAP_SETUID, CAP_SETGID and CAP_KILL, or unset {ENV_TOOL_USER}"
+            f"capabilities CAP_SETUID, CAP_SETGID and CAP_KILL, or unset {TOOL_USER_ENV}"
         )
 
 
@@ -188,13 +169,13 @@ def _may_signal(pid: int) -> bool:
     return True
 
 
-def tool_owner(environ: Mapping[str, str] | None = None) -> tuple[int, int] | None:
+def tool_owner(env: Environment | None = None) -> tuple[int, int] | None:
     """Who should own what the file tools create: `SIGNOFF_TOOL_USER`, when the worker runs
     as root (so it can give files away); else None (files are the worker's own).
 
     Without it, a root worker's file tools would leave files the tool user's commands
     cannot change."""
-    user = ToolUser.from_env(environ)
+    user = ToolUser.from_env(env)
     if user is None or os.geteuid() != 0 or user.uid == 0:
         return None
     return user.uid, user.gid

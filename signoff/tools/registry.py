@@ -1,13 +1,13 @@
-"""`ToolRegistry`: an agent's tools by name."""
+"""`ToolRegistry`: an agent's tools by name. Which of their calls need approval is the
+gate's to say (`signoff.approval.gate`), from the run's snapshot."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from signoff.errors import UsageError
-from signoff.messages import ToolSpec
-from signoff.tools.base import Tool, tool_spec
+from signoff.loop.messages import ToolSpec
+from signoff.tools.base import Tool, capabilities_of, tool_spec
 
 
 class ToolRegistry:
@@ -22,13 +22,15 @@ class ToolRegistry:
         """Add a tool and return it.
 
         Raises:
-            UsageError: `tool` is not a Tool, or a tool of that name is already registered.
+            UsageError: `tool` is not a Tool, its capabilities are not a `ToolCapabilities`,
+                or a tool of that name is already registered.
         """
         if not isinstance(tool, Tool):
             raise UsageError(
                 f"{tool!r} is not a Tool (name, description, parameters, idempotent, kind, "
                 "execute, requires_approval); decorate a function with @tool to make one"
             )
+        capabilities_of(tool)  # a tool that declares them wrongly is refused now, not when a call comes
         if tool.name in self._tools:
             raise UsageError(
                 f"a tool named {tool.name!r} is already registered; tool names must be "
@@ -48,14 +50,6 @@ class ToolRegistry:
     def specs(self) -> list[ToolSpec]:
         """What the model is told about each tool, in registration order."""
         return [tool_spec(each) for each in self._tools.values()]
-
-    def requires_approval(self, name: str, arguments: dict[str, Any]) -> bool:
-        """Whether this call must wait for a human.
-
-        An unknown tool never does: the call fails as unknown without asking anyone.
-        """
-        found = self._tools.get(name)
-        return found is not None and found.requires_approval(arguments)
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

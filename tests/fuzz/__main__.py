@@ -28,8 +28,14 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     phases = [Phase.explicit, Phase.generate] + ([] if args.no_shrink else [Phase.shrink])
 
-    @settings(max_examples=args.cases, deadline=None, database=None, phases=phases, print_blob=True,
-              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @settings(
+        max_examples=args.cases,
+        deadline=None,
+        database=None,
+        phases=phases,
+        print_blob=True,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(cases)
     def fuzz(case: Case) -> None:
         try:
@@ -54,8 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     if failing:
         _, case, finding = min(failing)
         print(f"smallest failing case ({len(failing)} failing seen):\n{case}\n-> {finding}", file=sys.stderr)
-    print(f"ran {harness.cases} cases in {time.monotonic() - started:.0f} s: "
-          f"{'no finding' if code == 0 else 'a finding (above)'}")  # fmt: skip
+    print(
+        f"ran {harness.cases} cases in {time.monotonic() - started:.0f} s: "
+        f"{'no finding' if code == 0 else 'a finding (above)'}"
+    )
     for what, count in sorted(harness.tally.items()):
         print(f"  {what}: {count}")
     return code

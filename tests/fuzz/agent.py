@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from signoff import AgentBuilder, ApprovalPolicy, ApprovalRequiredTool, ChatClientAgent, tool
+from signoff import AgentBuilder, ApprovalPolicy, ApprovalRequiredTool, ChatClientAgent, Tool, tool
 from signoff.tools import ListDir, ReadFile, RemovePath, WriteFile
-from signoff.tools.scope import ScopePolicy, WorkspaceScope
+from signoff.tools.files.scope import ScopePolicy, WorkspaceScope
 
 AGENT = "fuzz"
 
@@ -53,6 +53,15 @@ TOOL_NAMES = ("echo", "note", "release", "rotate", "deploy", "read_file", "list_
 
 def fuzz_agent(workspace: Path) -> ChatClientAgent:
     scope = WorkspaceScope(workspace, ScopePolicy.DENY)
-    tools = [echo, ApprovalRequiredTool(note), release, rotate, deploy, ReadFile(scope), ListDir(scope),
-             WriteFile(scope), RemovePath(scope)]  # fmt: skip
+    tools: list[Tool] = [
+        echo,
+        ApprovalRequiredTool(note),
+        release,
+        rotate,
+        deploy,
+        ReadFile(scope),
+        ListDir(scope),
+        WriteFile(scope),
+        RemovePath(scope),
+    ]
     return AgentBuilder(AGENT).with_instructions("You are fuzzed.").with_tools(tools).build()

@@ -49,11 +49,12 @@ from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, Telemetr
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
+from signoff.approval.identity import ApproverKeys
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
+from signoff.config.settings import WorkerSettings
 from signoff.contract import AgentRunInput, AgentRunResult
-from signoff.identity import ApproverKeys
-from signoff.messages import ChatMessage, ToolCall
+from signoff.loop.messages import ChatMessage, ToolCall
 from signoff.runtime.storage import PayloadStore, close_storage, data_converter
 from signoff.runtime.worker import build_worker
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
@@ -116,16 +117,24 @@ class Harness:
     async def _start(self) -> None:
         self._env = await _dev_server()
         store = PayloadStore((Path(self._workspace.name) / "payloads").as_uri(), PAYLOAD_THRESHOLD)
-        self.client = await Client.connect(self._env.client.service_client.config.target_host,
-                                           data_converter=data_converter(store), runtime=_quiet_runtime())  # fmt: skip
+        self.client = await Client.connect(
+            self._env.client.service_client.config.target_host,
+            data_converter=data_converter(store),
+            runtime=_quiet_runtime(),
+        )
         self._model = ScriptedModelServer(self._script).start()
         config = LLMConfig(base_url=self._model.base_url, model="scripted")
         (workspace := Path(self._workspace.name) / "workspace").mkdir()
         self.key_file = Path(self._workspace.name) / "approver.key"
         self.key_file.write_text(SECRET)
         agents = {AGENT: fuzz_agent(workspace)}
-        self._worker = build_worker(self.client, agents, self.task_queue, verifier=ApproverKeys.load(self.key_file),
-                                    default_client=lambda: OpenAIChatClient(config))  # fmt: skip
+        self._worker = build_worker(
+            self.client,
+            agents,
+            self.task_queue,
+            default_client=lambda: OpenAIChatClient(config),
+            settings=WorkerSettings(verifier=ApproverKeys.load(self.key_file)),
+        )
         self._running = asyncio.ensure_future(self._worker.run())
 
     def close(self) -> None:
@@ -166,9 +175,11 @@ class Harness:
         seen = self._seen.setdefault(prompt, Seen())
         try:
             handle = await self.client.start_workflow(
-                "AgentRun", _start_input(case.start, prompt), id=f"{prompt.replace(' ', '-')}-{uuid.uuid4().hex[:6]}",
+                "AgentRun",
+                _start_input(case.start, prompt),
+                id=f"{prompt.replace(' ', '-')}-{uuid.uuid4().hex[:6]}",
                 task_queue=self.task_queue,
-            )  # fmt: skip
+            )
         except RPCError:  # the server refused the start itself (a payload over its limit): no run to check
             return
         result = asyncio.ensure_future(handle.result())
@@ -241,8 +252,10 @@ class Harness:
         while not result.done():
             if self._loop.time() > deadline:
                 failures = await _task_failures(self.client, handle)
-                raise Finding(f"the run did not close within {CASE_SECONDS:.0f} s; workflow task failures: "
-                              f"{failures[:3]}; other problems: {seen.problems[:5]}")  # fmt: skip
+                raise Finding(
+                    f"the run did not close within {CASE_SECONDS:.0f} s; workflow task failures: "
+                    f"{failures[:3]}; other problems: {seen.problems[:5]}"
+                )
             pending = await self._query(handle, "pending_approvals", seen)
             if pending:
                 await handle.signal("tool_approval", _denials(pending, self.key_file))
@@ -320,8 +333,12 @@ def _denials(pending: list[dict[str, Any]], key_file: Path) -> Any:
     """What ends a case's wait: `*` denied by alice, or (a verified call waits) each call denied, signed."""
     if not any(p.get("policy", {}).get("verified") for p in pending):
         return FINISH
-    return [signed(key_file, p, "alice", approved=False) if p["policy"].get("verified") else
-            {"call_id": p["call_id"], "approved": False, "approver": "alice"} for p in pending]  # fmt: skip
+    return [
+        signed(key_file, p, "alice", approved=False)
+        if p["policy"].get("verified")
+        else {"call_id": p["call_id"], "approved": False, "approver": "alice"}
+        for p in pending
+    ]
 
 
 def _sendable(payload: Any) -> Any:
@@ -358,9 +375,7 @@ def _check_transcript(result: AgentRunResult) -> None:
             raise Finding(f"message {index} has two calls with one id")
 
 
-async def _task_failures(
-    client: Client, handle: WorkflowHandle[Any, Any], runs: list[str] | None = None
-) -> list[str]:
+async def _task_failures(client: Client, handle: WorkflowHandle[Any, Any], runs: list[str] | None = None) -> list[str]:
     """The WorkflowTaskFailed messages of every run of the chain, following continue-as-new
     (`runs`, if given, gets each run's id).
 

@@ -22,7 +22,6 @@ MAX_CALLS = 70
 """Past the per-turn limit of 64, so cuts are generated too (a few hundred more add nothing)."""
 
 
-
 def weighted(common: st.SearchStrategy[Any], rare: st.SearchStrategy[Any], percent: int) -> st.SearchStrategy[Any]:
     """`common` `percent` % of the time, else `rare` (Hypothesis's own choice of branch is not uniform)."""
     return st.integers(0, 99).flatmap(lambda n: common if n < percent else rare)
@@ -41,8 +40,15 @@ odd_text = st.one_of(
     st.sampled_from(["", "*", "\x1b[2J", "\u202e", "\ud800", "a`b\n```\n**x**", "é" * 3, "call_1", " " * 3]),
     st.text(alphabet=st.characters(codec="utf-8"), min_size=200, max_size=400),
 )
-scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(min_value=10**30), odd_floats,
-                    st.floats(allow_nan=True, allow_infinity=True), odd_text)  # fmt: skip
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=10**30),
+    odd_floats,
+    st.floats(allow_nan=True, allow_infinity=True),
+    odd_text,
+)
 json_values = st.recursive(
     scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(odd_text, inner, max_size=4), max_leaves=12
 )
@@ -67,15 +73,34 @@ def argument_texts(draw: st.DrawFn) -> str:
     """The model's raw argument text: usually a plausible object, often something else."""
     kind = draw(st.sampled_from(["object", "object", "fields", "odd", "nested", "text", "huge"]))
     if kind == "object":
-        value = draw(st.dictionaries(st.sampled_from(["text", "path", "version", "key", "times", "content"]),
-                                     st.one_of(st.text(max_size=30), st.integers(-5, 5)), max_size=3))  # fmt: skip
+        value = draw(
+            st.dictionaries(
+                st.sampled_from(["text", "path", "version", "key", "times", "content"]),
+                st.one_of(st.text(max_size=30), st.integers(-5, 5)),
+                max_size=3,
+            )
+        )
         return json.dumps(value)
     if kind == "fields":
         return json.dumps(draw(st.dictionaries(odd_text, json_values, max_size=3)), allow_nan=True)
     if kind == "odd":
-        return draw(st.sampled_from(['{"text": NaN}', '{"text": "x", "times": Infinity}', '{"times": -1e999}',
-                                    '{"text": "\\ud800"}', "[1, 2]", '"just a string"', "null", "{", "",
-                                    '{"text": 1}' + " " * 3, '{"text": "a", "text": "b"}']))  # fmt: skip
+        return draw(
+            st.sampled_from(
+                [
+                    '{"text": NaN}',
+                    '{"text": "x", "times": Infinity}',
+                    '{"times": -1e999}',
+                    '{"text": "\\ud800"}',
+                    "[1, 2]",
+                    '"just a string"',
+                    "null",
+                    "{",
+                    "",
+                    '{"text": 1}' + " " * 3,
+                    '{"text": "a", "text": "b"}',
+                ]
+            )
+        )
     if kind == "nested":
         return _nested(draw(st.sampled_from([63, 64, 65, 1_000, 100_000])))
     if kind == "text":
@@ -102,11 +127,11 @@ class Turn:
 
 hostile_calls = st.builds(Call, id=call_ids, name=tool_names, arguments=argument_texts())
 gated_calls = st.builds(  # calls that wait for a person: the decisions then have something to decide
-    Call, id=st.one_of(st.sampled_from(["call_1", "call_2", "dup"]), call_ids), name=st.sampled_from(
-        ["note", "release", "rotate", "deploy"]),
+    Call,
+    id=st.one_of(st.sampled_from(["call_1", "call_2", "dup"]), call_ids),
+    name=st.sampled_from(["note", "release", "rotate", "deploy"]),
     arguments=st.builds(lambda text: json.dumps({"text": text, "version": text, "key": text}), st.text(max_size=20)),
-)  # fmt: skip
-
+)
 
 
 calls = weighted(gated_calls, hostile_calls, 50)
@@ -157,36 +182,74 @@ class Send:
 REFERENCE = {"encoding": b"json/protobuf", "messageType": b"temporal.api.sdk.v1.ExternalStorageReference"}
 raws = uniform(
     st.builds(Raw, metadata=st.just({"encoding": b"json/plain"}), data=st.binary(max_size=40)),
-    st.builds(Raw, metadata=st.sampled_from([{"encoding": b"binary/plain"}, {"encoding": b"binary/null"},
-                                             {"encoding": b"nope/nope"}, {}]), data=st.binary(max_size=20)),
-    st.builds(Raw, metadata=st.just(REFERENCE), data=st.sampled_from([
-        b'{"driverName": "signoff.file", "claimData": {"hash_algorithm": "sha256", "hash_value": "%s"}}' % (b"a" * 64),
-        b'{"driverName": "aws.s3driver", "claimData": {"bucket": "b", "key": "v0/x"}}',
-        b'{"driverName": "nobody", "claimData": {}}', b"{not json", b"{}",
-    ])),
+    st.builds(
+        Raw,
+        metadata=st.sampled_from(
+            [{"encoding": b"binary/plain"}, {"encoding": b"binary/null"}, {"encoding": b"nope/nope"}, {}]
+        ),
+        data=st.binary(max_size=20),
+    ),
+    st.builds(
+        Raw,
+        metadata=st.just(REFERENCE),
+        data=st.sampled_from(
+            [
+                b'{"driverName": "signoff.file", "claimData": {"hash_algorithm": "sha256", "hash_value": "%s"}}'
+                % (b"a" * 64),
+                b'{"driverName": "aws.s3driver", "claimData": {"bucket": "b", "key": "v0/x"}}',
+                b'{"driverName": "nobody", "claimData": {}}',
+                b"{not json",
+                b"{}",
+            ]
+        ),
+    ),
     st.builds(Raw, metadata=st.just({"encoding": b"json/external-storage-reference"}), data=st.binary(max_size=20)),
-    st.builds(Raw, metadata=st.just({"encoding": b"json/plain", "__temporal_external_storage_reference": b"true"}),
-              data=st.just(b"{}")),
-)  # fmt: skip
-decision_fields = st.fixed_dictionaries({}, optional={
-    "reason": odd_text, "approver": st.sampled_from(["alice", "bob", "", "group:ops", "x" * 300, "\x1b"]),
-    "arguments": st.dictionaries(st.sampled_from(["text", "times", "version", "key", "zz"]), json_values, max_size=2),
-    "grant": st.fixed_dictionaries({"match": st.sampled_from(["tool", "arguments", "nope"])}, optional={
-        "ttl_seconds": st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-1, 10**9)),
-        "max_uses": st.one_of(st.integers(-1, 20_000), st.none())}),
-    "token": st.sampled_from(["not.a.token", "", "x" * 20_000]),
-    "aproved": st.booleans(),
-})  # fmt: skip
-decidings = st.builds(Deciding, target=st.one_of(st.none(), st.integers(0, 3)), approved=st.booleans(),
-                      fields=decision_fields, digest=st.sampled_from(["right", "right", "wrong", "none"]),
-                      signed=st.booleans())  # fmt: skip
+    st.builds(
+        Raw,
+        metadata=st.just({"encoding": b"json/plain", "__temporal_external_storage_reference": b"true"}),
+        data=st.just(b"{}"),
+    ),
+)
+decision_fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "reason": odd_text,
+        "approver": st.sampled_from(["alice", "bob", "", "group:ops", "x" * 300, "\x1b"]),
+        "arguments": st.dictionaries(
+            st.sampled_from(["text", "times", "version", "key", "zz"]), json_values, max_size=2
+        ),
+        "grant": st.fixed_dictionaries(
+            {"match": st.sampled_from(["tool", "arguments", "nope"])},
+            optional={
+                "ttl_seconds": st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-1, 10**9)),
+                "max_uses": st.one_of(st.integers(-1, 20_000), st.none()),
+            },
+        ),
+        "token": st.sampled_from(["not.a.token", "", "x" * 20_000]),
+        "aproved": st.booleans(),
+    },
+)
+decidings = st.builds(
+    Deciding,
+    target=st.one_of(st.none(), st.integers(0, 3)),
+    approved=st.booleans(),
+    fields=decision_fields,
+    digest=st.sampled_from(["right", "right", "wrong", "none"]),
+    signed=st.booleans(),
+)
 payloads = uniform(decidings, decidings, st.lists(decidings, max_size=3), json_values, raws)
 sends = uniform(
     st.builds(Send, via=st.sampled_from(["signal", "update"]), payload=payloads),
     st.builds(Send, via=st.sampled_from(["signal", "update"]), payload=decidings, copies=st.sampled_from([101, 150])),
-    st.builds(Send, via=st.sampled_from(["extend", "revoke"]), payload=json_values | st.fixed_dictionaries({
-        "call_id": call_ids, "seconds": st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers())})),
-)  # fmt: skip
+    st.builds(
+        Send,
+        via=st.sampled_from(["extend", "revoke"]),
+        payload=json_values
+        | st.fixed_dictionaries(
+            {"call_id": call_ids, "seconds": st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers())}
+        ),
+    ),
+)
 
 
 # --- a case ------------------------------------------------------------------------------
@@ -214,16 +277,38 @@ class Resumed:
 
 
 resumed = st.builds(
-    Resumed, calls=st.lists(calls, min_size=1, max_size=4).map(tuple),
+    Resumed,
+    calls=st.lists(calls, min_size=1, max_size=4).map(tuple),
     answered=st.lists(call_ids, max_size=2).map(tuple),
-    responses=st.one_of(st.just(()), st.just(()), st.lists(st.one_of(
-        st.fixed_dictionaries({"call_id": call_ids, "approved": st.booleans()}), json_values), max_size=2).map(tuple)),
+    responses=st.one_of(
+        st.just(()),
+        st.just(()),
+        st.lists(
+            st.one_of(st.fixed_dictionaries({"call_id": call_ids, "approved": st.booleans()}), json_values), max_size=2
+        ).map(tuple),
+    ),
     options=st.fixed_dictionaries({}, optional={"approval_timeout_seconds": st.sampled_from([0.5, 1.0, 3600.0])}),
-)  # fmt: skip
-options = st.dictionaries(st.sampled_from(["max_rounds", "approval_timeout_seconds", "temperature", "max_total_tokens",
-                                          "tool_approval_responses", "bogus"]), json_values, max_size=2)  # fmt: skip
+)
+options = st.dictionaries(
+    st.sampled_from(
+        [
+            "max_rounds",
+            "approval_timeout_seconds",
+            "temperature",
+            "max_total_tokens",
+            "tool_approval_responses",
+            "bogus",
+        ]
+    ),
+    json_values,
+    max_size=2,
+)
 prompted = st.fixed_dictionaries({"agent": st.just("fuzz"), "prompt": odd_text}, optional={"options": options})
 odd_starts = uniform(raws, resumed, resumed, st.dictionaries(odd_text, json_values, max_size=3), prompted)
 starts = weighted(st.none(), odd_starts, 70)
-cases = st.builds(Case, turns=st.lists(turns(), min_size=1, max_size=3).map(tuple),
-                  sends=st.lists(sends, max_size=5).map(tuple), start=starts)  # fmt: skip
+cases = st.builds(
+    Case,
+    turns=st.lists(turns(), min_size=1, max_size=3).map(tuple),
+    sends=st.lists(sends, max_size=5).map(tuple),
+    start=starts,
+)

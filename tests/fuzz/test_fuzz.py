@@ -23,8 +23,13 @@ def harness() -> Iterator[Harness]:
     harness.close()
 
 
-@settings(max_examples=SHORT_CASES, deadline=None, database=None, phases=[Phase.explicit, Phase.generate],
-          suppress_health_check=list(HealthCheck))  # fmt: skip
+@settings(
+    max_examples=SHORT_CASES,
+    deadline=None,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
 @given(case=cases)
 def test_no_generated_case_wedges_a_run(harness: Harness, case: Case) -> None:
     harness.run(case)

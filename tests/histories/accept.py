@@ -39,8 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     print("changed:", ", ".join(code.changed_since(recorded["modules"], recorded["activities"])))
     added = sorted(set(code.patches) - set(recorded["patches"]))
     kind = "new-version" if args.new_version else "no-command-change" if args.no_command_change else "patched"
-    change = {"version": manifest.version + (kind == "new-version"), "patches": list(code.patches), "kind": kind,
-              "why": args.why}  # fmt: skip
+    change = {
+        "version": manifest.version + (kind == "new-version"),
+        "patches": list(code.patches),
+        "kind": kind,
+        "why": args.why,
+    }
     problem = rule_broken(manifest.changes[-1], change)
     if problem:
         print(

@@ -91,10 +91,21 @@ class Manifest:
     def accept(self, code: WorkflowCode, kind: str, why: str) -> None:
         """Record the installed workflow code as the code the histories are checked against."""
         self.data["version"] = self.version + (kind == "new-version")
-        self.data["workflow_code"] = {"fingerprint": code.fingerprint, "patches": list(code.patches),
-                                      "modules": dict(code.modules), "activities": dict(code.activities)}  # fmt: skip
-        self.data["changes"].append({"version": self.version, "fingerprint": code.fingerprint,
-                                     "patches": list(code.patches), "kind": kind, "why": why})  # fmt: skip
+        self.data["workflow_code"] = {
+            "fingerprint": code.fingerprint,
+            "patches": list(code.patches),
+            "modules": dict(code.modules),
+            "activities": dict(code.activities),
+        }
+        self.data["changes"].append(
+            {
+                "version": self.version,
+                "fingerprint": code.fingerprint,
+                "patches": list(code.patches),
+                "kind": kind,
+                "why": why,
+            }
+        )
 
 
 def rule_broken(previous: dict[str, Any], change: dict[str, Any]) -> str | None:

@@ -35,13 +35,15 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from signoff.activities.notify import NotifyConfig
-from signoff.agent import AgentBuilder, ChatClientAgent
+from signoff.agent.builder import AgentBuilder, ChatClientAgent
+from signoff.approval.identity import ApproverKeys, issue_token
+from signoff.approval.policy import ApprovalPolicy, OnTimeout
+from signoff.config.environment import Environment
 from signoff.contract import RunOptions
-from signoff.identity import ApproverKeys, issue_token
-from signoff.limits import Limits
-from signoff.messages import ChatMessage, ToolCall
-from signoff.policy import ApprovalPolicy, OnTimeout
+from signoff.loop.limits import Limits
+from signoff.loop.messages import ChatMessage, ToolCall
 from signoff.runtime.connection import ConnectionSettings, connect
+from signoff.runtime.deployment import DeploymentSettings
 from signoff.runtime.devserver import find_temporal_binary
 from signoff.runtime.fingerprint import workflow_code
 from signoff.runtime.storage import close_storage
@@ -65,6 +67,7 @@ from tests.histories.manifest import HERE, Manifest
 from tests.mcp_helpers import mcp_call, stdio
 from tests.processes import free_port
 from tests.receiver import Receiver
+from tests.versioning import chain, make_current, moved
 
 SERVERS: dict[str, tuple[str, ...]] = {
     "early_can": ("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=40"),
@@ -72,8 +75,11 @@ SERVERS: dict[str, tuple[str, ...]] = {
     "plain": (),  # no early continue-as-new: these runs are longer
 }
 BUSY = (EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED)
-ENDED = (EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
-         EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT)  # fmt: skip
+ENDED = (
+    EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+    EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
+    EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT,
+)
 STATE_KEY = b"s" * 48
 """The state key of the worker recording the sealed shapes (a test key: it protects nothing)."""
 STORED_OUTPUT = "head -c 6000 /dev/zero | tr '\\0' x"
@@ -94,14 +100,19 @@ class Rig:
 
     @asynccontextmanager
     async def worker(
-        self, script: Script, agents: dict[str, ChatClientAgent] | None = None, client: Client | None = None,
+        self,
+        script: Script,
+        agents: dict[str, ChatClientAgent] | None = None,
+        client: Client | None = None,
+        queue: str | None = None,
         **options: Any,
-    ) -> AsyncIterator[str]:  # fmt: skip
-        """A worker on a fresh task queue (its name is yielded) with the scripted model."""
-        queue = f"record-{uuid.uuid4()}"
+    ) -> AsyncIterator[str]:
+        """A worker on `queue` (default a fresh one; its name is yielded) with the scripted model."""
+        queue = queue or f"record-{uuid.uuid4()}"
         with ScriptedModelServer(script) as model:
-            async with running_worker(client or self.client, queue, model, agents or agents_for(self.workspace),
-                                      **options):  # fmt: skip
+            async with running_worker(
+                client or self.client, queue, model, agents or agents_for(self.workspace), **options
+            ):
                 yield queue
 
 
@@ -162,8 +173,16 @@ def approval(call_id: str, token: str | None = None, **fields: Any) -> dict[str,
 # --- the default agent -------------------------------------------------------------------
 
 
-@shape("approved", "denied", "timed_out", "continued_as_new", "continued_as_new_next", "continued_between_rounds",
-       "parked", server="early_can")  # fmt: skip
+@shape(
+    "approved",
+    "denied",
+    "timed_out",
+    "continued_as_new",
+    "continued_as_new_next",
+    "continued_between_rounds",
+    "parked",
+    server="early_can",
+)
 async def record_original(rig: Rig) -> dict[str, WorkflowHistory]:
     """A gated call approved by update; denied by signal (after a signal that is not a
     decision); timed out; a run that continues as new while it waits (both runs of the
@@ -187,8 +206,9 @@ async def record_original(rig: Rig) -> dict[str, WorkflowHistory]:
         out |= await continued_while_waiting(rig.client, queue)
         cycled = await start_run(rig.client, queue, "cycle", options=RunOptions(max_rounds=30))
         await finished(rig.client.get_workflow_handle(cycled.id))
-        out["continued_between_rounds"] = await rig.client.get_workflow_handle(cycled.id, run_id=cycled.result_run_id
-                                                                               ).fetch_history()  # fmt: skip
+        out["continued_between_rounds"] = await rig.client.get_workflow_handle(
+            cycled.id, run_id=cycled.result_run_id
+        ).fetch_history()
 
         run = await start_run(rig.client, queue, "park")
         out["parked"] = await parked(run)  # still waiting: what `signoff replay --query` fetches
@@ -249,8 +269,9 @@ async def record_lifecycle(rig: Rig) -> dict[str, WorkflowHistory]:
         run = await start_run(rig.client, queue, None, messages=transcript, options=options)
         out["resumed"] = await finished(run)
 
-        run = await rig.client.start_workflow("AgentRun", {"prompt": "x", "bogus": 1}, id=f"run-{uuid.uuid4()}",
-                                              task_queue=queue)  # fmt: skip
+        run = await rig.client.start_workflow(
+            "AgentRun", {"prompt": "x", "bogus": 1}, id=f"run-{uuid.uuid4()}", task_queue=queue
+        )
         out["invalid_input"] = await finished(run)
 
     many = turns([call("list_dir", f"call_{i}") for i in range(1, 4)])
@@ -263,10 +284,12 @@ def strangers_script(request: ScriptedRequest) -> Reply:
     """A model whose first answer has ids twice, `*`, NaN arguments and more calls than the per-turn limit."""
     if request.round > 1:
         return Reply.text("done")
-    odd = [ToolCall(id="dup", name="run_command", arguments='{"command": "echo 1"}'),
-           ToolCall(id="dup", name="run_command", arguments='{"command": "echo 2"}'),
-           ToolCall(id="*", name="list_dir", arguments="{}"),
-           ToolCall(id="nan", name="run_command", arguments='{"command": NaN}')]  # fmt: skip
+    odd = [
+        ToolCall(id="dup", name="run_command", arguments='{"command": "echo 1"}'),
+        ToolCall(id="dup", name="run_command", arguments='{"command": "echo 2"}'),
+        ToolCall(id="*", name="list_dir", arguments="{}"),
+        ToolCall(id="nan", name="run_command", arguments='{"command": NaN}'),
+    ]
     return Reply.tool_calls(odd + [ToolCall(id=f"c{i}", name="list_dir", arguments="{}") for i in range(70)], chunks=1)
 
 
@@ -280,8 +303,9 @@ async def record_strangers(rig: Rig) -> dict[str, WorkflowHistory]:
     async with rig.worker(strangers_script) as queue:
         run = await start_run(rig.client, queue, "strangers")
         pending = await wait_pending(run, 2)
-        marked = Payload(metadata={"encoding": b"json/plain", "__temporal_external_storage_reference": b"true"},
-                         data=b"{}")  # fmt: skip
+        marked = Payload(
+            metadata={"encoding": b"json/plain", "__temporal_external_storage_reference": b"true"}, data=b"{}"
+        )
         await run.signal("tool_approval", RawValue(marked))
         await run.signal("tool_approval", [{"call_id": "x", "approved": True}] * 101)
         await run.signal("tool_approval", {"call_id": pending[0]["call_id"], "approved": True})
@@ -301,6 +325,42 @@ async def record_strangers(rig: Rig) -> dict[str, WorkflowHistory]:
 async def temporal_cli(address: str, *args: str) -> None:
     process = await asyncio.create_subprocess_exec(str(find_temporal_binary()), *args, "--address", address)
     assert await process.wait() == 0
+
+
+# --- Worker Versioning: runs that move to the deployment's new version ----------------------
+
+
+@shape("moved_between_rounds", "moved_while_waiting", "moved_into")
+async def record_moved(rig: Rig) -> dict[str, WorkflowHistory]:
+    """Two versions of one Worker Deployment on one task queue, `a` current, then `b`: a run
+    parked on `a` and approved after the switch (its call runs on `a`, then the run continues
+    as new with AUTO_UPGRADE before its next model turn, workflows/upgrade.py); a run parked on
+    `a` woken undecided by the README's wake (an empty list of decisions), which moves at once,
+    and the run it moved into on `b`, started with the call pending, then approved."""
+    deployment, queue = f"record-{uuid.uuid4().hex[:8]}", f"record-{uuid.uuid4()}"
+
+    def version(build: str) -> contextlib.AbstractAsyncContextManager[str]:
+        return rig.worker(script, queue=queue, deployment=DeploymentSettings(deployment, build))
+
+    out = {}
+    async with version("a"):
+        await make_current(rig.client, deployment, "a")
+        approved, woken = await start_run(rig.client, queue, "approve"), await start_run(rig.client, queue, "wake")
+        for run in (approved, woken):
+            await wait_pending(run)
+        async with version("b"):
+            await make_current(rig.client, deployment, "b")
+            await approved.execute_update("submit_tool_approval", approval("call_1", approver="a"))
+            await finished(approved)
+            out["moved_between_rounds"] = await chain(rig.client, approved).fetch_history()
+
+            await woken.signal("tool_approval", [])
+            into = await moved(rig.client, woken)
+            await wait_pending(into)
+            await into.execute_update("submit_tool_approval", approval("call_1", approver="a"))
+            out["moved_into"] = await finished(into)
+            out["moved_while_waiting"] = await chain(rig.client, woken).fetch_history()
+    return out
 
 
 # --- governance ----------------------------------------------------------------------------
@@ -337,8 +397,9 @@ async def record_policies(rig: Rig) -> dict[str, WorkflowHistory]:
     requester token (checked at start) under separate_requester. `fail_run`: a deadline
     that fails the run."""
     out = {}
-    quorum = ApprovalPolicy(approvers=("alice", "bob"), quorum=2, timeout_seconds=60, escalate_after_seconds=1,
-                            escalate_to=("carol",))  # fmt: skip
+    quorum = ApprovalPolicy(
+        approvers=("alice", "bob"), quorum=2, timeout_seconds=60, escalate_after_seconds=1, escalate_to=("carol",)
+    )
     agents = {"ops": ops_agent(deploy=quorum, restart=ApprovalPolicy(timeout_seconds=1, on_timeout=OnTimeout.FAIL_RUN))}
     async with rig.worker(turns([deploy("call_1")]), agents, verifier=ApproverKeys.load(rig.key)) as queue:
         run = await start_run(rig.client, queue, "two of them", agent="ops")
@@ -373,8 +434,9 @@ async def record_mcp(rig: Rig) -> dict[str, WorkflowHistory]:
     (notes / "a.txt").write_text("note a")
     broken = MCPServer(name="broken", command="/no/such/mcp-server")
     agent = AgentBuilder("notes").with_mcp_servers([broken, stdio(notes, trusted=True)]).build()
-    rounds = turns([mcp_call("read_note", "call_1", name="a.txt"), mcp_call("write_note", "call_2", name="b.txt",
-                                                                            text="hi")])  # fmt: skip
+    rounds = turns(
+        [mcp_call("read_note", "call_1", name="a.txt"), mcp_call("write_note", "call_2", name="b.txt", text="hi")]
+    )
     async with rig.worker(rounds, {"notes": agent}) as queue:
         run = await start_run(rig.client, queue, "copy", agent="notes")
         await wait_pending(run)
@@ -403,7 +465,7 @@ async def record_encrypted(rig: Rig) -> dict[str, WorkflowHistory]:
     large tool output in the payload store `payloads/` (ciphertext, committed with it)."""
     out = {}
     env = {"TEMPORAL_ADDRESS": rig.address, "SIGNOFF_CODEC_KEYS": str(HERE / "codec.keys")}
-    settings = ConnectionSettings.load(environ=env)
+    settings = ConnectionSettings.load(Environment(env))
     async with rig.worker(script, client=await connect(settings, worker=True)) as queue:
         client = await connect(settings)
         run = await start_run(client, queue, "secret")
@@ -414,7 +476,7 @@ async def record_encrypted(rig: Rig) -> dict[str, WorkflowHistory]:
     store = HERE / "payloads"
     shutil.rmtree(store, ignore_errors=True)  # content-addressed: only this run's payloads stay
     env |= {"SIGNOFF_PAYLOAD_STORE": store.absolute().as_uri(), "SIGNOFF_PAYLOAD_THRESHOLD": "4096"}
-    settings = ConnectionSettings.load(environ=env)
+    settings = ConnectionSettings.load(Environment(env))
     large = turns([call("run_command", "call_1", command=STORED_OUTPUT)])
     worker_client, client = await connect(settings, worker=True), await connect(settings)
     async with rig.worker(large, client=worker_client) as queue:

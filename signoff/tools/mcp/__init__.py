@@ -12,8 +12,8 @@
 - `results.py`: what the model reads of a result.
 """
 
-from signoff.tools.mcp.config import MCP_CONFIG_ENV, MCPServer
+from signoff.tools.mcp.config import MCPServer
 from signoff.tools.mcp.listing import MCPToolInfo
 from signoff.tools.mcp.tool import MCPTool
 
-__all__ = ["MCP_CONFIG_ENV", "MCPServer", "MCPTool", "MCPToolInfo"]
+__all__ = ["MCPServer", "MCPTool", "MCPToolInfo"]

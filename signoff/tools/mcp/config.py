@@ -31,11 +31,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from signoff.digest import canonical_json, sha256_hex
+from signoff.approval.digest import canonical_json, sha256_hex
+from signoff.config.environment import MCP_CONFIG_ENV, Environment
+from signoff.config.smallfile import read_small_file
 from signoff.errors import ConfigError
-from signoff.smallfile import read_small_file
 
-MCP_CONFIG_ENV = "SIGNOFF_MCP_CONFIG"
 DEFAULT_CALL_TIMEOUT = 300.0
 """Seconds one call may take (a server's `timeout_seconds`); the tool activity allows 30 minutes."""
 MAX_CONFIG_BYTES = 1 << 20
@@ -200,9 +200,9 @@ class MCPServer(BaseModel):
         return found
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> list[MCPServer]:
+    def from_env(cls, env: Environment | None = None) -> list[MCPServer]:
         """The servers of the file `SIGNOFF_MCP_CONFIG` names (none when it is unset)."""
-        path = (os.environ if environ is None else environ).get(MCP_CONFIG_ENV, "").strip()
+        path = (env or Environment()).mcp_config()
         return cls.load_all(path) if path else []
 
 
@@ -223,7 +223,7 @@ def _expanded(fields: dict[str, Any], name: object) -> dict[str, Any]:
 
 def _expand(text: str, where: str) -> str:
     def variable(match: re.Match[str]) -> str:
-        value = os.environ.get(match.group(1))
+        value = Environment().get(match.group(1))
         if value is None and match.group(2) is None:
             raise ConfigError(
                 f"{where} refers to ${{{match.group(1)}}}, which is not set in the worker's environment "
@@ -252,4 +252,4 @@ def _found(command: str, cwd: str | None) -> bool:
     return shutil.which(command) is not None
 
 
-__all__ = ["DEFAULT_CALL_TIMEOUT", "MCP_CONFIG_ENV", "MCPServer"]
+__all__ = ["DEFAULT_CALL_TIMEOUT", "MCPServer"]

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import sys
 import urllib.parse
 from collections.abc import AsyncIterator, Iterator
@@ -39,7 +38,7 @@ from signoff.tools.base import ToolResult
 from signoff.tools.mcp.config import MCPServer
 from signoff.tools.mcp.listing import annotations_of
 from signoff.tools.mcp.results import tool_result
-from signoff.tools.process import ToolUser, tool_env_names, tool_environment
+from signoff.tools.process import ToolUser, tool_environment
 
 CONNECT_TIMEOUT = 30.0
 """Seconds to start (or reach) a server and finish the handshake."""
@@ -272,7 +271,7 @@ def transport(server: MCPServer) -> Transport:
         http = httpx2.AsyncClient(headers=server.headers, timeout=httpx2.Timeout(30.0, read=read))
         return _with_client(http, streamable_http_client(server.url, http_client=http))
     assert server.command is not None
-    env = tool_environment(os.environ, tool_env_names()) | server.env
+    env = tool_environment() | server.env
     command, args = server.command, list(server.args)
     user = ToolUser.from_env()
     if user is not None and not user.is_current:

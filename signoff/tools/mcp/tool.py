@@ -19,8 +19,8 @@ import asyncio
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from signoff.messages import MCPUnavailableEvent, ToolSpec
-from signoff.tools.base import ToolResult
+from signoff.loop.messages import MCPUnavailableEvent, ToolSpec
+from signoff.tools.base import ToolCapabilities, ToolResult
 from signoff.tools.mcp.config import MCPServer
 from signoff.tools.mcp.listing import MCPToolInfo, annotations_of, model_name
 
@@ -38,11 +38,11 @@ class MCPTool:
         gate: `never` for a trusted server's read-only tool, else `always` (`MCPToolInfo`).
         idempotent: retried after a lost worker only for a trusted `idempotentHint: true`.
         server: this process's configuration of its server (None: it has none by that name).
+        capabilities: its gate, and that `execute` is told whether a call was approved
+            (an unapproved call runs only if this worker still sees the tool as ungated).
     """
 
     kind = "mcp"
-    approval_aware = True
-    approval_policy = None
 
     def __init__(self, spec: ToolSpec, info: MCPToolInfo, server: MCPServer | None, sessions: MCPSessions) -> None:
         self.name, self.description, self.parameters = spec.name, spec.description, spec.parameters
@@ -64,6 +64,10 @@ class MCPTool:
             parameters=tool.input_schema or EMPTY_SCHEMA,
         )
         return cls(spec, info, server, sessions)
+
+    @property
+    def capabilities(self) -> ToolCapabilities:
+        return ToolCapabilities(gate=self.gate, approval_aware=self.execute)
 
     def requires_approval(self, arguments: dict[str, Any]) -> bool:
         return self.gate == "always"
@@ -128,17 +132,22 @@ async def open_tools(
                 continue
             tool = MCPTool.listed(server, listed, sessions)
             if tool.name in names:
-                missing.append(MCPUnavailableEvent(
-                    server=server.name, tool=listed.name, message=f"another tool is already named {tool.name!r}",
-                ))  # fmt: skip
+                missing.append(
+                    MCPUnavailableEvent(
+                        server=server.name,
+                        tool=listed.name,
+                        message=f"another tool is already named {tool.name!r}",
+                    )
+                )
                 continue
             names.add(tool.name)
             tools.append(tool)
         listed_names = {t.name for t in listing}
         missing += [
             MCPUnavailableEvent(server=server.name, tool=name, message="in the tools allow-list, but not listed")
-            for name in server.tools or () if name not in listed_names
-        ]  # fmt: skip
+            for name in server.tools or ()
+            if name not in listed_names
+        ]
     return tools, missing
 
 

@@ -1,0 +1,38 @@
+"""Who a token vouches for (`signoff.identify`, a local activity).
+
+Tokens are verified worker-side, against the keys the worker holds, and the answer —
+the subject and groups, or why the token was refused — is recorded in the run's
+history. A replay reads that answer instead of verifying again, so it reaches the same
+outcome after the keys have rotated.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+
+from signoff.activities.models import IdentifyInput, IdentifyOutput
+from signoff.approval.identity import Identity
+from signoff.errors import SignoffError
+
+NO_KEYS = "this worker has no approver keys to verify tokens (set SIGNOFF_APPROVER_KEYS)"
+
+
+class Verifier(Protocol):
+    """What checks tokens (`ApproverKeys`): verifies one, and says what it is for the start-up log."""
+
+    def verify(self, token: str, now: datetime | None = None, *, expired_ok: bool = False) -> Identity: ...
+
+    def describe(self) -> str: ...
+
+
+def identify(verifier: Verifier | None, input: IdentifyInput) -> IdentifyOutput:
+    if verifier is None:
+        return IdentifyOutput(error=NO_KEYS, signed_decisions=True)
+    try:
+        identity = verifier.verify(input.token)
+    except SignoffError as exc:
+        return IdentifyOutput(error=str(exc), signed_decisions=True)
+    return IdentifyOutput(
+        subject=identity.subject, groups=list(identity.groups), claim=identity.claim, signed_decisions=True
+    )

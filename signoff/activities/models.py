@@ -1,0 +1,167 @@
+"""One input and one output model per activity, so fields can be added compatibly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from signoff.agent.snapshot import RunSnapshot
+from signoff.approval.people import Person
+from signoff.approval.signatures import SignoffClaim
+from signoff.loop.messages import ChatMessage, ChatResponse, MCPUnavailableEvent, ToolCall
+from signoff.loop.transcript import TranscriptDelta
+from signoff.text.notices import NoticeKind
+
+TOOL_ACTIVITY = "signoff.tool"
+"""The activity that runs one tool call; `signoff audit --verify` finds the calls run by it."""
+
+
+class Requester(Person):
+    """Who asked for the run: the person (`verified` when a requester token vouched for
+    `name`), and `bound` when that token is bound to this workflow id
+    (`signoff.approval.signatures.RequesterClaim`). On the wire: name, groups, verified, bound."""
+
+    bound: bool = False
+
+    @classmethod
+    def of(cls, person: Person, *, bound: bool = False) -> Requester:
+        """`person` as the run's requester."""
+        return cls(name=person.name, groups=person.groups, verified=person.verified, bound=bound)
+
+
+class PrepareInput(BaseModel):
+    """A resumed transcript: snapshot the agent with it and gate its open calls."""
+
+    agent: str
+    transcript: list[ChatMessage]
+    open_calls: list[ToolCall] = Field(default_factory=list)
+    requester: Requester = Field(default_factory=Requester)
+    """Checked against the snapshot's policies (`authority.requester_problem`)."""
+
+
+class PrepareOutput(BaseModel):
+    snapshot: RunSnapshot
+    snapshot_digest: str
+    gated: list[str] = Field(default_factory=list)
+    previews: dict[str, str] = Field(default_factory=dict)
+    unavailable: list[MCPUnavailableEvent] = Field(default_factory=list)
+    """MCP servers or tools the snapshot could not include, for the run's events."""
+
+
+class ChatInput(BaseModel):
+    """One model turn. The transcript travels by reference (`signoff.loop.transcript`)."""
+
+    agent: str
+    snapshot_digest: str | None = None
+    """None on a run's first turn: the activity snapshots the agent and returns it."""
+    transcript: TranscriptDelta
+    model: str | None = None
+    temperature: float | None = None
+    requester: Requester | None = None
+    """On the first turn: checked against the snapshot's policies before the model is asked."""
+
+
+class ChatTurn(BaseModel):
+    response: ChatResponse
+    gated: list[str] = Field(default_factory=list)
+    """Ids of the calls that need approval under the run's snapshot."""
+    previews: dict[str, str] = Field(default_factory=dict)
+    """What the gated calls would do, by call id, for tools that can say."""
+    snapshot: RunSnapshot | None = None
+    snapshot_digest: str | None = None
+    unavailable: list[MCPUnavailableEvent] = Field(default_factory=list)
+    """With the snapshot: MCP servers or tools it could not include, for the run's events."""
+
+
+class ApprovalProof(BaseModel):
+    """Why the run lets this call run: the audit record that approved it."""
+
+    call_id: str
+    arguments_digest: str
+    record_hash: str
+
+
+class ToolInput(BaseModel):
+    agent: str
+    snapshot_digest: str | None = None
+    call: ToolCall
+    """The call with the arguments to run it with (edited ones included)."""
+    approval: ApprovalProof | None = None
+    """Set for a call a person (or a grant, or its policy) approved; None for one that needs none."""
+    tokens: list[str] = Field(default_factory=list)
+    """The signed decisions that approved it. Under a verified policy they are the only
+    evidence the activity accepts: it verifies them itself before the call runs."""
+    requester_token: str | None = None
+    """The run's requester token, for `separate_requester` under a verified policy."""
+
+
+class ToolOutput(BaseModel):
+    content: str
+
+
+class IdentifyInput(BaseModel):
+    token: str
+
+
+class IdentifyOutput(BaseModel):
+    """Who a token vouches for and what it signs, or why it does not (recorded in history
+    either way)."""
+
+    subject: str | None = None
+    groups: list[str] = Field(default_factory=list)
+    error: str | None = None
+    claim: SignoffClaim | None = None
+    signed_decisions: bool = False
+    """True from a worker that requires verified decisions to be signed (v3). Absent from the
+    answers v2 recorded, so a run replaying such a history keeps v2's rule in the workflow."""
+
+    def person(self) -> Person | None:
+        """Whom the token vouches for (verified), or None when it was refused."""
+        if self.subject is None:
+            return None
+        return Person(name=self.subject, groups=tuple(self.groups), verified=True)
+
+
+class SealInput(BaseModel):
+    """Seal the state a run continues as new with: its digest, and the chain it belongs to."""
+
+    chain_id: str
+    digest: str
+
+
+class SealOutput(BaseModel):
+    seal: str
+    """Hex HMAC-SHA256, or empty when the worker has no state key."""
+
+
+class UnsealInput(BaseModel):
+    """Check the seal of the state a continued run starts from."""
+
+    chain_id: str
+    digest: str
+    seal: str
+    continued_run_id: str
+    """The run this one continues, as the server says (checked with the server without a key)."""
+
+
+class UnsealOutput(BaseModel):
+    error: str | None = None
+    """Why the state is refused (None: it is the state a run of this chain sealed)."""
+
+
+class NotifyInput(BaseModel):
+    """One notice for one channel. The run's id comes from the activity's own info."""
+
+    channel: str
+    """The channel's fingerprint (`NotifyPlan.channels`), never its URL."""
+    event: NoticeKind
+    agent: str
+    seq: int
+    """The run's event number: with the run's ids, the delivery id receivers dedupe on."""
+    request: dict[str, Any] | None = None
+    decision: dict[str, Any] | None = None
+
+
+class NotifyOutput(BaseModel):
+    status: int

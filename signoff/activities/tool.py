@@ -1,0 +1,203 @@
+"""Where a tool runs durably: one call of a durable run (`signoff.tool`).
+
+The activity does not take the workflow's word for anything it can check itself:
+
+- It runs only for an `AgentRun`; an approved call, only for an `AgentRun` on this
+  worker's task queue (the server's description of the calling run, asked once per run,
+  which also names the run's continue-as-new chain). That filters strangers, but it is
+  no evidence: a forged continue-as-new makes a genuine `AgentRun`.
+- It gates the call again, now, with the run's snapshot *and* the worker's own
+  configuration of the tool (its own code and `SIGNOFF_POLICY_FILE`, which can only add
+  gates): a call that needs approval at execution runs only if the run approved it.
+- Under a `verified` policy of the worker's own (never one the run carries), the run's
+  word is not enough: the activity verifies the signed decisions handed with the call
+  against the worker's own keys, just before it runs it (`signoff.approval.evidence`), and runs
+  nothing without enough of them; an approval that does not verify is not passed on to a
+  tool that does more for approved calls (a file tool leaving the workspace, an MCP tool
+  the run's snapshot says is read-only). Otherwise the model is told it was not run.
+- Approved file calls may leave the workspace; all others are confined to it at
+  execution (`signoff.tools`), whatever happened to the file system meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from datetime import datetime
+
+from temporalio import activity
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import WorkflowExecutionStatus
+from temporalio.api.workflow.v1 import WorkflowExecutionInfo
+from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
+from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
+
+from signoff.activities.heartbeat import heartbeating
+from signoff.activities.identify import NO_KEYS, Verifier
+from signoff.activities.models import ToolInput, ToolOutput
+from signoff.activities.served import ServedAgents
+from signoff.approval.digest import arguments_digest
+from signoff.approval.evidence import CallToRun, sign_off_problem
+from signoff.approval.gate import needs_approval
+from signoff.approval.identity import Identity
+from signoff.approval.policy import ApprovalPolicy
+from signoff.approval.requests import parse_arguments
+from signoff.contract import WORKFLOW_TYPE
+from signoff.errors import TokenError
+from signoff.tools.dispatch import execute_call
+
+NOT_APPROVED = (
+    "Error: this call needs approval now and was not approved (what it touches changed since it was "
+    "requested, or this worker's configuration gates it); it was not run"
+)
+MAX_TOKENS = 100
+"""Signed decisions looked at per call (a quorum is at most 100)."""
+
+
+class Callers:
+    """The runs this worker has checked are `AgentRun`s on its task queue, with the first
+    run of each one's continue-as-new chain as the server names it."""
+
+    def __init__(self, size: int = 1000) -> None:
+        self._size = size
+        self._known: OrderedDict[str, str] = OrderedDict()
+        self._asking: dict[str, asyncio.Task[str]] = {}
+
+    def prefetch(self) -> None:
+        """Start asking about the current activity's run in the background, so a later
+        `check` finds the answer (or waits for the same question, never asks twice)."""
+        info = activity.info()
+        key = f"{info.workflow_id}/{info.workflow_run_id}"
+        if key not in self._known and key not in self._asking:
+            self._ask(key)
+
+    async def check(self, approved: bool) -> str | None:
+        """Raise a non-retryable error unless the calling run is an AgentRun, and, for an
+        approved call, one on this task queue; for an approved call, the run's chain id."""
+        info = activity.info()
+        if info.workflow_type != WORKFLOW_TYPE or not info.workflow_id:
+            raise _refusal(f"it was scheduled by {info.workflow_type or 'no workflow'}")
+        key = f"{info.workflow_id}/{info.workflow_run_id}"
+        if not approved:
+            return None  # a call that needs no approval is the agent's to make: one round trip saved
+        if (chain := self._known.get(key)) is not None:
+            return chain
+        asking = self._asking.get(key) or self._ask(key)
+        return await asyncio.shield(asking)
+
+    def _ask(self, key: str) -> asyncio.Task[str]:
+        task = asyncio.ensure_future(self._describe(key))
+        self._asking[key] = task
+        task.add_done_callback(lambda done: self._asked(key, done))
+        return task
+
+    def _asked(self, key: str, done: asyncio.Task[str]) -> None:
+        self._asking.pop(key, None)
+        if not done.cancelled() and done.exception() is None:
+            self._known[key] = done.result()
+            while len(self._known) > self._size:
+                self._known.popitem(last=False)
+
+    async def _describe(self, key: str) -> str:
+        info = activity.info()
+        run = await describe_run(activity.client(), info.workflow_id or "", info.workflow_run_id or "")
+        if run.type.name != WORKFLOW_TYPE or run.task_queue != info.task_queue:
+            raise _refusal(f"the run is a {run.type.name} on task queue {run.task_queue!r}")
+        if run.status != WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING:
+            raise _refusal("the run is not running")
+        return run.first_run_id or run.execution.run_id
+
+
+async def describe_run(client: Client, workflow_id: str, run_id: str) -> WorkflowExecutionInfo:
+    """The server's description of a run, as it sent it. Asked raw: the SDK's
+    `WorkflowHandle.describe` goes through the client's interceptors and decodes the run's
+    search attributes twice (untyped and typed) into a description object, of which the caller
+    check reads three fields (`python -m bench.caller_check`)."""
+    execution = WorkflowExecution(workflow_id=workflow_id, run_id=run_id)
+    request = DescribeWorkflowExecutionRequest(namespace=client.namespace, execution=execution)
+    return (await client.workflow_service.describe_workflow_execution(request)).workflow_execution_info
+
+
+def _refusal(why: str) -> ApplicationError:
+    return ApplicationError(
+        f"signoff.tool runs calls only for AgentRun workflows on its own task queue; {why}",
+        type="NotAnAgentRun",
+        non_retryable=True,
+    )
+
+
+class SignOffs:
+    """Verifies the signed decisions handed with a call, with the worker's own keys."""
+
+    def __init__(self, verifier: Verifier | None) -> None:
+        self._verifier = verifier
+
+    def problem(self, input: ToolInput, policy: ApprovalPolicy, chain_id: str) -> str | None:
+        """Why the call may not run under the worker's verified `policy` (None: it may)."""
+        if self._verifier is None:
+            return NO_KEYS
+        info = activity.info()
+        call = input.call
+        approved = input.approval.arguments_digest if input.approval else ""
+        to_run = CallToRun(
+            workflow_id=info.workflow_id or "",
+            chain_id=chain_id,
+            call_id=call.id,
+            tool=call.name,
+            arguments_digest=approved,
+            run_digest=arguments_digest(parse_arguments(call.arguments)),
+            at=info.scheduled_time,
+        )
+        approvals: list[Identity] = []
+        refused: list[str] = []
+        for token in input.tokens[:MAX_TOKENS]:
+            try:
+                approvals.append(self._verifier.verify(token, info.scheduled_time, expired_ok=True))
+            except TokenError as exc:
+                refused.append(f"a token was refused ({exc.reason}: {exc})")
+        requester = self._requester(input.requester_token, info.scheduled_time) if policy.separate_requester else None
+        return sign_off_problem(policy, to_run, approvals, requester, refused)
+
+    def _requester(self, token: str | None, at: datetime) -> Identity | None:
+        assert self._verifier is not None
+        try:
+            return self._verifier.verify(token, at, expired_ok=True) if token else None
+        except TokenError:
+            return None
+
+
+async def run_call(served: ServedAgents, callers: Callers, signoffs: SignOffs, input: ToolInput) -> ToolOutput:
+    """Run one call; its own failure is the message `Error: ...`."""
+    call = input.call
+    approved = input.approval is not None and input.approval.call_id == call.id
+    chain_id = await callers.check(approved)
+    if not input.snapshot_digest:
+        raise _refusal("it names no snapshot of the run's agent")
+    run = served.own(input.agent, input.snapshot_digest)
+    if run is None:  # a snapshot this worker cannot reproduce: ask the run, once it is known genuine
+        await callers.check(approved=True)
+        run = await served.resolve(input.agent, input.snapshot_digest)
+    entry = run.snapshot.tool(call.name)
+    tool = run.registry.get(call.name)
+    if entry is None or tool is None:
+        return ToolOutput(content=f"Error: unknown tool {call.name!r}")
+    arguments = parse_arguments(call.arguments)
+    own_entry, own_policy = served.own_gate(input.agent, tool)
+    needed = needs_approval(entry, tool if run.own else None, arguments) or needs_approval(own_entry, tool, arguments)
+    if needed and not approved:
+        return ToolOutput(content=NOT_APPROVED)
+    if approved and own_policy.verified:
+        assert chain_id is not None
+        if (problem := signoffs.problem(input, own_policy, chain_id)) is not None:
+            if needed:
+                return ToolOutput(
+                    content=f"Error: this call was not run: this worker's policy for {call.name} "
+                    f"needs signed approvals, and {problem}"
+                )
+            approved = False  # an unsigned "approved" unlocks nothing a tool keeps for approved calls
+    async with heartbeating():
+        output = await execute_call(
+            run.registry, call, approved=approved, max_output=run.snapshot.limits.max_tool_output
+        )
+    return ToolOutput(content=output)

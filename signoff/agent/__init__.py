@@ -1,0 +1,1 @@
+"""Agents: the builder, the in-process driver, the snapshot a run starts with, the default agent."""

@@ -1,0 +1,367 @@
+"""Agents: how they are built (`AgentBuilder`), what they are for a run, the in-process driver.
+
+`ChatClientAgent.run()` is the original API: a stream of `AgentEvent`s that ends
+with a finish event — `awaiting_approval` when gated calls wait — and a next
+`run()` with `AgentRunOptions(tool_approval_responses=[...])` resumes.
+
+What an agent is for a run (`AgentDefinition`: its instructions and live tools, its
+context providers' included) is fixed when the run starts; what the run records of it
+is its snapshot (`RunSnapshot`, `signoff.agent.snapshot`). An agent with MCP servers
+(`with_mcp_server`) lists their tools when a run starts (`open_definition`, async I/O):
+in process over the agent's own sessions (close them with `await agent.aclose()` or
+`async with agent:`), in a durable run over the worker's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, TypeVar, assert_never
+
+from signoff.agent.session import AgentRunOptions, AgentSession, CancellationToken
+from signoff.agent.snapshot import RunSnapshot
+from signoff.approval.gate import gated_call_ids, snapshot_of
+from signoff.approval.policy import PolicyBook
+from signoff.chat.base import ChatClient, ChatOptions
+from signoff.errors import RunFailedError, UsageError
+from signoff.loop.agent_loop import AgentLoop, AwaitApproval, CallModel, Fail, Finish, RunTools, unanswered_calls
+from signoff.loop.answer import checked_answer, within_limit
+from signoff.loop.limits import Limits
+from signoff.loop.messages import (
+    AgentEvent,
+    ChatMessage,
+    ChatResponse,
+    ErrorEvent,
+    FinishEvent,
+    FinishReason,
+    MCPUnavailableEvent,
+    TextEvent,
+    ToolSpec,
+)
+from signoff.loop.state import DEFAULT_MAX_ROUNDS
+from signoff.tools.base import Tool, tool_spec
+from signoff.tools.context import ContextProvider
+from signoff.tools.dispatch import execute_call
+from signoff.tools.mcp.config import MCPServer
+from signoff.tools.mcp.tool import MCPTool, OwnSessions, open_tools
+from signoff.tools.preview.gather import previews
+from signoff.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from signoff.tools.mcp.sessions import MCPSessions
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class AgentDefinition:
+    """What the agent is for a run: its instructions and the live tools that run the calls,
+    fixed when the run starts. What the run records of it is `snapshot()`."""
+
+    instructions: str
+    registry: ToolRegistry
+    unavailable: tuple[MCPUnavailableEvent, ...] = ()
+    """MCP servers (or tools) that could not be listed; the run goes on without them."""
+
+    @property
+    def specs(self) -> list[ToolSpec]:
+        return [tool_spec(t) for t in self.registry]
+
+    def snapshot(self, agent: str, limits: Limits, book: PolicyBook | None = None) -> RunSnapshot:
+        """What a run records of it: tool specs, gates and policies, limits, MCP listings."""
+        snapshot = snapshot_of(agent, self.instructions, self.registry, limits, book)
+        for entry, tool in zip(snapshot.tools, self.registry, strict=True):
+            if isinstance(tool, MCPTool):
+                entry.mcp = tool.mcp
+        return snapshot
+
+
+class ChatClientAgent:
+    """An agent: instructions, a chat client, tools and context providers."""
+
+    def __init__(
+        self,
+        name: str,
+        instructions: str,
+        chat_client: ChatClient | None,
+        tools: Sequence[Tool],
+        context_providers: Sequence[ContextProvider] = (),
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
+        limits: Limits | None = None,
+        policies: PolicyBook | None = None,
+        mcp_servers: Sequence[MCPServer] = (),
+    ) -> None:
+        self.name = name
+        self.instructions = instructions
+        self.chat_client = chat_client
+        self.tools = list(tools)
+        self.context_providers = list(context_providers)
+        self.max_rounds = max_rounds
+        self.limits = limits or Limits()
+        self.policies = policies or PolicyBook()
+        self.mcp_servers = list(mcp_servers)
+        self._sessions = OwnSessions()
+        names = [s.name for s in self.mcp_servers]
+        if len(set(names)) != len(names):
+            raise UsageError(f"agent {name!r} has two MCP servers of the same name: {names}")
+        self.definition([])  # a duplicate tool name is an error now, not at the first run
+
+    def definition(self, messages: list[ChatMessage]) -> AgentDefinition:
+        """Instructions and tools for a run: the agent's own plus each provider's.
+
+        Both drivers take it once, when a run starts, with the run's first transcript:
+        the in-process `run()` and the first model turn of a durable run."""
+        parts = [self.instructions] if self.instructions else []
+        registry = ToolRegistry()
+        for tool in self.tools:
+            registry.register(tool)
+        for provider in self.context_providers:  # the original on_invoking() chain
+            context = provider.on_invoking(messages)
+            parts.extend(context.instructions)
+            for tool in context.tools:
+                registry.register(tool)
+        return AgentDefinition(instructions="\n\n".join(p for p in parts if p), registry=registry)
+
+    async def open_definition(self, messages: list[ChatMessage], sessions: MCPSessions) -> AgentDefinition:
+        """`definition(messages)` with the tools each MCP server lists now, over `sessions`;
+        a server that cannot be listed is left out and named in `unavailable`."""
+        base = self.definition(messages)
+        if not self.mcp_servers:
+            return base
+        tools, unavailable = await open_tools(self.mcp_servers, sessions, base.registry.names())
+        registry = ToolRegistry([*base.registry, *tools])
+        return AgentDefinition(base.instructions, registry, tuple(unavailable))
+
+    def mcp_sessions(self) -> MCPSessions:
+        """This agent's own sessions to its MCP servers, for in-process runs (opened lazily)."""
+        return self._sessions.get()
+
+    async def aclose(self) -> None:
+        """Close the in-process runs' MCP sessions (stdio servers are stopped)."""
+        await self._sessions.aclose()
+
+    async def __aenter__(self) -> ChatClientAgent:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def run(
+        self,
+        messages: str | ChatMessage | Sequence[ChatMessage] = (),
+        session: AgentSession | None = None,
+        options: AgentRunOptions | None = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Run until the model stops, approvals are needed, or rounds run out.
+
+        Yields events; the last is a `FinishEvent`. Provider errors are yielded as
+        an `ErrorEvent`, then raised.
+        """
+        if self.chat_client is None:
+            raise UsageError(f"agent {self.name!r} has no chat client; use with_chat_client(...)")
+        options = options or AgentRunOptions()
+        history = (session.messages if session else []) + _as_messages(messages)
+        definition = self.definition(history)
+        if self.mcp_servers:
+            definition = await self.open_definition(history, self.mcp_sessions())
+        for unavailable in definition.unavailable:
+            yield unavailable
+        snapshot = definition.snapshot(self.name, self.limits, self.policies)
+        loop = AgentLoop(
+            history,
+            snapshot.descriptions,
+            max_rounds=options.max_rounds or self.max_rounds,
+            policies=snapshot.policies,
+            limits=snapshot.limits,
+            max_total_tokens=options.max_total_tokens,
+            requested_by=options.requested_by,
+        )
+        open_calls = unanswered_calls(history)
+        gated = gated_call_ids(snapshot, definition.registry, open_calls)
+        shown = await previews(definition.registry, open_calls, gated)
+        loop.resume(options.tool_approval_responses, gated, _now(), previews=shown)
+        try:
+            async for event in self._drive(loop, options, definition, snapshot):
+                yield event
+        finally:
+            if session is not None:
+                session.messages = loop.messages
+
+    async def _drive(
+        self, loop: AgentLoop, options: AgentRunOptions, definition: AgentDefinition, snapshot: RunSnapshot
+    ) -> AsyncIterator[AgentEvent]:
+        """Turn the loop's actions into effects, with the agent as the run started with it."""
+        token = options.cancellation or CancellationToken()
+        chat_options = ChatOptions(model=options.model, temperature=options.temperature)
+        while True:
+            for event in loop.drain_events():
+                yield event
+            if token.cancelled and loop.state.finish_reason is None:
+                loop.cancel(_now())
+                continue
+            match loop.next_action():
+                case Finish():
+                    return
+                case Fail(message=message):
+                    raise RunFailedError(message)
+                case AwaitApproval():
+                    yield FinishEvent(reason=FinishReason.AWAITING_APPROVAL, usage=loop.state.usage)
+                    return
+                case RunTools() as action:
+                    await self._run_tools(loop, action, token, definition.registry, snapshot)
+                case CallModel():
+                    async for event in self._call_model(loop, definition, snapshot, chat_options, token):
+                        yield event
+                case unknown:
+                    assert_never(unknown)
+
+    async def _call_model(
+        self,
+        loop: AgentLoop,
+        definition: AgentDefinition,
+        snapshot: RunSnapshot,
+        chat_options: ChatOptions,
+        token: CancellationToken,
+    ) -> AsyncIterator[AgentEvent]:
+        prompt = ([ChatMessage.system(definition.instructions)] if definition.instructions else []) + loop.messages
+        deltas: asyncio.Queue[str] = asyncio.Queue()
+        assert self.chat_client is not None
+        request = self.chat_client.complete(prompt, snapshot.specs, chat_options, on_text=deltas.put_nowait)
+        task: asyncio.Task[ChatResponse] = asyncio.ensure_future(request)
+        stop = asyncio.ensure_future(token.wait())
+        try:
+            while True:
+                getter = asyncio.ensure_future(deltas.get())
+                done, _ = await asyncio.wait({task, getter, stop}, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    yield TextEvent(text=getter.result())
+                    continue
+                getter.cancel()
+                if task in done:
+                    break
+                return  # cancelled: the next step of the drive finishes the run
+            response = task.result()
+        except Exception as exc:
+            yield ErrorEvent(message=str(exc))
+            raise
+        finally:
+            task.cancel()
+            stop.cancel()
+        response = checked_answer(response, len(loop.messages))
+        calls = within_limit(response.message, snapshot.limits.max_calls_per_turn)
+        gated = gated_call_ids(snapshot, definition.registry, calls)
+        shown = await previews(definition.registry, calls, gated)
+        loop.apply_model_turn(response, gated, _now(), text_streamed=True, previews=shown)
+
+    async def _run_tools(
+        self, loop: AgentLoop, action: RunTools, token: CancellationToken, registry: ToolRegistry, snapshot: RunSnapshot
+    ) -> None:
+        for call in action.calls:
+            approved = loop.approval_of(call.id) is not None
+            work = execute_call(registry, call, approved=approved, max_output=snapshot.limits.max_tool_output)
+            result = await _unless_cancelled(work, token)
+            if result is None:
+                return
+            loop.apply_tool_result(call.id, result)
+
+
+class AgentBuilder:
+    """Builds an agent: `AgentBuilder("ops").with_instructions(...).with_tool(...).build()`."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._instructions = ""
+        self._client: ChatClient | None = None
+        self._tools: list[Tool] = []
+        self._providers: list[ContextProvider] = []
+        self._max_rounds = DEFAULT_MAX_ROUNDS
+        self._limits: Limits | None = None
+        self._policies: PolicyBook | None = None
+        self._mcp_servers: list[MCPServer] = []
+
+    def with_instructions(self, instructions: str) -> AgentBuilder:
+        self._instructions = instructions
+        return self
+
+    def with_chat_client(self, client: ChatClient) -> AgentBuilder:
+        self._client = client
+        return self
+
+    def with_tool(self, tool: Tool) -> AgentBuilder:
+        self._tools.append(tool)
+        return self
+
+    def with_tools(self, tools: Sequence[Tool]) -> AgentBuilder:
+        self._tools.extend(tools)
+        return self
+
+    def with_context_provider(self, provider: ContextProvider) -> AgentBuilder:
+        self._providers.append(provider)
+        return self
+
+    def with_max_rounds(self, max_rounds: int) -> AgentBuilder:
+        if max_rounds < 1:
+            raise UsageError("max_rounds must be at least 1")
+        self._max_rounds = max_rounds
+        return self
+
+    def with_limits(self, limits: Limits) -> AgentBuilder:
+        """Per-turn calls, tool output, transcript and audit budgets (default: the contract's)."""
+        self._limits = limits
+        return self
+
+    def with_policies(self, policies: PolicyBook) -> AgentBuilder:
+        """Approval policies by tool name, overriding those declared with the tools."""
+        self._policies = policies
+        return self
+
+    def with_mcp_server(self, server: MCPServer) -> AgentBuilder:
+        """Offer the tools of an MCP server, listed when each run starts (`mcp__<server>__<tool>`)."""
+        self._mcp_servers.append(server)
+        return self
+
+    def with_mcp_servers(self, servers: Sequence[MCPServer]) -> AgentBuilder:
+        """Offer the tools of these MCP servers (e.g. `MCPServer.load_all("mcp.json")`)."""
+        self._mcp_servers.extend(servers)
+        return self
+
+    def build(self) -> ChatClientAgent:
+        return ChatClientAgent(
+            self._name,
+            self._instructions,
+            self._client,
+            self._tools,
+            self._providers,
+            self._max_rounds,
+            self._limits,
+            self._policies,
+            self._mcp_servers,
+        )
+
+
+async def _unless_cancelled(work: Awaitable[T], token: CancellationToken) -> T | None:
+    task = asyncio.ensure_future(work)
+    stop = asyncio.ensure_future(token.wait())
+    await asyncio.wait({task, stop}, return_when="FIRST_COMPLETED")
+    stop.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    return None
+
+
+def _as_messages(messages: str | ChatMessage | Sequence[ChatMessage]) -> list[ChatMessage]:
+    if isinstance(messages, str):
+        return [ChatMessage.user(messages)]
+    if isinstance(messages, ChatMessage):
+        return [messages]
+    return list(messages)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,1 @@
+"""Approvals: requests and decisions, policy, people, tokens and keys, the audit trail."""

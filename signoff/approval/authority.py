@@ -1,0 +1,191 @@
+"""Who is deciding, and whether a policy lets them: pure rules, no I/O.
+
+A `Decider` is what the run knows of whoever sent a decision: the `Person`
+(`signoff.approval.people`: a name that was only claimed, on the plain path of the
+Temporal UI, CLI or JSON, or a subject and groups a verified token vouched for), and the
+token with what it signs (its `signoff` claim). The driver verifies tokens (worker-side,
+recorded in history) and hands the loop a `Decider`; the rules here read the
+verification's answer, never a signature. Who may decide is a rule over the person
+alone (`refusal`, `vote_problem`), so the inbox and the tool activity ask it too. Names
+are compared as `signoff.approval.names` says (NFKC, case folded): `Alice` and `alice`
+are one approver.
+
+Under a `verified` policy a decision counts only with a token signed for exactly that
+decision (`signoff.approval.signatures`); the tool activity checks the same tokens again before
+the call runs (`signoff.approval.evidence`), since nothing the workflow remembers is evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from signoff.approval.digest import arguments_digest
+from signoff.approval.names import group_of, is_group_entry, name_key, same_name
+from signoff.approval.people import Person
+from signoff.approval.policy import ApprovalPolicy
+from signoff.approval.requests import Grant, ToolApprovalRequest, ToolApprovalResponse, Vote
+from signoff.approval.signatures import SIGN_HELP, SignoffClaim, decision_claim, extension_claim, mismatch
+
+
+@dataclass(frozen=True)
+class Decider:
+    """Who sent a decision: the person, and the token that vouched for them (if any).
+
+    Attributes:
+        person: the verified subject and groups, or the claimed `approver` (`Person.claimed`).
+        claim: what the verified token signs (None: a plain identity token, or none).
+        token: the verified token itself, kept as the call's evidence for the tool activity.
+    """
+
+    person: Person = field(default_factory=Person)
+    claim: SignoffClaim | None = None
+    token: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def claimed(cls, approver: str | None) -> Decider:
+        """Someone who only gave a name: no token, no groups."""
+        return cls(Person.claimed(approver))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A response and who sent it."""
+
+    response: ToolApprovalResponse
+    decider: Decider = field(default_factory=Decider)
+
+    @classmethod
+    def of(cls, item: ToolApprovalResponse | Decision) -> Decision:
+        if isinstance(item, Decision):
+            return item
+        return cls(item, Decider.claimed(item.approver))
+
+
+def allowed_approvers(policy: ApprovalPolicy, escalated: bool) -> tuple[str, ...]:
+    """The approvers of a call: the policy's, plus `escalate_to` once escalated."""
+    return policy.approvers + (policy.escalate_to if escalated and policy.approvers else ())
+
+
+def refusal(request: ToolApprovalRequest, person: Person, requested_by: str | None) -> str | None:
+    """Why `person` may not decide this call under its policy, or None if they may."""
+    policy, call = request.policy, f"call {request.call_id!r} ({request.name})"
+    if policy.verified and not person.verified:
+        return f"{call} needs a verified approver: {SIGN_HELP}"
+    if policy.separate_requester and same_name(person.name, requested_by):
+        return f"{call}: {requested_by!r} requested this run and may not decide its calls (separate_requester)"
+    approvers = allowed_approvers(policy, request.escalated)
+    if approvers and not _listed(person, approvers):
+        who = repr(person.name) if person.name else "an anonymous approver"
+        return f"{call}: {who} is not among its approvers ({', '.join(approvers)})"
+    return None
+
+
+def _listed(person: Person, approvers: tuple[str, ...]) -> bool:
+    """Whether `approvers` names the person, or (verified) one of their groups. A group entry
+    never matches a name, so a claimed `group:ops` is no member of `group:ops`."""
+    names = {name_key(a) for a in approvers if not is_group_entry(a)}
+    if person.name is not None and name_key(person.name) in names:
+        return True
+    groups = {group_of(a) for a in approvers if is_group_entry(a)}
+    return person.verified and any(name_key(group) in groups for group in person.groups)
+
+
+def signature_problem(
+    request: ToolApprovalRequest, response: ToolApprovalResponse, claim: SignoffClaim | None
+) -> str | None:
+    """Under a verified policy: why a token signing `claim` does not sign this decision on
+    this call (its `binding`, the answer, edited arguments, grant), or None when it does."""
+    if not request.policy.verified or request.binding is None:
+        return None
+    return _signed(request, mismatch(claim, decision_claim(request.binding, response)))
+
+
+def extension_problem(request: ToolApprovalRequest, seconds: float, claim: SignoffClaim | None) -> str | None:
+    """Under a verified policy: why a token signing `claim` does not sign moving this call's
+    deadline by `seconds`, or None when it does."""
+    if not request.policy.verified or request.binding is None:
+        return None
+    return _signed(request, mismatch(claim, extension_claim(request.binding, seconds)))
+
+
+def _signed(request: ToolApprovalRequest, problem: str | None) -> str | None:
+    return f"call {request.call_id!r} ({request.name}): {problem}" if problem else None
+
+
+def vote_problem(request: ToolApprovalRequest, person: Person) -> str | None:
+    """Why `person`'s approval cannot count towards the quorum, or None."""
+    if request.policy.quorum <= 1:
+        return None
+    if person.name is None:
+        return f"call {request.call_id!r} needs {request.policy.quorum} distinct approvers: name yourself"
+    if any(same_name(v.approver, person.name) for v in request.votes):
+        missing = request.policy.quorum - len(request.votes)
+        return f"{person.name!r} already approved call {request.call_id!r}; {missing} more approval(s) needed"
+    return None
+
+
+def add_vote(request: ToolApprovalRequest, person: Person, now: datetime, grant_id: str | None = None) -> bool:
+    """Count `person`'s approval; True once the quorum is reached."""
+    request.votes.append(Vote.by(person, now, grant_id))
+    return len({name_key(v.approver or "") for v in request.votes}) >= request.policy.quorum
+
+
+def grant_decider(grant: Grant) -> Decider:
+    """A grant decides as the approver who granted it, never as anyone more."""
+    return Decider(grant.person(), token=grant.token)
+
+
+def grant_matches(grant: Grant, request: ToolApprovalRequest, now: datetime, *, signed: bool = True) -> bool:
+    """Whether a live grant covers this call: its tool, and (an `arguments` grant) the
+    arguments that were approved, which are the edited ones when the approval edited them.
+    With `signed`, a verified policy's call takes only a grant a signed decision made."""
+    if not grant.live(now) or grant.tool != request.name:
+        return False
+    if signed and request.policy.verified and grant.token is None:
+        return False  # nothing to show the tool activity
+    return grant.arguments_digest is None or grant.arguments_digest == request.arguments_digest
+
+
+def grant_problem(request: ToolApprovalRequest, response: ToolApprovalResponse) -> str | None:
+    """Why this approval may not make a grant, or None."""
+    if response.grant is not None and not request.policy.grants:
+        return f"call {request.call_id!r} ({request.name}): its tool takes no grants (its policy says grants = false)"
+    return None
+
+
+def approved_digest(request: ToolApprovalRequest, response: ToolApprovalResponse) -> str:
+    """The digest of what an approval lets run: its edited arguments, else the call's."""
+    return arguments_digest(response.arguments) if response.arguments is not None else request.arguments_digest
+
+
+def requester_problem(policies: Mapping[str, ApprovalPolicy], verified: bool, bound: bool) -> str | None:
+    """Why the run's requester is not known well enough for its tools' policies, or None.
+
+    `separate_requester` means nothing if the requester is only a claimed name (anyone
+    could claim someone else's), so it needs a verified `requester_token`; under a
+    verified policy the tool activity checks that token itself, so it must be bound to
+    this run's workflow id (`signoff.approval.signatures.RequesterClaim`), or a token copied from
+    another run's history could name someone else as the requester."""
+    separate = sorted(name for name, policy in policies.items() if policy.separate_requester)
+    if separate and not verified:
+        return (
+            f"separate_requester ({', '.join(separate)}) needs a verified requester_token naming who asks for "
+            "the run (a requested_by alone is only a claimed name)"
+        )
+    signed = sorted(name for name in separate if policies[name].verified)
+    if signed and not bound:
+        return (
+            f"separate_requester under a verified policy ({', '.join(signed)}) needs a requester_token bound to "
+            'this workflow id (claim "signoff": {"workflow_id": ..., "requester": true}): start the run with '
+            "`signoff run` and SIGNOFF_APPROVER_KEY_FILE"
+        )
+    return None
+
+
+def edit_problem(request: ToolApprovalRequest, response: ToolApprovalResponse) -> str | None:
+    """Edited arguments change what others approved: only for a single approver's call."""
+    if response.arguments is not None and request.policy.quorum > 1:
+        return f"call {request.call_id!r} needs {request.policy.quorum} approvers: it cannot run edited arguments"
+    return None

@@ -1,0 +1,255 @@
+"""Approval requests, the human's responses, grants, and the audit record of each decision.
+
+The JSON shapes are the public contract (CONTRACT.md): any Temporal client sends and
+reads them as plain JSON.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from signoff.approval.names import MAX_NAME_CHARS, name_problem
+from signoff.approval.people import Person
+from signoff.approval.policy import ApprovalPolicy, OnTimeout
+from signoff.text import strict_json
+
+MAX_REASON_CHARS = 4096
+MAX_APPROVER_CHARS = MAX_NAME_CHARS
+MAX_TOKEN_CHARS = 16384
+MAX_SECONDS = 366 * 86400
+"""The longest time a decision may name (a grant's `ttl_seconds`, a deadline's extension)."""
+MAX_USES = 10_000
+"""The most calls one grant may approve (`max_uses`)."""
+DIGEST_PATTERN = r"^[0-9a-f]{64}$"
+
+
+class Vote(BaseModel):
+    """One approver's approval of a call that needs more than one (quorum).
+
+    `approver` and `verified` are the voter (a `Person` without groups: a vote records who
+    counted, not why they could)."""
+
+    approver: str | None = None
+    verified: bool = False
+    at: datetime | None = None
+    grant_id: str | None = None
+
+    @classmethod
+    def by(cls, person: Person, at: datetime, grant_id: str | None = None) -> Vote:
+        """`person`'s approval at `at` (through the grant `grant_id`, if one voted for them)."""
+        return cls(approver=person.name, verified=person.verified, at=at, grant_id=grant_id)
+
+
+class Binding(BaseModel):
+    """What a signed decision on one call names (CONTRACT v3 "What counts as a sign-off"):
+    this workflow, this continue-as-new chain (its first run's id), this call, its tool
+    and its arguments digest. A token whose `signoff` claim is this object plus
+    `approved`, `edited_arguments_digest` and `grant` decides this call and nothing else."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    workflow_id: str
+    chain_id: str
+    call_id: str
+    tool: str
+    arguments_digest: str
+
+
+class ToolApprovalRequest(BaseModel):
+    """A gated tool call waiting for a human decision.
+
+    Attributes:
+        arguments: the parsed JSON arguments, or the raw text when not valid JSON.
+        arguments_digest: SHA-256 of `arguments` as canonical JSON: a decision may
+            carry it to say "this is what I reviewed".
+        policy: who may decide, how many must agree, what a timeout does.
+        votes: approvals so far (quorum above 1).
+        preview: what the call would do, computed worker-side (a diff, a summary).
+        expires_at: when the call times out (None waits forever).
+        binding: what a signed decision on this call must name (None in process, where
+            nothing is signed).
+    """
+
+    call_id: str
+    name: str
+    arguments: Any = None
+    arguments_digest: str = ""
+    description: str = ""
+    round: int = 0
+    requested_at: datetime | None = None
+    expires_at: datetime | None = None
+    policy: ApprovalPolicy = Field(default_factory=ApprovalPolicy)
+    votes: list[Vote] = Field(default_factory=list)
+    preview: str | None = None
+    escalated: bool = False
+    binding: Binding | None = None
+
+
+class GrantMatch(str, Enum):
+    """What later calls a grant approves: any call of the tool, or only identical arguments."""
+
+    TOOL = "tool"
+    ARGUMENTS = "arguments"
+
+
+class GrantSpec(BaseModel):
+    """`grant` on an approval: approve and remember, for matching later calls of the run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    match: GrantMatch = GrantMatch.ARGUMENTS
+    ttl_seconds: float | None = Field(None, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
+    max_uses: int | None = Field(None, ge=1, le=MAX_USES)
+
+
+class ToolApprovalResponse(BaseModel):
+    """A human's decision on one pending call (`call_id="*"` decides them all).
+
+    Unknown fields are rejected: a typo such as `"aproved"` must not read as a denial.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str = Field(min_length=1, max_length=512)
+    approved: bool
+    reason: str | None = Field(None, max_length=MAX_REASON_CHARS)
+    approver: str | None = Field(None, max_length=MAX_APPROVER_CHARS)
+    arguments: dict[str, Any] | None = None
+    arguments_digest: str | None = Field(None, pattern=DIGEST_PATTERN)
+    token: str | None = Field(None, max_length=MAX_TOKEN_CHARS)
+    grant: GrantSpec | None = None
+
+    @field_validator("arguments")
+    @classmethod
+    def _strict_arguments(cls, arguments: dict[str, Any] | None) -> dict[str, Any] | None:
+        if arguments is not None:
+            strict_json.check(arguments)  # NaN, Infinity or deep nesting could be neither digested nor run
+        return arguments
+
+    @field_validator("approver")
+    @classmethod
+    def _a_name(cls, approver: str | None) -> str | None:
+        return checked_name("approver", approver)
+
+    @model_validator(mode="after")
+    def _approval_only_fields(self) -> ToolApprovalResponse:
+        if not self.approved and self.arguments is not None:
+            raise ValueError("'arguments' (edited arguments) go with an approval, not a denial")
+        if not self.approved and self.grant is not None:
+            raise ValueError("'grant' goes with an approval, not a denial")
+        return self
+
+    @classmethod
+    def approve(cls, call_id: str, **kwargs: Any) -> ToolApprovalResponse:
+        return cls(call_id=call_id, approved=True, **kwargs)
+
+    @classmethod
+    def deny(cls, call_id: str, reason: str | None = None, **kwargs: Any) -> ToolApprovalResponse:
+        return cls(call_id=call_id, approved=False, reason=reason, **kwargs)
+
+
+def checked_name(what: str, name: str | None) -> str | None:
+    """`name` as given, or ValueError saying why it cannot name a person (`signoff.approval.names`);
+    an empty name is nobody in particular, as None is."""
+    if name and (problem := name_problem(what, name)) is not None:
+        raise ValueError(problem)
+    return name
+
+
+class Grant(BaseModel):
+    """A live "approve and remember": who granted it, what it matches, how long it lasts.
+
+    `arguments_digest` is the digest of the arguments that were approved (the edited
+    ones, when the approval edited them), so a grant never covers what nobody approved.
+    `token` is the signed decision that made it (verified policies): the tool activity
+    checks it for every call the grant approves."""
+
+    grant_id: str
+    tool: str
+    arguments_digest: str | None = None
+    approver: str | None = None
+    verified: bool = False
+    groups: tuple[str, ...] = ()
+    created_at: datetime
+    expires_at: datetime | None = None
+    uses_left: int | None = None
+    from_call: str = ""
+    token: str | None = None
+
+    def live(self, now: datetime) -> bool:
+        return (self.expires_at is None or now < self.expires_at) and self.uses_left != 0
+
+    def person(self) -> Person:
+        """Who granted it: a grant decides as them, never as anyone more."""
+        return Person(name=self.approver, groups=self.groups, verified=self.verified)
+
+
+class ApprovalRecord(BaseModel):
+    """The audit trail entry of one decided call.
+
+    `call_digest` is the SHA-256 of the call as it ran (tool and the arguments actually
+    used); `hash` chains each record to the one before (`signoff.approval.audit`), so an edited
+    record no longer verifies.
+    """
+
+    call_id: str
+    name: str
+    arguments: Any = None
+    approved: bool
+    reason: str | None = None
+    approver: str | None = None
+    edited_arguments: dict[str, Any] | None = None
+    requested_at: datetime | None = None
+    decided_at: datetime | None = None
+    timed_out: bool = False
+    outcome: Literal["approved", "denied", "failed_run"] | None = None
+    verified: bool = False
+    votes: list[Vote] = Field(default_factory=list)
+    grant_id: str | None = None
+    arguments_digest: str = ""
+    call_digest: str = ""
+    policy_digest: str = ""
+    hash: str = ""
+
+
+def parse_arguments(raw: str) -> Any:
+    """The model's argument text as JSON, or the raw text when it is not strict JSON
+    (`signoff.text.strict_json`: no NaN or Infinity, nesting at most 64 deep)."""
+    try:
+        return strict_json.loads(raw) if raw.strip() else {}
+    except strict_json.NotStrictJSON:
+        return raw
+
+
+def arguments_problem(name: str, raw: str) -> str | None:
+    """Why a call's argument text cannot be run (not strict JSON, or not an object), or None."""
+    try:
+        arguments = strict_json.loads(raw) if raw.strip() else {}
+    except strict_json.NotStrictJSON as exc:
+        return f"invalid JSON arguments for {name}: {exc}"
+    if not isinstance(arguments, dict):
+        return f"arguments for {name} are not a JSON object: {raw[:200]!r}"
+    return None
+
+
+__all__ = [
+    "MAX_APPROVER_CHARS",
+    "MAX_REASON_CHARS",
+    "MAX_SECONDS",
+    "MAX_USES",
+    "ApprovalRecord",
+    "Binding",
+    "Grant",
+    "GrantMatch",
+    "GrantSpec",
+    "OnTimeout",
+    "ToolApprovalRequest",
+    "ToolApprovalResponse",
+    "Vote",
+    "arguments_problem",
+    "parse_arguments",
+]

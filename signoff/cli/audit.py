@@ -1,0 +1,157 @@
+"""`signoff audit RUN [--verify] [--json] [--file trail.json]`: the run's decisions, checked.
+
+The trail comes from the run's result once it completed, else from its `audit` query
+(or, with `--file`, from an export made with `--json`). `--verify` recomputes the hash
+chain, holds it up to the workflow history, and checks each verified record against the
+signed decisions in the history with the workers' keys (`SIGNOFF_APPROVER_KEYS`,
+`cli.audit_check`); exit code 1 when the trail does not hold or cannot be vouched for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.service import RPCError
+
+from signoff.approval.audit import GENESIS, is_elided
+from signoff.approval.requests import ApprovalRecord
+from signoff.cli import talk
+from signoff.cli.audit_check import check_against_history, check_chain, check_signatures
+from signoff.cli.calls import row, votes_text
+from signoff.cli.history import run_chain
+from signoff.cli.render import render_record
+from signoff.cli.style import Style
+from signoff.cli.talk import CommandError
+from signoff.cli.text import safe, value_lines
+from signoff.contract import AgentRunResult
+from signoff.errors import ConfigError
+from signoff.workflows.queries import AuditTrail
+
+if TYPE_CHECKING:
+    from signoff.cli.main import Context
+
+
+async def _from_run(client: Client, workflow_id: str) -> AuditTrail:
+    handle = client.get_workflow_handle(workflow_id)
+    try:
+        if (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED:
+            records = AgentRunResult.model_validate(await handle.result()).approvals
+            return AuditTrail(records=records, head=records[-1].hash if records else GENESIS)
+    except (RPCError, WorkflowFailureError) as exc:
+        raise CommandError(
+            talk.failure_text(exc) if isinstance(exc, WorkflowFailureError) else talk.rpc_text(exc, workflow_id)
+        ) from None
+    return await talk.audit_trail(handle)
+
+
+def _from_file(path: str, workflow_id: str) -> AuditTrail:
+    try:
+        data = json.loads(Path(path).read_text())
+        trail = AuditTrail.model_validate(data)
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (ValueError, ValidationError) as exc:
+        raise CommandError(f"{path} is not an audit trail exported by `signoff audit RUN --json`: {exc}") from None
+    exported = data.get("workflow_id") if isinstance(data, dict) else None
+    if exported not in (None, workflow_id):
+        raise CommandError(f"{path} is the trail of run {exported!r}, not of {workflow_id!r}", 2)
+    return trail
+
+
+def render_trail(records: list[ApprovalRecord], style: Style, width: int | None) -> list[str]:
+    """Each record: the decision, the call whole (or its digest when elided), who, when, hashes."""
+    if not records:
+        return ["No decision recorded yet."]
+    lines: list[str] = []
+    for index, record in enumerate(records):
+        lines.append(f"record {index}  {safe(record.name)}  {render_record(record, style)}")
+        elided = is_elided(record.arguments)
+        lead = " " * 15
+        lines += (
+            row("arguments", f"elided; digest {record.arguments_digest}")
+            if elided
+            else row("arguments", value_lines(record.arguments, width, len(lead), lead))
+        )
+        if record.edited_arguments is not None:
+            lines += row("ran with", value_lines(record.edited_arguments, width, len(lead), lead))
+        lines += row(
+            "outcome",
+            f"{record.outcome or ('approved' if record.approved else 'denied')}"
+            f"{'; timed out' if record.timed_out else ''}",
+        )
+        verified = "verified" if record.verified else "not verified"
+        lines += row("approver", f"{safe(record.approver or '-')} ({verified})")
+        if record.votes:
+            lines += row("votes", votes_text(record.votes))
+        lines += row("grant", safe(record.grant_id)) if record.grant_id else []
+        lines += row("reason", safe(record.reason)) if record.reason else []
+        lines += row("requested", str(record.requested_at or "-")) + row("decided", str(record.decided_at or "-"))
+        lines += row(
+            "digests",
+            [
+                f"arguments {record.arguments_digest}",
+                f"{' ' * 15}call      {record.call_digest}",
+                f"{' ' * 15}policy    {record.policy_digest}",
+            ],
+        )
+        lines += row("hash", record.hash)
+    return lines
+
+
+async def cmd_audit(args: argparse.Namespace, ctx: Context) -> int:
+    """Print the trail (or its JSON); with --verify, check it and say whether it holds."""
+    client = await ctx.connect() if (args.verify or not args.file) else None
+    trail = _from_file(args.file, args.run) if args.file else await _from_run(client, args.run)  # type: ignore[arg-type]
+    console = ctx.console
+    if args.json:
+        data = {"workflow_id": args.run, **trail.model_dump(mode="json")}
+        console.print(json.dumps(data, indent=2, ensure_ascii=True))
+    else:
+        console.print(*render_trail(trail.records, console.style, console.width))
+    if not args.verify:
+        return 0
+    assert client is not None
+    try:
+        keys = ctx.env.approver_keys()
+    except ConfigError as exc:
+        raise CommandError(str(exc), 2) from None
+    chain = await run_chain(client, args.run)
+    problems = check_chain(trail.records, trail.head)
+    against, checked = check_against_history(trail.records, chain)
+    signatures = check_signatures(trail.records, chain, args.run, keys)
+    problems += against + signatures.problems
+    say = console.print if not args.json else _err
+    if problems:
+        for problem in problems:
+            say(console.style.paint(f"does not hold: {safe(problem)}", "red"))
+        raise CommandError(f"the audit trail does not hold ({len(problems)} problem(s))")
+    if signatures.unverifiable:
+        for note in signatures.unverifiable:
+            say(console.style.paint(f"not verifiable: {safe(note)}", "yellow"))
+        raise CommandError(
+            f"the audit trail cannot be vouched for: {len(signatures.unverifiable)} verified approval(s) not verifiable"
+        )
+    message = (
+        f"the audit trail holds: {len(trail.records)} record(s); {checked} approved tool call(s) checked "
+        f"against the history of {len(chain)} run(s)"
+    )
+    if signatures.proven:
+        message += f"; {signatures.proven} verified approval(s) signed"
+    if signatures.attributed:
+        message += (
+            f"; {signatures.attributed} record(s) without a verified approver are attribution only "
+            "(anyone who could signal the run could have sent them)"
+        )
+    say(console.style.paint(message, "green"))
+    return 0
+
+
+def _err(line: str) -> None:
+    """With --json the verdict goes to stderr, so standard output stays the export."""
+    print(line, file=sys.stderr)

@@ -1,0 +1,186 @@
+"""What a person decides on: pending calls, the approval block and prompt, and the answer.
+
+Everything here shows a call *whole*: its arguments (pretty JSON when long, wrapped,
+never cut), digest, policy, votes, deadline and preview, each value made inert.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from signoff.approval.policy import DEFAULT_POLICY, ApprovalPolicy
+from signoff.approval.requests import ToolApprovalRequest, Vote
+from signoff.cli.style import Style
+from signoff.cli.text import (
+    format_age,
+    format_deadline,
+    safe,
+    text_lines,
+    value_lines,
+)
+from signoff.contract import DecisionAck
+from signoff.text.howto import decide_commands
+from signoff.text.links import inbox_link
+
+PAD = "    "
+LABEL = 10
+_OUTCOMES = {
+    "approved": ("approved", "green"),
+    "denied": ("denied", "red"),
+    "vote": ("vote counted (quorum not reached yet) on", "yellow"),
+}
+
+
+@dataclass(frozen=True)
+class PendingRow:
+    """One waiting call of a run, or (no worker answered) the run with the tools it waits on."""
+
+    workflow_id: str
+    request: ToolApprovalRequest | None = None
+    note: str = ""
+    tools: list[str] = field(default_factory=list)
+    paused: bool = False
+
+
+def row(name: str, value: str | Sequence[str]) -> list[str]:
+    """`    name       value`, further lines of the value as given (already indented)."""
+    lines = [value] if isinstance(value, str) else list(value) or [""]
+    return [f"{PAD}{name:<{LABEL}} {lines[0]}", *lines[1:]]
+
+
+def _value(name: str, value: object, width: int | None) -> list[str]:
+    lead = f"{PAD}{name:<{LABEL}} "
+    return row(name, value_lines(value, width, len(lead), " " * len(lead)))
+
+
+def policy_text(policy: ApprovalPolicy) -> str:
+    """`anyone may decide` or the rules that differ from it, e.g. `approvers: alice; quorum 2`."""
+    if policy == DEFAULT_POLICY:
+        return "anyone may decide"
+    rules = [f"approvers: {', '.join(policy.approvers) or 'anyone'}", f"quorum {policy.quorum}"]
+    rules += ["verified tokens only"] if policy.verified else []
+    rules += ["not the requester"] if policy.separate_requester else []
+    if policy.timeout_seconds:
+        rules.append(f"after {policy.timeout_seconds:g}s: {policy.on_timeout.value}")
+    if policy.escalate_after_seconds:
+        rules.append(f"escalates after {policy.escalate_after_seconds:g}s to {', '.join(policy.escalate_to)}")
+    return "; ".join(safe(rule) for rule in rules)
+
+
+def votes_text(votes: Sequence[Vote]) -> str:
+    """`alice (verified), bob`: who approved so far."""
+    return ", ".join(f"{safe(v.approver or '?')}{' (verified)' if v.verified else ''}" for v in votes)
+
+
+def call_rows(request: ToolApprovalRequest, width: int | None, now: datetime | None = None) -> list[str]:
+    """Arguments, digest, policy, votes, deadline and preview of one call."""
+    lines = _value("arguments", request.arguments, width)
+    lines += row("digest", request.arguments_digest or "(none)")
+    lines += row("policy", policy_text(request.policy))
+    if request.votes:
+        lines += row("votes", f"{votes_text(request.votes)} of {request.policy.quorum}")
+    lines += row("deadline", format_deadline(request.expires_at, now) + (" (escalated)" if request.escalated else ""))
+    if request.preview:
+        lead = " " * (len(PAD) + LABEL + 1)
+        shown = text_lines(request.preview, width, lead)
+        lines += row("preview", [shown[0][len(lead) :], *shown[1:]])
+    return lines
+
+
+def _about(request: ToolApprovalRequest, width: int | None) -> list[str]:
+    """The tool's description (for an MCP tool: its server, annotations and whether they are trusted)."""
+    if not request.description:
+        return []
+    lead = " " * (len(PAD) + LABEL + 1)
+    shown = text_lines(request.description, width, lead)
+    return row("about", [shown[0][len(lead) :], *shown[1:]])
+
+
+def approval_block(
+    request: ToolApprovalRequest,
+    workflow_id: str,
+    link: str | None,
+    style: Style,
+    options: str = "",
+    width: int | None = None,
+    inbox: str | None = None,
+) -> list[str]:
+    """What a person needs to decide one call: the call whole, where it is, how to decide.
+
+    `inbox` is the inbox's root (`SIGNOFF_INBOX_URL`): the block links to the call's page there."""
+    approve, deny = decide_commands(workflow_id, request.call_id, request.arguments_digest, options)
+    tool = style.paint(safe(request.name), "bold") + (f"  {safe(request.description)}" if request.description else "")
+    lines = [f"{style.sym('wait', 'yellow')} {style.paint('Approval needed', 'yellow', 'bold')}", *row("tool", tool)]
+    lines += call_rows(request, width)
+    lines += row("run", safe(workflow_id)) + row("call", safe(request.call_id))
+    lines += row("Web UI", link) if link else []
+    page = inbox_link(workflow_id, request.call_id, inbox)
+    lines += row("inbox", style.paint(page, "cyan")) if page else []
+    lines += row("approve", style.paint(safe(approve), "cyan")) + row("deny", style.paint(safe(deny), "cyan"))
+    return lines
+
+
+def approval_prompt(request: ToolApprovalRequest, style: Style, width: int | None = None) -> str:
+    """`Approve run_command {"command": "ls"}? [y/n/reason] `, the arguments whole."""
+    head = f"Approve {safe(request.name)} "
+    arguments = value_lines(request.arguments, width, len(head), "")
+    arguments[-1] += "? [y/n/reason] "
+    return style.paint("Approve", "bold") + head[len("Approve") :] + "\n".join(arguments)
+
+
+def call_header(workflow_id: str, request: ToolApprovalRequest, style: Style, now: datetime | None = None) -> str:
+    """`run-1  call_1  run_command  waiting 42s`"""
+    age = format_age(request.requested_at, now)
+    parts = [safe(workflow_id), safe(request.call_id), style.paint(safe(request.name), "bold"), f"waiting {age}"]
+    return "  ".join(parts)
+
+
+def shown_call(
+    workflow_id: str, request: ToolApprovalRequest, style: Style, width: int | None, now: datetime | None = None
+) -> list[str]:
+    """One call whole under its header (what `pending`, bulk decisions and refusals print)."""
+    return [call_header(workflow_id, request, style, now), *_about(request, width), *call_rows(request, width, now)]
+
+
+def render_pending(
+    rows: Iterable[PendingRow],
+    style: Style,
+    width: int | None = None,
+    now: datetime | None = None,
+    inbox: str | None = None,
+) -> list[str]:
+    """Every waiting call, whole, one block each (with its page in the inbox at `inbox`)."""
+    lines: list[str] = []
+    for item in rows:
+        if item.request is None:
+            tools = ", ".join(safe(t) for t in item.tools) or "?"
+            lines += [f"{safe(item.workflow_id)}  ?  {tools}  {item.note}", ""]
+        else:
+            page = inbox_link(item.workflow_id, item.request.call_id, inbox)
+            lines += [
+                *shown_call(item.workflow_id, item.request, style, width, now),
+                *(row("inbox", page) if page else []),
+                "",
+            ]
+    return lines[:-1] if lines else ["No run is awaiting approval."]
+
+
+def render_ack(ack: DecisionAck, style: Style, width: int | None = None) -> list[str]:
+    """Each decided call with its tool, arguments (whole) and outcome; then what still waits."""
+    lines: list[str] = []
+    for call in ack.decided:
+        verb, colour = _OUTCOMES.get(call.outcome, (call.outcome, "yellow"))
+        head = f"{style.paint(safe(verb), colour)} {safe(call.call_id)}: {safe(call.name)} "
+        runs = call.edited_arguments if call.edited_arguments is not None else call.arguments
+        arguments = value_lines(runs, width, len(head), PAD)
+        lines += [head + arguments[0], *arguments[1:]]
+        if call.edited_arguments is not None:  # what runs is the edit; say what it replaced
+            asked = value_lines(call.arguments, width, len(PAD) + 20, PAD)
+            lines += [f"{PAD}(edited; the model asked {asked[0]}", *asked[1:]]
+            lines[-1] += ")"
+    decided = {call.call_id for call in ack.decided}
+    lines += [f"decided {safe(call_id)}" for call_id in ack.accepted if call_id not in decided]
+    pending = f"still pending: {', '.join(safe(p) for p in ack.pending)}" if ack.pending else "nothing else pending"
+    return [*lines, pending]

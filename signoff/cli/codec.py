@@ -1,0 +1,104 @@
+"""`signoff codec-server`: serve the deployment's payload keys to the Web UI and `temporal`.
+
+It needs `SIGNOFF_CODEC_KEYS` (the same key file as the workers) and no Temporal
+connection: the Web UI and the `temporal` CLI fetch history themselves and only ask it to
+decrypt (`runtime/codec_server.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+from urllib.parse import urlsplit
+
+from signoff.cli.talk import CommandError
+from signoff.config.environment import CODEC_KEYS_ENV, CODEC_SERVER_TOKEN_FILE_ENV, UI_URL_ENV, Environment
+from signoff.config.smallfile import read_small_file
+from signoff.errors import ConfigError
+from signoff.runtime.codec import CodecKeys
+from signoff.text.links import DEFAULT_UI_BASE
+
+DEFAULT_PORT = 8081
+MAX_TOKEN_FILE_BYTES = 4096
+
+
+def add_codec_parser(sub: Any) -> None:
+    p = sub.add_parser("codec-server", help="decrypt payloads for the Temporal Web UI and `temporal --codec-endpoint`")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument(
+        "--origin",
+        action="append",
+        default=[],
+        metavar="URL",
+        help=f"a browser origin allowed to call, the Web UI's (repeatable; default ${UI_URL_ENV} or {DEFAULT_UI_BASE})",
+    )
+    p.add_argument(
+        "--auth-token-file",
+        metavar="PATH",
+        help=f"require `Authorization: Bearer <the file's token>` (env {CODEC_SERVER_TOKEN_FILE_ENV})",
+    )
+    p.add_argument(
+        "--allow-namespace",
+        action="append",
+        default=[],
+        metavar="NS",
+        help="serve only this namespace, by the X-Namespace header (repeatable; default: any)",
+    )
+
+
+def origins(given: list[str], env: Environment | None = None) -> list[str]:
+    """The allowed origins, each `scheme://host[:port]` (a path given with one is dropped)."""
+    found = []
+    for url in given or [(env or Environment()).ui_url() or DEFAULT_UI_BASE]:
+        parts = urlsplit(url.strip())
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise CommandError(f"--origin takes the Web UI's http(s)://host[:port], got {url!r}", 2)
+        found.append(f"{parts.scheme}://{parts.netloc}")
+    return found
+
+
+def read_token(path: str | None) -> str | None:
+    if not path:
+        return None
+    try:
+        token = read_small_file(path, MAX_TOKEN_FILE_BYTES).decode("utf-8", "replace").strip()
+    except (OSError, ValueError) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise CommandError(f"cannot read the codec server's token file {path}: {why}") from None
+    if len(token) < 16:
+        raise CommandError(f"the token in {path} is too short: use at least 16 random characters")
+    return token
+
+
+def cmd_codec_server(args: argparse.Namespace, env: Environment | None = None) -> int:
+    """Serve until interrupted."""
+    import uvicorn
+
+    from signoff.runtime.codec_server import codec_app
+
+    env = env or Environment()
+    try:
+        keys = CodecKeys.from_env(env)
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from None
+    if keys is None:
+        raise CommandError(f"the codec server needs the workers' key file: set {CODEC_KEYS_ENV}", 2)
+    allowed = origins(args.origin, env)
+    token = read_token(args.auth_token_file or env.codec_server_token_file())
+    app = codec_app(keys, origins=allowed, token=token, namespaces=args.allow_namespace)
+    endpoint = f"http://{args.host}:{args.port}"
+    print(
+        f"signoff: codec server on {endpoint} ({keys.describe()}; origins {', '.join(allowed)}; "
+        f"{'bearer token required' if token else 'no auth'})\n"
+        f"signoff: Web UI: temporal server start-dev --ui-codec-endpoint {endpoint} (or the UI's Codec Server "
+        f"setting); CLI: temporal workflow show --codec-endpoint {endpoint} ...",
+        flush=True,
+    )
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    except (OSError, SystemExit) as exc:  # the port is taken (uvicorn logs it and exits)
+        print(f"signoff: the codec server could not listen on {endpoint}: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,128 @@
+"""`signoff inbox`: serve the inbox, the web page where people decide (`signoff/inbox/`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ipaddress
+import socket
+import sys
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from signoff.cli.talk import CommandError
+from signoff.config.environment import INBOX_URL_ENV
+from signoff.errors import ConfigError
+from signoff.text.links import inbox_root, ui_root
+
+if TYPE_CHECKING:
+    import uvicorn
+    from temporalio.client import Client
+
+    from signoff.cli.main import Context
+
+DEFAULT_PORT = 8765
+
+
+def add_inbox_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("inbox", parents=[common], help="serve the inbox: a web page to decide waiting calls, live")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument(
+        "--local-user",
+        metavar="NAME",
+        help="for one person on this machine: everyone who reaches the page is NAME (loopback only)",
+    )
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def inbox_server(
+    client: Client, ctx: Context, host: str, port: int, local_user: str | None
+) -> tuple[uvicorn.Server, str]:
+    """The inbox for `ctx`'s namespace as a uvicorn server, not yet serving, and what it is.
+
+    Raises:
+        CommandError: its settings cannot work (who is deciding, the signing key).
+    """
+    import uvicorn
+
+    from signoff.inbox import InboxSigner, WhoIsAsking, inbox_app
+
+    if local_user is not None and not _loopback(host):
+        raise CommandError(
+            f"--local-user is for one person on this machine: listen on 127.0.0.1, not {host} "
+            "(for more people, put the inbox behind a sign-in proxy)",
+            2,
+        )
+    try:
+        who = WhoIsAsking.from_env(ctx.env, local_user)
+        signer = InboxSigner.from_env(ctx.env)
+    except ConfigError as exc:
+        raise CommandError(str(exc), 2) from None
+    app = inbox_app(
+        client,
+        who,
+        signer,
+        namespace=ctx.settings.namespace,
+        public_url=inbox_root(ctx.env),
+        ui_root=ui_root(ctx.settings.address, ctx.ui_base, ctx.env),
+    )
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2, proxy_headers=False
+    )
+    signing = signer.describe() if signer else "no signing key: verified policies cannot be met from it"
+    return uvicorn.Server(config), f"namespace {ctx.settings.namespace}; {who.describe()}; {signing}"
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to `host:port`, or to a free port when that one is taken."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.bind((host, 0))
+    return sock
+
+
+@contextlib.asynccontextmanager
+async def inbox_beside(client: Client, ctx: Context, user: str) -> AsyncIterator[str]:
+    """The inbox for `user` on 127.0.0.1 (port 8765, or a free one) while the block runs; its URL."""
+    sock = listening_socket("127.0.0.1", DEFAULT_PORT)
+    server, _ = inbox_server(client, ctx, "127.0.0.1", sock.getsockname()[1], user)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await asyncio.wait_for(task, timeout=5)
+        sock.close()
+
+
+async def cmd_inbox(args: argparse.Namespace, ctx: Context) -> int:
+    """Serve until interrupted."""
+    client = await ctx.connect()
+    server, what = inbox_server(client, ctx, args.host, args.port, args.local_user)
+    public = inbox_root(ctx.env)
+    url = public or f"http://{args.host}:{args.port}"
+    print(
+        f"signoff: inbox on {url} ({what})"
+        + ("" if public else f"\nsignoff: set {INBOX_URL_ENV}={url} for workers and the CLI to link to it"),
+        flush=True,
+    )
+    try:
+        await server.serve()
+    except (OSError, SystemExit) as exc:  # the port is taken (uvicorn logs it and exits)
+        print(f"signoff: the inbox could not listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    except asyncio.CancelledError:
+        return 130
+    return 0 if server.started else 1

@@ -1,0 +1,110 @@
+"""`signoff keys new` and `signoff sign RUN CALL`: a person's signing key, and a signed decision.
+
+`keys new` makes a key pair (Ed25519 by default), writes the private key (0600, never over an
+existing file) and prints its public JWKS entry, with `kid`, `sub` and `groups`, for the
+workers' `SIGNOFF_APPROVER_KEYS` (or adds it to a JWKS file with `--add-to`). A key with
+`sub` signs only as that subject and its groups; `--service` marks a key that signs for the
+people a service authenticated (the inbox). `sign` prints the JSON of a decision on one
+pending call, signed with `SIGNOFF_APPROVER_KEY_FILE` for exactly that call, to paste into
+the Web UI (Send an Update, `submit_tool_approval`) or hand to any Temporal client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from signoff.approval.requests import ToolApprovalResponse
+from signoff.approval.signatures import decision_claim
+from signoff.approval.signing import new_key_pair
+from signoff.cli import talk
+from signoff.cli.decide import answer_fields
+from signoff.cli.talk import CommandError
+from signoff.cli.who import Who
+from signoff.config.environment import APPROVER_KEY_FILE_ENV, APPROVER_KID_ENV
+from signoff.errors import UsageError
+
+if TYPE_CHECKING:
+    from signoff.cli.main import Context
+
+
+def _write_private(path: Path, pem: bytes) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        raise CommandError(f"{path} exists: choose another --out (a key is never overwritten)", 2) from None
+    except OSError as exc:
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}", 1) from None
+    with os.fdopen(fd, "wb") as file:
+        file.write(pem)
+
+
+def _add_to(path: Path, entry: dict[str, Any]) -> None:
+    try:
+        document = json.loads(path.read_text()) if path.exists() else {"keys": []}
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"cannot read the JWKS {path}: {exc}", 1) from None
+    if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
+        raise CommandError(f'{path} is not a JWKS ({{"keys": [...]}})', 1)
+    if any(isinstance(k, dict) and k.get("kid") == entry["kid"] for k in document["keys"]):
+        raise CommandError(f"{path} already has a key {entry['kid']!r}: choose another --kid", 2)
+    document["keys"].append(entry)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(document, indent=2) + "\n")
+    temporary.replace(path)
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    """`keys new`: errors go to stderr (1 failed, 2 usage)."""
+    groups = [g.strip() for value in args.groups for g in value.split(",") if g.strip()]
+    try:
+        pem, entry = new_key_pair(args.sub, groups, args.kid, args.type, args.service)
+        out = Path(args.out)
+        if args.add_to and Path(args.add_to).resolve() == out.resolve():
+            raise CommandError("--add-to names the private key's own file", 2)
+        _write_private(out, pem)
+        if args.add_to:
+            _add_to(Path(args.add_to), entry)
+    except UsageError as exc:
+        print(f"signoff: {exc}", file=sys.stderr)
+        return 2
+    except CommandError as exc:
+        print(f"signoff: {exc}", file=sys.stderr)
+        return exc.code
+    print(json.dumps(entry, indent=2))
+    where = f"added to {args.add_to}" if args.add_to else "add it to the workers' SIGNOFF_APPROVER_KEYS JWKS"
+    print(
+        f"signoff: wrote the private key to {out} (0600); the public entry above: {where}.\n"
+        f"signoff: to sign with it: export {APPROVER_KEY_FILE_ENV}={out.resolve()} {APPROVER_KID_ENV}={entry['kid']}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+async def cmd_sign(args: argparse.Namespace, ctx: Context) -> int:
+    """Print `{"call_id", "approved", "arguments_digest", ..., "token"}` for one pending call."""
+    fields = answer_fields(args, approved=not args.deny)
+    who = Who.from_args(args, ctx.env)
+    handle = (await ctx.connect()).get_workflow_handle(args.run)
+    request = next((r for r in await talk.pending(handle) if r.call_id == args.call), None)
+    if request is None:
+        raise CommandError(f"no pending call {args.call!r} in run {args.run}", 1)
+    if request.binding is None:
+        raise CommandError(f"call {args.call!r} has no binding to sign (a run begun before signed decisions)", 1)
+    response = ToolApprovalResponse(call_id=request.call_id, arguments_digest=request.arguments_digest, **fields)
+    token = who.sign(decision_claim(request.binding, response), args.ttl or timedelta(hours=1))
+    decision = {**response.model_dump(mode="json", exclude_none=True), "token": token}
+    if who.subject:
+        decision["approver"] = who.subject
+    ctx.console.print(json.dumps(decision, ensure_ascii=True))
+    print(
+        "signoff: paste it into the Web UI: Send an Update, name submit_tool_approval "
+        "(or: temporal workflow update execute ... --input '<it>')",
+        file=sys.stderr,
+    )
+    return 0

@@ -1,0 +1,113 @@
+"""Who decides from this terminal: a claimed name, a token, or a key that signs each decision.
+
+With `SIGNOFF_APPROVER_KEY_FILE` (or `--key-file`) set, every decision on a call whose policy
+is `verified` is signed for exactly that call (its `binding`, the answer, edited arguments,
+grant): a bound token, worthless for anything else. `signoff run` signs a requester token
+bound to the run's workflow id. Calls of other policies are decided as before: by the name
+given (`--approver`, default `$USER`), or by `SIGNOFF_APPROVER_TOKEN` (`--token`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse
+from signoff.approval.signatures import SignoffClaim, decision_claim, extension_claim, requester_claim
+from signoff.approval.signing import SigningKey
+from signoff.cli.args import default_approver, identity
+from signoff.cli.talk import CommandError
+from signoff.config.environment import APPROVER_KEY_FILE_ENV, Environment
+from signoff.errors import ConfigError, UsageError
+
+DECISION_TTL = timedelta(minutes=10)
+"""A signed decision is checked when it arrives; the tool activity, bound to one call, needs
+no lifetime (a grant's own TTL is counted from when it was signed)."""
+
+
+@dataclass(frozen=True)
+class Who:
+    """How this terminal names the person deciding, and what it signs with.
+
+    Attributes:
+        approver: the name sent with unsigned decisions (`--approver`, default `$USER`; none
+            with a token unless given).
+        token: `SIGNOFF_APPROVER_TOKEN` / `--token`, sent with unsigned decisions.
+        key: signs decisions on verified calls, and requester tokens.
+        named: `--approver` as given: the subject signed for (a person's key names its
+            own when it is not given; a shared secret signs as `$USER` then).
+    """
+
+    approver: str | None = None
+    token: str | None = field(default=None, repr=False)
+    key: SigningKey | None = None
+    named: str | None = None
+    issuer: str | None = None
+    audience: str | None = None
+    user: str | None = None
+    """`$USER`, or the login name: whom a shared secret signs as when no name is given."""
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, env: Environment | None = None) -> Who:
+        """From `--approver`, `--token`, `--key-file`, `--kid` and their variables.
+
+        Raises:
+            CommandError: the key file cannot be used (exit code 2).
+        """
+        env = env or Environment()
+        approver, token = identity(args, env)
+        path = getattr(args, "key_file", None) or env.approver_key_file()
+        kid = getattr(args, "kid", None) or env.approver_kid()
+        try:
+            key = SigningKey.load(path, kid) if path else None
+        except ConfigError as exc:
+            raise CommandError(str(exc), 2) from None
+        named = getattr(args, "approver", None)
+        issuer, audience = env.approver_issuer(), env.approver_audience()
+        return cls(approver, token, key, named, issuer, audience, default_approver(env))
+
+    @property
+    def subject(self) -> str | None:
+        """Whom the key signs for: the name given, else the key's own (a person's key), else
+        (a shared secret) `$USER`."""
+        if self.key is None:
+            return self.named
+        if self.key.personal:
+            return self.named or self.key.subject
+        return self.named or self.user
+
+    def decision(self, request: ToolApprovalRequest | None, response: ToolApprovalResponse) -> ToolApprovalResponse:
+        """`response` as sent: signed for `request` when its policy is verified and a key is
+        set; otherwise with the name or token given."""
+        if self.key is None or request is None or request.binding is None or not request.policy.verified:
+            return response.model_copy(update={"approver": response.approver or self.approver, "token": self.token})
+        token = self._sign(decision_claim(request.binding, response), DECISION_TTL)
+        return response.model_copy(update={"token": token, "approver": self.subject})
+
+    def extension(self, request: ToolApprovalRequest | None, seconds: float) -> tuple[str | None, str | None]:
+        """(approver, token) for moving `request`'s deadline by `seconds`."""
+        if self.key is None or request is None or request.binding is None or not request.policy.verified:
+            return self.approver, self.token
+        return self.subject, self._sign(extension_claim(request.binding, seconds), DECISION_TTL)
+
+    def requester(self, workflow_id: str) -> str | None:
+        """A requester token bound to `workflow_id`, when a key is set."""
+        return self._sign(requester_claim(workflow_id), DECISION_TTL) if self.key else None
+
+    def sign(self, claim: SignoffClaim, ttl: timedelta) -> str:
+        """A token signing `claim` with the key (CommandError without one)."""
+        if self.key is None:
+            make = "make one with `signoff keys new`"
+            raise CommandError(f"no key to sign with: set {APPROVER_KEY_FILE_ENV} ({make})", 2)
+        return self._sign(claim, ttl)
+
+    def _sign(self, claim: SignoffClaim, ttl: timedelta) -> str:
+        assert self.key is not None
+        try:
+            groups = self.key.groups if self.subject == self.key.subject else ()
+            return self.key.sign(
+                claim, self.subject, groups=groups, ttl=ttl, issuer=self.issuer, audience=self.audience
+            )
+        except UsageError as exc:
+            raise CommandError(str(exc), 2) from None

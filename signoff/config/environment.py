@@ -1,0 +1,560 @@
+"""The environment, read in one place: every variable signoff reads, its default and its parsing.
+
+`Environment` is the only reader of the process environment in signoff. Each variable has
+its name here (a constant), its default, and the method that turns its text into a value,
+with the error that says what is wrong and what to do (`ConfigError`). Code elsewhere
+receives an `Environment` (or what the worker built from it, `config/settings.py`) and asks
+it for values; what a value *means* (a policy file's entries, a key file's keys, a URL's
+shape) is checked by the type it configures, whose messages name the variable.
+
+The methods are grouped as the variables are: Temporal's client configuration (`TEMPORAL_*`,
+which the SDK's envconfig reads from `temporal_variables`), the connection and its payloads,
+observability, the worker, notifications and links, the model, tools, the CLI, the inbox.
+README.md, "Configuration (environment)", says what each variable means.
+
+Which of these name secret files (the file tools never touch them) is `config/secrets.py`.
+
+This module is the core's (no Temporal). The modules that use a variable import it for the
+variable's name, so it cannot import them; it builds only the objects of three modules the
+workflow itself imports (`Limits`, `PolicyBook`, `ApproverKeys`), which must not know the
+environment exists (and so this module stays out of the workflow's code and its fingerprint).
+The other types a variable configures build themselves from an `Environment`
+(`LLMConfig.from_env(env)`, `WorkspaceScope.from_env(env)`, `ConnectionSettings.load(env)`...).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+from pydantic import ValidationError
+
+from signoff.approval.identity import ApproverKeys
+from signoff.approval.policy import PolicyBook
+from signoff.errors import ConfigError
+from signoff.loop.limits import Limits
+
+# Temporal's client configuration: the SDK reads TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+# TEMPORAL_API_KEY, TEMPORAL_TLS*, TEMPORAL_GRPC_META_* and the first two of these from
+# `temporal_variables`; the others are checked here first, or named in messages.
+TEMPORAL_CONFIG_FILE_ENV = "TEMPORAL_CONFIG_FILE"
+TEMPORAL_PROFILE_ENV = "TEMPORAL_PROFILE"
+TEMPORAL_TLS_ENV = "TEMPORAL_TLS"
+TEMPORAL_TLS_CLIENT_KEY_PATH_ENV = "TEMPORAL_TLS_CLIENT_KEY_PATH"
+TEMPORAL_TLS_DISABLE_HOST_VERIFICATION_ENV = "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION"
+
+# Connection and payloads (the worker and the CLI alike).
+TASK_QUEUE_ENV = "SIGNOFF_TASK_QUEUE"
+PAYLOAD_STORE_ENV = "SIGNOFF_PAYLOAD_STORE"
+PAYLOAD_THRESHOLD_ENV = "SIGNOFF_PAYLOAD_THRESHOLD"
+CODEC_KEYS_ENV = "SIGNOFF_CODEC_KEYS"
+S3_SECRET_ACCESS_KEY_FILE_ENV = "SIGNOFF_S3_SECRET_ACCESS_KEY_FILE"
+AWS_ACCESS_KEY_ID_ENV = "AWS_ACCESS_KEY_ID"
+METRICS_ADDRESS_ENV = "SIGNOFF_METRICS_ADDRESS"
+OTEL_ENV = "SIGNOFF_OTEL"
+OTEL_SERVICE_NAME_ENV = "OTEL_SERVICE_NAME"
+OTEL_TRACES_EXPORTER_ENV = "OTEL_TRACES_EXPORTER"
+
+# The worker.
+AGENTS_ENV = "SIGNOFF_AGENTS"
+MAX_TOOL_OUTPUT_ENV = "SIGNOFF_MAX_TOOL_OUTPUT"
+MAX_CALLS_PER_TURN_ENV = "SIGNOFF_MAX_CALLS_PER_TURN"
+TRANSCRIPT_BUDGET_ENV = "SIGNOFF_TRANSCRIPT_BUDGET"
+MAX_CACHED_WORKFLOWS_ENV = "SIGNOFF_MAX_CACHED_WORKFLOWS"
+POLICY_FILE_ENV = "SIGNOFF_POLICY_FILE"
+APPROVER_KEYS_ENV = "SIGNOFF_APPROVER_KEYS"
+APPROVER_ISSUER_ENV = "SIGNOFF_APPROVER_ISSUER"
+APPROVER_AUDIENCE_ENV = "SIGNOFF_APPROVER_AUDIENCE"
+STATE_KEY_FILE_ENV = "SIGNOFF_STATE_KEY_FILE"
+DEPLOYMENT_NAME_ENV = "SIGNOFF_DEPLOYMENT_NAME"
+BUILD_ID_ENV = "SIGNOFF_BUILD_ID"
+NOTIFY_URLS_ENV = "SIGNOFF_NOTIFY_URLS"
+NOTIFY_SECRET_FILE_ENV = "SIGNOFF_NOTIFY_SECRET_FILE"
+UI_URL_ENV = "SIGNOFF_UI_URL"
+INBOX_URL_ENV = "SIGNOFF_INBOX_URL"
+
+# The model.
+LLM_BASE_URL_ENV = "SIGNOFF_LLM_BASE_URL"
+LLM_MODEL_ENV = "SIGNOFF_LLM_MODEL"
+LLM_API_KEY_ENV = "SIGNOFF_LLM_API_KEY"
+LLM_API_KEY_FILE_ENV = "SIGNOFF_LLM_API_KEY_FILE"
+DEMO_NO_KEY_ENV = "SIGNOFF_DEMO_NO_KEY"
+"""The key variable of the demo's scripted model: deliberately never set, so the scripted
+model is never sent a real provider's key."""
+
+# Tools.
+WORKSPACE_ENV = "SIGNOFF_WORKSPACE"
+SCOPE_POLICY_ENV = "SIGNOFF_SCOPE_POLICY"
+MCP_CONFIG_ENV = "SIGNOFF_MCP_CONFIG"
+TOOL_ENV_ENV = "SIGNOFF_TOOL_ENV"
+TOOL_USER_ENV = "SIGNOFF_TOOL_USER"
+
+# The CLI.
+APPROVER_TOKEN_ENV = "SIGNOFF_APPROVER_TOKEN"
+APPROVER_KEY_FILE_ENV = "SIGNOFF_APPROVER_KEY_FILE"
+APPROVER_KID_ENV = "SIGNOFF_APPROVER_KID"
+CODEC_SERVER_TOKEN_FILE_ENV = "SIGNOFF_CODEC_SERVER_TOKEN_FILE"
+USER_ENV = "USER"
+NO_COLOR_ENV = "NO_COLOR"
+COLUMNS_ENV = "COLUMNS"
+STATE_HOME_ENV = "XDG_STATE_HOME"
+
+# The inbox.
+INBOX_TRUSTED_PROXIES_ENV = "SIGNOFF_INBOX_TRUSTED_PROXIES"
+INBOX_USER_HEADER_ENV = "SIGNOFF_INBOX_USER_HEADER"
+INBOX_GROUPS_HEADER_ENV = "SIGNOFF_INBOX_GROUPS_HEADER"
+INBOX_SIGNING_KEY_FILE_ENV = "SIGNOFF_INBOX_SIGNING_KEY_FILE"
+INBOX_SIGNING_KID_ENV = "SIGNOFF_INBOX_SIGNING_KID"
+
+DATA_DIR = Path(".signoff")
+"""The embedded dev server's directory (owner-only), relative to the worker's: its database,
+and the defaults of `SIGNOFF_PAYLOAD_STORE` and `SIGNOFF_STATE_KEY_FILE` when no Temporal
+address, TLS or API key is configured."""
+LOCAL_PAYLOADS = DATA_DIR / "payloads"
+LOCAL_STATE_KEY = DATA_DIR / "state.key"
+"""Made (0600) by a worker of the embedded or a local dev server without `SIGNOFF_STATE_KEY_FILE`."""
+DEFAULT_PAYLOAD_THRESHOLD = 256 * 1024
+MAX_CACHED_WORKFLOWS = 100_000
+DEFAULT_SCOPE_POLICY = "approve_outside"
+DEFAULT_OTEL_EXPORTER = "otlp"
+DEFAULT_INBOX_USER_HEADER = "X-Forwarded-User"
+DEFAULT_INBOX_GROUPS_HEADER = "X-Forwarded-Groups"
+"""What oauth2-proxy sets (`--pass-user-headers`, its default in proxy mode)."""
+MIN_COLUMNS = 20
+
+_BOOLEANS = ("true", "false", "1", "0")
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_LIMITS = {
+    "max_tool_output": MAX_TOOL_OUTPUT_ENV,
+    "max_calls_per_turn": MAX_CALLS_PER_TURN_ENV,
+    "transcript_budget": TRANSCRIPT_BUDGET_ENV,
+}
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+class LLMVariables(NamedTuple):
+    """`SIGNOFF_LLM_*` as set: the base URL ('' when unset: a URL or a preset's name), the
+    model (None when unset) and the key file (None when unset)."""
+
+    base_url: str
+    model: str | None
+    api_key_file: str | None
+
+
+class Deployment(NamedTuple):
+    """`SIGNOFF_DEPLOYMENT_NAME` and `SIGNOFF_BUILD_ID`."""
+
+    name: str
+    build_id: str
+
+
+class KeyFile(NamedTuple):
+    """A signing key's file and the key id its tokens name (None: the file's own)."""
+
+    path: str
+    kid: str | None
+
+
+class Environment:
+    """The variables of one environment, as signoff reads them.
+
+    Args:
+        values: the variables; None reads the process's, at each question (so a key
+            variable rotated under a running process is seen, as the process would).
+    """
+
+    def __init__(self, values: Mapping[str, str] | None = None) -> None:
+        self._values: Mapping[str, str] = os.environ if values is None else values
+
+    @property
+    def values(self) -> Mapping[str, str]:
+        """Every variable: what a tool's process is given a part of, and what the SDK's
+        client configuration reads (`temporal_variables`)."""
+        return self._values
+
+    def get(self, name: str) -> str | None:
+        """The variable `name` as set (None when unset): for the variables named at run
+        time, such as `LLMConfig.api_key_env` or an MCP file's `${NAME}`."""
+        return self._values.get(name)
+
+    def _text(self, name: str) -> str:
+        """The variable's value without surrounding whitespace ('' when unset)."""
+        return self._values.get(name, "").strip()
+
+    def _given(self, name: str) -> str | None:
+        """The variable's value without surrounding whitespace; None when unset or blank."""
+        return self._text(name) or None
+
+    # Temporal's client configuration.
+
+    def temporal_variables(self) -> dict[str, str]:
+        """The variables for the SDK's client configuration (`temporalio.envconfig`), checked
+        first where the SDK's own errors would not say what to do.
+
+        Raises:
+            ConfigError: `TEMPORAL_CONFIG_FILE` names no file, `TEMPORAL_TLS*` is not a
+                boolean, or `TEMPORAL_TLS_DISABLE_HOST_VERIFICATION` is on.
+        """
+        config_file = self.temporal_config_file()
+        if config_file and not Path(config_file).is_file():
+            raise ConfigError(f"{TEMPORAL_CONFIG_FILE_ENV}={config_file} does not name a readable file")
+        for name in (TEMPORAL_TLS_ENV, TEMPORAL_TLS_DISABLE_HOST_VERIFICATION_ENV):
+            value = self._values.get(name)
+            if value and value.lower() not in _BOOLEANS:
+                raise ConfigError(f"{name} must be true or false, got {value!r}")
+        if self._values.get(TEMPORAL_TLS_DISABLE_HOST_VERIFICATION_ENV, "").lower() in ("true", "1"):
+            raise ConfigError(
+                f"{TEMPORAL_TLS_DISABLE_HOST_VERIFICATION_ENV} is not supported by the Temporal Python SDK: "
+                "give the server's CA with TEMPORAL_TLS_SERVER_CA_CERT_PATH and the name in its "
+                "certificate with TEMPORAL_TLS_SERVER_NAME instead"
+            )
+        return dict(self._values)
+
+    def temporal_config_file(self) -> str | None:
+        """`TEMPORAL_CONFIG_FILE`: the `temporal.toml` (None: the SDK's default,
+        `~/.config/temporalio/temporal.toml`)."""
+        return self._values.get(TEMPORAL_CONFIG_FILE_ENV) or None
+
+    def temporal_profile(self) -> str | None:
+        """`TEMPORAL_PROFILE`: the profile of the config file (None: `default`)."""
+        return self._values.get(TEMPORAL_PROFILE_ENV) or None
+
+    # Connection and payloads.
+
+    def task_queue(self) -> str | None:
+        """`SIGNOFF_TASK_QUEUE`; None: the contract's `DEFAULT_TASK_QUEUE` (`signoff`)."""
+        return self._values.get(TASK_QUEUE_ENV) or None
+
+    def payload_store(self) -> str | None:
+        """`SIGNOFF_PAYLOAD_STORE`: `file:///path` or `s3://bucket/prefix` (checked by
+        `PayloadStore`); None: the embedded server's directory, else inline."""
+        return self._given(PAYLOAD_STORE_ENV)
+
+    def payload_threshold(self) -> int:
+        """`SIGNOFF_PAYLOAD_THRESHOLD`: bytes from which a payload goes to the store (256 KiB).
+
+        Raises:
+            ConfigError: not a number (its range is `PayloadStore`'s to check).
+        """
+        text = self._values.get(PAYLOAD_THRESHOLD_ENV, "")
+        if not text.strip():
+            return DEFAULT_PAYLOAD_THRESHOLD
+        try:
+            return int(text)
+        except ValueError:
+            raise ConfigError(f"{PAYLOAD_THRESHOLD_ENV} must be a number of bytes, got {text!r}") from None
+
+    def codec_keys_file(self) -> Path | None:
+        """`SIGNOFF_CODEC_KEYS`: the payload encryption key file; None: no encryption."""
+        path = self._text(CODEC_KEYS_ENV)
+        return Path(path) if path else None
+
+    def s3_secret_key(self) -> tuple[str, str] | None:
+        """(`AWS_ACCESS_KEY_ID`, the file `SIGNOFF_S3_SECRET_ACCESS_KEY_FILE` names); None
+        when the file is not set (AWS's own settings then).
+
+        Raises:
+            ConfigError: the file is set without the key's id.
+        """
+        path = self._values.get(S3_SECRET_ACCESS_KEY_FILE_ENV)
+        if not path:
+            return None
+        key_id = self._values.get(AWS_ACCESS_KEY_ID_ENV)
+        if not key_id:
+            raise ConfigError(f"{S3_SECRET_ACCESS_KEY_FILE_ENV} is set: also set {AWS_ACCESS_KEY_ID_ENV}, the key's id")
+        return key_id, path
+
+    # Observability.
+
+    def metrics_address(self) -> str | None:
+        """`SIGNOFF_METRICS_ADDRESS`: `host:port` of the Prometheus endpoint (checked by
+        `TelemetrySettings`); None: no metrics."""
+        return self._given(METRICS_ADDRESS_ENV)
+
+    def otel(self) -> bool:
+        """`SIGNOFF_OTEL`: trace with OpenTelemetry (default off).
+
+        Raises:
+            ConfigError: neither 1 nor 0 (nor true/false, yes/no, on/off).
+        """
+        value = self._text(OTEL_ENV).lower()
+        if value not in _TRUE + _FALSE:
+            raise ConfigError(f"{OTEL_ENV} must be 1 or 0, got {self._values[OTEL_ENV]!r}")
+        return value in _TRUE
+
+    def otel_service_named(self) -> bool:
+        """Whether `OTEL_SERVICE_NAME` is set (else traces name the service `signoff`)."""
+        return bool(self._values.get(OTEL_SERVICE_NAME_ENV))
+
+    def otel_exporter(self) -> str:
+        """`OTEL_TRACES_EXPORTER`, lowercase: `otlp` (the default) or `console`."""
+        return self._values.get(OTEL_TRACES_EXPORTER_ENV, DEFAULT_OTEL_EXPORTER).strip().lower()
+
+    # The worker.
+
+    def agent_modules(self) -> list[str]:
+        """`SIGNOFF_AGENTS`: modules offering agents, comma-separated (none by default)."""
+        return [module.strip() for module in self._values.get(AGENTS_ENV, "").split(",") if module.strip()]
+
+    def limits(self) -> Limits:
+        """`SIGNOFF_MAX_TOOL_OUTPUT`, `SIGNOFF_MAX_CALLS_PER_TURN`, `SIGNOFF_TRANSCRIPT_BUDGET`
+        (whole numbers, `_` and `,` allowed); the contract's defaults for the rest.
+
+        Raises:
+            ConfigError: a value is not a whole number in its allowed range (named).
+        """
+        given = {}
+        for field, name in _LIMITS.items():
+            raw = self._text(name)
+            if raw:
+                try:
+                    given[field] = int(raw.replace("_", "").replace(",", ""))
+                except ValueError:
+                    raise ConfigError(f"{name}={raw!r} is not a whole number") from None
+        try:
+            return Limits(**given)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            name = _LIMITS.get(str(error["loc"][0]), str(error["loc"][0]))
+            raise ConfigError(f"{name}: {error['msg']}") from None
+
+    def policies(self) -> PolicyBook:
+        """The book of the file `SIGNOFF_POLICY_FILE` names (TOML or JSON), or an empty one.
+
+        Raises:
+            ConfigError: the file cannot be read, or an entry is invalid (named).
+        """
+        path = self._values.get(POLICY_FILE_ENV)
+        return PolicyBook.load(path) if path else PolicyBook()
+
+    def approver_keys(self) -> ApproverKeys | None:
+        """The keys of the file `SIGNOFF_APPROVER_KEYS` names, with `SIGNOFF_APPROVER_ISSUER`
+        and `SIGNOFF_APPROVER_AUDIENCE`; None when no file is set.
+
+        Raises:
+            ConfigError: issuer or audience without the file, or a file that cannot work.
+        """
+        path = self._text(APPROVER_KEYS_ENV)
+        issuer, audience = self.approver_issuer(), self.approver_audience()
+        if not path:
+            if issuer or audience:
+                raise ConfigError(
+                    f"{APPROVER_ISSUER_ENV}/{APPROVER_AUDIENCE_ENV} are set but {APPROVER_KEYS_ENV} is not: "
+                    "name the key file"
+                )
+            return None
+        return ApproverKeys.load(path, issuer, audience)
+
+    def approver_keys_file(self) -> str | None:
+        """`SIGNOFF_APPROVER_KEYS` (what `signoff token` signs and checks with by default)."""
+        return self._given(APPROVER_KEYS_ENV)
+
+    def approver_issuer(self) -> str | None:
+        """`SIGNOFF_APPROVER_ISSUER`: the `iss` tokens must name (None: not checked)."""
+        return self._given(APPROVER_ISSUER_ENV)
+
+    def approver_audience(self) -> str | None:
+        """`SIGNOFF_APPROVER_AUDIENCE`: the `aud` tokens must name (None: not checked)."""
+        return self._given(APPROVER_AUDIENCE_ENV)
+
+    def state_key_file(self) -> str | None:
+        """`SIGNOFF_STATE_KEY_FILE`: the key that seals continued state (None: the embedded
+        server's `.signoff/state.key`, else none)."""
+        return self._given(STATE_KEY_FILE_ENV)
+
+    def deployment(self) -> Deployment | None:
+        """`SIGNOFF_DEPLOYMENT_NAME` and `SIGNOFF_BUILD_ID` (their values are
+        `DeploymentSettings`' to check); None when neither is set.
+
+        Raises:
+            ConfigError: only one is set.
+        """
+        name, build_id = self._text(DEPLOYMENT_NAME_ENV), self._text(BUILD_ID_ENV)
+        if not name and not build_id:
+            return None
+        if not (name and build_id):
+            given, missing = (DEPLOYMENT_NAME_ENV, BUILD_ID_ENV) if name else (BUILD_ID_ENV, DEPLOYMENT_NAME_ENV)
+            raise ConfigError(
+                f"{given} is set but {missing} is not: Worker Versioning needs both (the deployment "
+                "and this build of it), or neither"
+            )
+        return Deployment(name, build_id)
+
+    def max_cached_workflows(self) -> int | None:
+        """`SIGNOFF_MAX_CACHED_WORKFLOWS`: runs kept in memory between their workflow tasks
+        (None: the SDK's 1,000).
+
+        Raises:
+            ConfigError: not a whole number from 0 to 100,000.
+        """
+        text = self._values.get(MAX_CACHED_WORKFLOWS_ENV, "")
+        if not text.strip():
+            return None
+        try:
+            value = int(text.replace("_", "").replace(",", ""))
+        except ValueError:
+            value = -1
+        if not 0 <= value <= MAX_CACHED_WORKFLOWS:
+            raise ConfigError(
+                f"{MAX_CACHED_WORKFLOWS_ENV} must be a whole number of runs from 0 (replay every task) "
+                f"to {MAX_CACHED_WORKFLOWS:,}, got {text!r}"
+            )
+        return value
+
+    def notify_urls(self) -> tuple[str, ...]:
+        """`SIGNOFF_NOTIFY_URLS`, comma-separated (checked by `NotifyConfig`); none by default."""
+        return tuple(url.strip() for url in self._values.get(NOTIFY_URLS_ENV, "").split(",") if url.strip())
+
+    def notify_secret_file(self) -> Path | None:
+        """`SIGNOFF_NOTIFY_SECRET_FILE`: the key that signs notifications (None: unsigned)."""
+        path = self._text(NOTIFY_SECRET_FILE_ENV)
+        return Path(path) if path else None
+
+    def ui_url(self) -> str | None:
+        """`SIGNOFF_UI_URL`: the Temporal Web UI's root (None: the embedded server's, else
+        `http://localhost:8233` for a local server; `signoff.text.links`)."""
+        return self._values.get(UI_URL_ENV) or None
+
+    def inbox_url(self) -> str | None:
+        """`SIGNOFF_INBOX_URL`: where people reach the inbox, without a trailing `/`."""
+        return self._text(INBOX_URL_ENV).rstrip("/") or None
+
+    # The model.
+
+    def llm(self) -> LLMVariables:
+        """`SIGNOFF_LLM_BASE_URL`, `SIGNOFF_LLM_MODEL` and `SIGNOFF_LLM_API_KEY_FILE`, for
+        `LLMConfig.from_env` (which knows the presets).
+
+        Raises:
+            ConfigError: both the key and the key file are set.
+        """
+        key_file = self._given(LLM_API_KEY_FILE_ENV)
+        if key_file and self._values.get(LLM_API_KEY_ENV):
+            raise ConfigError(
+                f"both {LLM_API_KEY_ENV} and {LLM_API_KEY_FILE_ENV} are set: "
+                "unset one of them (the file is the safer home for the key)"
+            )
+        return LLMVariables(self.llm_base_url(), self._given(LLM_MODEL_ENV), key_file)
+
+    def llm_base_url(self) -> str:
+        """`SIGNOFF_LLM_BASE_URL` ('' when no model is configured)."""
+        return self._text(LLM_BASE_URL_ENV)
+
+    # Tools.
+
+    def workspace(self) -> str:
+        """`SIGNOFF_WORKSPACE`: the file tools' workspace (default: the current directory)."""
+        return self._values.get(WORKSPACE_ENV) or os.getcwd()
+
+    def scope_policy(self) -> str:
+        """`SIGNOFF_SCOPE_POLICY`: `deny`, `approve_outside` (the default) or `allow`
+        (checked by `WorkspaceScope.from_env`, naming the variable)."""
+        return self._values.get(SCOPE_POLICY_ENV) or DEFAULT_SCOPE_POLICY
+
+    def mcp_config(self) -> str | None:
+        """`SIGNOFF_MCP_CONFIG`: the `mcpServers` file of the default agent (None: no servers)."""
+        return self._given(MCP_CONFIG_ENV)
+
+    def tool_env_names(self) -> tuple[str, ...]:
+        """`SIGNOFF_TOOL_ENV`: names of the variables a tool process also gets, comma-separated.
+
+        Raises:
+            ConfigError: an entry is empty or not a variable name (e.g. `NAME=value`).
+        """
+        value = self._values.get(TOOL_ENV_ENV, "")
+        if not value.strip():
+            return ()
+        names = tuple(part.strip() for part in value.split(","))
+        for name in names:
+            if not _NAME.fullmatch(name):
+                # The entry is not echoed: a value written by mistake may be a secret.
+                shown = "an empty entry" if not name else f"entry {names.index(name) + 1}"
+                raise ConfigError(
+                    f"{TOOL_ENV_ENV} has {shown} that is not a variable name: give names only, "
+                    f"comma-separated (e.g. {TOOL_ENV_ENV}=GOPATH,HTTPS_PROXY), never values"
+                )
+        return names
+
+    def tool_user(self) -> str | None:
+        """`SIGNOFF_TOOL_USER`: the OS user (name or uid) tool processes run as (None: the worker's)."""
+        return self._given(TOOL_USER_ENV)
+
+    # The CLI.
+
+    def approver_token(self) -> str | None:
+        """`SIGNOFF_APPROVER_TOKEN`: the token the CLI sends with decisions."""
+        return self._given(APPROVER_TOKEN_ENV)
+
+    def approver_key_file(self) -> str | None:
+        """`SIGNOFF_APPROVER_KEY_FILE`: the key the CLI signs decisions with."""
+        return self._given(APPROVER_KEY_FILE_ENV)
+
+    def approver_kid(self) -> str | None:
+        """`SIGNOFF_APPROVER_KID`: the key id its tokens name (None: the key file's own)."""
+        return self._given(APPROVER_KID_ENV)
+
+    def codec_server_token_file(self) -> str | None:
+        """`SIGNOFF_CODEC_SERVER_TOKEN_FILE`: the bearer token `signoff codec-server` requires."""
+        return self._values.get(CODEC_SERVER_TOKEN_FILE_ENV) or None
+
+    def user(self) -> str | None:
+        """`USER`: who the CLI decides as when nothing else names the approver."""
+        return self._values.get(USER_ENV) or None
+
+    def no_color(self) -> bool:
+        """Whether `NO_COLOR` is set (no colours, even on a terminal)."""
+        return bool(self._values.get(NO_COLOR_ENV))
+
+    def columns(self) -> int | None:
+        """`COLUMNS`, when it is a width of 20 or more."""
+        columns = self._values.get(COLUMNS_ENV, "")
+        return int(columns) if columns.isdigit() and int(columns) >= MIN_COLUMNS else None
+
+    def state_home(self) -> Path | None:
+        """`XDG_STATE_HOME`, when it is an absolute path."""
+        base = self._text(STATE_HOME_ENV)
+        return Path(base) if base and Path(base).is_absolute() else None
+
+    # The inbox.
+
+    def inbox_trusted_proxies(self) -> tuple[Network, ...]:
+        """`SIGNOFF_INBOX_TRUSTED_PROXIES`: the proxies' addresses or CIDRs (see `parse_networks`)."""
+        return parse_networks(self._values.get(INBOX_TRUSTED_PROXIES_ENV, ""))
+
+    def inbox_user_header(self) -> str:
+        """`SIGNOFF_INBOX_USER_HEADER`: the header the proxy names the person in."""
+        return self._text(INBOX_USER_HEADER_ENV) or DEFAULT_INBOX_USER_HEADER
+
+    def inbox_groups_header(self) -> str:
+        """`SIGNOFF_INBOX_GROUPS_HEADER`: the header the proxy names their groups in."""
+        return self._text(INBOX_GROUPS_HEADER_ENV) or DEFAULT_INBOX_GROUPS_HEADER
+
+    def inbox_signing_key(self) -> KeyFile | None:
+        """`SIGNOFF_INBOX_SIGNING_KEY_FILE` with `SIGNOFF_INBOX_SIGNING_KID`; None when unset."""
+        path = self._text(INBOX_SIGNING_KEY_FILE_ENV)
+        return KeyFile(path, self._given(INBOX_SIGNING_KID_ENV)) if path else None
+
+
+def parse_networks(text: str) -> tuple[Network, ...]:
+    """`10.0.0.5, 172.28.0.0/24, ::1`: the inbox's proxies' addresses.
+
+    Raises:
+        ConfigError: an entry is not an IP address or network.
+    """
+    networks = []
+    for entry in (e.strip() for e in text.split(",")):
+        if not entry:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            raise ConfigError(
+                f"{INBOX_TRUSTED_PROXIES_ENV}: {entry!r} is not an IP address or CIDR (e.g. 10.0.0.5 or "
+                "172.28.0.0/24); name the proxy by address, not by host name"
+            ) from None
+    return tuple(networks)

@@ -1,0 +1,33 @@
+"""Reading the small files a worker keeps to itself (keys, secrets) without being stalled.
+
+Each secret file a setting names (`signoff.config.secrets` lists them) is read here: opened
+non-blocking, so a FIFO planted at the path cannot hang the worker, and read only if it is a
+regular file no larger than its reader expects. Callers word the errors for their setting.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+
+def read_small_file(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The bytes of the regular file at `path`, which must hold at most `limit` bytes.
+
+    Raises:
+        OSError: it cannot be opened or read (`FileNotFoundError`, `PermissionError`, ...).
+        ValueError: `not a regular file`, or `larger than <limit> bytes`.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        data = os.read(fd, limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise ValueError(f"larger than {limit} bytes")
+    return data
+
+
+__all__ = ["read_small_file"]

@@ -1,0 +1,64 @@
+"""What signoff's own metrics say, and how a run's events map onto them (no Temporal, no I/O).
+
+The names are the contract's (`signoff.contract.METRIC_*`). The workflow counts decisions
+and tool calls from the loop's events (`workflows/metrics.py`, replay-safe); the chat
+activity counts tokens; the worker polls the pending gauge from visibility
+(`runtime/telemetry.py`).
+
+| metric | kind | labels (besides the SDK's `namespace`, `task_queue`, `service_name`) |
+| --- | --- | --- |
+| `signoff_pending_approvals` | gauge | — (runs of the task queue waiting for a decision) |
+| `signoff_approval_wait_seconds` | histogram | `outcome`, `tool` |
+| `signoff_decisions_total` | counter | `outcome`: approved, denied, timed_out, granted; `tool` |
+| `signoff_tool_calls_total` | counter | `tool`, `outcome`: ok, error, rejected, unknown |
+| `signoff_model_tokens_total` | counter | `kind`: prompt, completion; `agent` |
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from signoff.approval.requests import ApprovalRecord
+from signoff.contract import METRIC_DECISIONS, METRIC_PENDING, METRIC_TOKENS, METRIC_TOOL_CALLS, METRIC_WAIT
+
+DecisionOutcome = Literal["approved", "denied", "timed_out", "granted"]
+ToolOutcome = Literal["ok", "error", "rejected", "unknown"]
+
+DESCRIPTIONS = {
+    METRIC_PENDING: "Runs of this task queue waiting for a decision (SignoffStatus=AwaitingApproval)",
+    METRIC_WAIT: "Seconds from a call's approval request to its decision",
+    METRIC_DECISIONS: "Decided tool calls, by outcome",
+    METRIC_TOOL_CALLS: "Tool calls answered, by tool and outcome",
+    METRIC_TOKENS: "Model tokens spent, by kind",
+}
+WAIT_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400, 259200, 604800)
+"""Seconds: people take from seconds to days (the SDK's default buckets are milliseconds)."""
+UNKNOWN_PREFIX = "Error: outcome unknown"
+
+
+def decision_outcome(record: ApprovalRecord) -> DecisionOutcome:
+    """`timed_out` (whatever its policy made of it), `granted` (settled by a grant), else the answer."""
+    if record.timed_out:
+        return "timed_out"
+    if record.grant_id is not None:
+        return "granted"
+    return "approved" if record.approved else "denied"
+
+
+def wait_seconds(record: ApprovalRecord) -> float | None:
+    """How long the call waited for its decision, when both times are known."""
+    if record.requested_at is None or record.decided_at is None:
+        return None
+    return max((record.decided_at - record.requested_at).total_seconds(), 0.0)
+
+
+def tool_outcome(content: str) -> ToolOutcome:
+    """What the tool message the model reads says of the call (CONTRACT's `Rejected:`/`Error:`)."""
+    if content.startswith("Rejected:"):
+        return "rejected"
+    if content.startswith(UNKNOWN_PREFIX):
+        return "unknown"
+    return "error" if content.startswith("Error:") else "ok"
+
+
+__all__ = ["DESCRIPTIONS", "WAIT_BUCKETS", "decision_outcome", "tool_outcome", "wait_seconds"]

@@ -1,0 +1,46 @@
+"""Running one tool call, the same way for both drivers (in-process agent, tool activity).
+
+Runs touch the machine, so under Temporal they happen inside the tool activity and
+their answers are recorded in history. Which calls need approval is `signoff.approval.gate`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from signoff.approval.requests import parse_arguments
+from signoff.loop.limits import cap_text
+from signoff.loop.messages import ToolCall
+from signoff.tools.base import ToolResult, capabilities_of
+from signoff.tools.registry import ToolRegistry
+
+
+def _arguments(call: ToolCall) -> dict[str, Any] | None:
+    parsed = parse_arguments(call.arguments)
+    return parsed if isinstance(parsed, dict) else None
+
+
+async def execute_call(
+    registry: ToolRegistry, call: ToolCall, *, approved: bool = False, max_output: int | None = None
+) -> str:
+    """Run one call; the tool message text. A tool's own failure is `Error: ...`.
+
+    Args:
+        approved: whether a person approved this call. Tools that look at it
+            (`ToolCapabilities.approval_aware`, e.g. file tools leaving the workspace)
+            are told.
+        max_output: cut the text to about this many characters, with a note.
+    """
+    tool = registry.get(call.name)
+    arguments = _arguments(call)
+    if tool is None:
+        return f"Error: unknown tool {call.name!r}"
+    if arguments is None:
+        return f"Error: arguments for {call.name} are not a JSON object"
+    try:
+        aware = capabilities_of(tool).approval_aware
+        result = await (tool.execute(arguments) if aware is None else aware(arguments, approved=approved))
+    except Exception as exc:  # a tool's bug is the model's information, not a failed run
+        result = ToolResult.error(f"{type(exc).__name__}: {exc}")
+    text = result.to_message()
+    return cap_text(text, max_output) if max_output else text

@@ -1,0 +1,1 @@
+"""The file tools' ground: confined paths, what they never touch, the workspace scope."""

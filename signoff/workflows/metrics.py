@@ -1,0 +1,48 @@
+"""A run's metrics, counted from the loop's events: decisions, their wait, tool calls.
+
+The workflow calls `RunMetrics.observe` with each event it publishes; nothing else. The
+SDK's workflow meter records nothing while a workflow task replays, so a run that is
+replayed (evicted from the cache, moved to another worker) counts each decision once.
+The pending gauge is not counted here: a per-process gauge set by many runs overwrites
+itself, and a count kept up and down is wrong after a restart or an eviction, so the
+worker reads it from visibility instead (`runtime/telemetry.py`).
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.common import MetricCounter, MetricHistogramFloat
+
+from signoff.contract import METRIC_DECISIONS, METRIC_TOOL_CALLS, METRIC_WAIT
+from signoff.loop.messages import AgentEvent, ApprovalDecisionEvent, ToolResultEvent
+from signoff.loop.metrics import DESCRIPTIONS, decision_outcome, tool_outcome, wait_seconds
+
+
+class RunMetrics:
+    """The run's instruments, made on first use (a run that never decides makes none)."""
+
+    def __init__(self) -> None:
+        self._instruments: tuple[MetricCounter, MetricHistogramFloat, MetricCounter] | None = None
+
+    def observe(self, event: AgentEvent) -> None:
+        """Count what `event` says: a decision (and how long it waited), or a tool call answered."""
+        if isinstance(event, ApprovalDecisionEvent):
+            decisions, wait, _ = self._made()
+            record = event.record
+            labels = {"outcome": decision_outcome(record), "tool": record.name}
+            decisions.add(1, labels)
+            seconds = wait_seconds(record)
+            if seconds is not None:
+                wait.record(seconds, labels)
+        elif isinstance(event, ToolResultEvent):
+            self._made()[2].add(1, {"tool": event.name, "outcome": tool_outcome(event.content)})
+
+    def _made(self) -> tuple[MetricCounter, MetricHistogramFloat, MetricCounter]:
+        if self._instruments is None:
+            meter = workflow.metric_meter()
+            self._instruments = (
+                meter.create_counter(METRIC_DECISIONS, DESCRIPTIONS[METRIC_DECISIONS]),
+                meter.create_histogram_float(METRIC_WAIT, DESCRIPTIONS[METRIC_WAIT], "s"),
+                meter.create_counter(METRIC_TOOL_CALLS, DESCRIPTIONS[METRIC_TOOL_CALLS]),
+            )
+        return self._instruments
