@@ -17,9 +17,9 @@ from signoff.tools import (
     ToolRegistry,
     WorkspaceScope,
     WriteFile,
-    capabilities_of,
     tool,
 )
+from signoff.tools.base import capabilities_of
 from signoff.tools.dispatch import execute_call
 from tests.fs_helpers import resolver
 

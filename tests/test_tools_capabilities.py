@@ -17,15 +17,13 @@ from signoff.tools import (
     ApprovalRequiredTool,
     ReadFile,
     RunCommand,
-    ToolCapabilities,
     ToolRegistry,
     ToolResult,
     WorkspaceScope,
     WriteFile,
-    capabilities_of,
     tool,
 )
-from signoff.tools.base import NO_CAPABILITIES
+from signoff.tools.base import NO_CAPABILITIES, ToolCapabilities, capabilities_of
 from signoff.tools.dispatch import execute_call
 from signoff.tools.files.filetool import file_tool_executor
 from signoff.tools.mcp import MCPToolInfo

@@ -1,4 +1,4 @@
-"""Tools: the protocol and capabilities, `@tool`, approval, the registry, the workspace scope, built-ins.
+"""Tools: the protocol, `@tool`, approval, the registry, the workspace scope, built-ins.
 
     from signoff.tools import WorkspaceScope, default_tools, tool, ToolRegistry
 
@@ -9,7 +9,7 @@ Every name here is importable from `signoff.tools`; the submodules are details.
 """
 
 from signoff.tools.approval import ApprovalRequiredTool
-from signoff.tools.base import Tool, ToolCapabilities, ToolResult, capabilities_of, tool_spec
+from signoff.tools.base import Tool, ToolResult, tool_spec
 from signoff.tools.builtins import (
     ListDir,
     ReadFile,
@@ -35,13 +35,11 @@ __all__ = [
     "ScopeDecision",
     "ScopePolicy",
     "Tool",
-    "ToolCapabilities",
     "ToolRegistry",
     "ToolResult",
     "WorkspaceContextProvider",
     "WorkspaceScope",
     "WriteFile",
-    "capabilities_of",
     "default_tools",
     "tool",
     "tool_spec",
