@@ -55,7 +55,17 @@ TOKEN_REASONS = (
     "bad_claim",
 )
 
-__all__ = ["ApproverKeys", "Identity", "TokenError", "is_bound", "issue_token", "read_verified", "token_claims"]
+__all__ = [
+    "DEFAULT_TTL",
+    "TOKEN_REASONS",
+    "ApproverKeys",
+    "Identity",
+    "TokenError",
+    "is_bound",
+    "issue_token",
+    "read_verified",
+    "token_claims",
+]
 
 
 class Identity(BaseModel):

@@ -24,7 +24,7 @@ MAX_SECONDS = 366 * 86400
 """The longest time a decision may name (a grant's `ttl_seconds`, a deadline's extension)."""
 MAX_USES = 10_000
 """The most calls one grant may approve (`max_uses`)."""
-DIGEST_PATTERN = r"^[0-9a-f]{64}$"
+_DIGEST_PATTERN = r"^[0-9a-f]{64}$"
 
 
 class Vote(BaseModel):
@@ -119,7 +119,7 @@ class ToolApprovalResponse(BaseModel):
     reason: str | None = Field(None, max_length=MAX_REASON_CHARS)
     approver: str | None = Field(None, max_length=MAX_APPROVER_CHARS)
     arguments: dict[str, Any] | None = None
-    arguments_digest: str | None = Field(None, pattern=DIGEST_PATTERN)
+    arguments_digest: str | None = Field(None, pattern=_DIGEST_PATTERN)
     token: str | None = Field(None, max_length=MAX_TOKEN_CHARS)
     grant: GrantSpec | None = None
 
@@ -240,6 +240,7 @@ __all__ = [
     "MAX_APPROVER_CHARS",
     "MAX_REASON_CHARS",
     "MAX_SECONDS",
+    "MAX_TOKEN_CHARS",
     "MAX_USES",
     "ApprovalRecord",
     "Binding",
@@ -251,5 +252,6 @@ __all__ = [
     "ToolApprovalResponse",
     "Vote",
     "arguments_problem",
+    "checked_name",
     "parse_arguments",
 ]

@@ -118,6 +118,7 @@ def _kind(claim: SignoffClaim) -> str:
 
 __all__ = [
     "CLAIM",
+    "SIGN_HELP",
     "DecisionClaim",
     "ExtensionClaim",
     "RequesterClaim",

@@ -39,7 +39,7 @@ from signoff.config.environment import APPROVER_KEY_FILE_ENV
 from signoff.config.smallfile import read_small_file
 from signoff.errors import ConfigError, UsageError
 
-HEADER = "signoff-key: "
+_HEADER = "signoff-key: "
 """The first line of a key file `signoff keys new` writes: whom the key signs as."""
 KeyType = Literal["ed25519", "ec", "rsa"]
 PrivateKey = ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
@@ -163,13 +163,13 @@ def signed_decision(
 def _header(path: Path, data: bytes) -> dict[str, Any]:
     """What the file's `signoff-key:` line says (empty without one)."""
     first = data.split(b"\n", 1)[0].decode("utf-8", "replace")
-    if not first.startswith(HEADER):
+    if not first.startswith(_HEADER):
         return {}
     try:
-        header = json.loads(first[len(HEADER) :])
+        header = json.loads(first[len(_HEADER) :])
     except ValueError:
         raise ConfigError(
-            f"{APPROVER_KEY_FILE_ENV}: the first line of {path} is not JSON after {HEADER.strip()!r}"
+            f"{APPROVER_KEY_FILE_ENV}: the first line of {path} is not JSON after {_HEADER.strip()!r}"
         ) from None
     if not isinstance(header, dict):
         raise ConfigError(f"{APPROVER_KEY_FILE_ENV}: the first line of {path} does not name the key's subject")
@@ -223,7 +223,7 @@ def new_key_pair(
     if service:
         entry["signoff_service"] = True
     header = {"kid": entry["kid"], "sub": subject, "groups": list(dict.fromkeys(groups))}
-    return (HEADER + json.dumps(header) + "\n").encode() + pem, entry
+    return (_HEADER + json.dumps(header) + "\n").encode() + pem, entry
 
 
 def _public_jwk(key: PrivateKey) -> str:
@@ -235,4 +235,4 @@ def _public_jwk(key: PrivateKey) -> str:
     return str(RSAAlgorithm.to_jwk(public))
 
 
-__all__ = ["SigningKey", "new_key_pair", "signed_decision"]
+__all__ = ["KeyType", "PrivateKey", "SigningKey", "new_key_pair", "signed_decision"]

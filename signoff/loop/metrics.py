@@ -33,7 +33,7 @@ DESCRIPTIONS = {
 }
 WAIT_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400, 259200, 604800)
 """Seconds: people take from seconds to days (the SDK's default buckets are milliseconds)."""
-UNKNOWN_PREFIX = "Error: outcome unknown"
+_UNKNOWN_PREFIX = "Error: outcome unknown"
 
 
 def decision_outcome(record: ApprovalRecord) -> DecisionOutcome:
@@ -56,9 +56,17 @@ def tool_outcome(content: str) -> ToolOutcome:
     """What the tool message the model reads says of the call (CONTRACT's `Rejected:`/`Error:`)."""
     if content.startswith("Rejected:"):
         return "rejected"
-    if content.startswith(UNKNOWN_PREFIX):
+    if content.startswith(_UNKNOWN_PREFIX):
         return "unknown"
     return "error" if content.startswith("Error:") else "ok"
 
 
-__all__ = ["DESCRIPTIONS", "WAIT_BUCKETS", "decision_outcome", "tool_outcome", "wait_seconds"]
+__all__ = [
+    "DESCRIPTIONS",
+    "WAIT_BUCKETS",
+    "DecisionOutcome",
+    "ToolOutcome",
+    "decision_outcome",
+    "tool_outcome",
+    "wait_seconds",
+]

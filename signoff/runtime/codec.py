@@ -46,19 +46,14 @@ from signoff.errors import ConfigError
 
 ENCODING = b"binary/encrypted"
 KEY_ID = "encryption-key-id"
-KEY_BYTES = 32
-NONCE_BYTES = 12
-MAX_KEY_FILE_BYTES = 64 * 1024
+_KEY_BYTES = 32
+_NONCE_BYTES = 12
+_MAX_KEY_FILE_BYTES = 64 * 1024
 _KID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _LINE = "kid:base64key (a key id of letters, digits, '.', '_' or '-', then 32 bytes in base64)"
 log = logging.getLogger("signoff.codec")
 
-__all__ = [
-    "ENCODING",
-    "CodecKeys",
-    "EncryptionCodec",
-    "PayloadDecryptError",
-]
+__all__ = ["ENCODING", "KEY_ID", "CodecKeys", "EncryptionCodec", "PayloadDecryptError"]
 
 
 class PayloadDecryptError(ConfigError):
@@ -100,7 +95,7 @@ class CodecKeys:
         """
         where = f"{CODEC_KEYS_ENV} file {path}"
         try:
-            data = read_small_file(path, MAX_KEY_FILE_BYTES)
+            data = read_small_file(path, _MAX_KEY_FILE_BYTES)
         except OSError as exc:
             raise ConfigError(f"cannot read the {where}: {exc.strerror or exc}") from None
         except ValueError as exc:
@@ -122,9 +117,9 @@ class CodecKeys:
                 key = base64.b64decode(encoded.strip(), validate=True)
             except binascii.Error:
                 raise ConfigError(f"{source}, line {number} (key {kid.strip()!r}): the key is not base64") from None
-            if len(key) != KEY_BYTES:
+            if len(key) != _KEY_BYTES:
                 raise ConfigError(
-                    f"{source}, line {number} (key {kid.strip()!r}): AES-256 needs {KEY_BYTES} "
+                    f"{source}, line {number} (key {kid.strip()!r}): AES-256 needs {_KEY_BYTES} "
                     f"bytes, this key has {len(key)}"
                 )
             keys.append((kid.strip(), key))
@@ -168,7 +163,7 @@ class EncryptionCodec(PayloadCodec):
         """The payload, encrypted with the current key (one already encrypted is left alone)."""
         if payload.metadata.get("encoding") == ENCODING:
             return payload
-        nonce = os.urandom(NONCE_BYTES)
+        nonce = os.urandom(_NONCE_BYTES)
         sealed = self._cipher[self._current].encrypt(nonce, payload.SerializeToString(), None)
         return Payload(metadata={"encoding": ENCODING, KEY_ID: self._current.encode()}, data=nonce + sealed)
 
@@ -185,7 +180,7 @@ class EncryptionCodec(PayloadCodec):
                 f"(it holds {', '.join(sorted(self._keys))}): give this process the keys the workers have",
             )
         try:
-            return Payload.FromString(cipher.decrypt(payload.data[:NONCE_BYTES], payload.data[NONCE_BYTES:], None))
+            return Payload.FromString(cipher.decrypt(payload.data[:_NONCE_BYTES], payload.data[_NONCE_BYTES:], None))
         except (InvalidTag, DecodeError, ValueError):
             return self._undecryptable(
                 payload,

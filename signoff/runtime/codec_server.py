@@ -33,7 +33,7 @@ from signoff.runtime.codec import CodecKeys, EncryptionCodec
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 """A request may hold many payloads of up to 2 MB each (Temporal's blob limit)."""
-NAMESPACE_HEADER = "X-Namespace"
+_NAMESPACE_HEADER = "X-Namespace"
 
 
 def codec_app(
@@ -80,7 +80,7 @@ def codec_app(
         allow_origins=list(origins),
         allow_credentials=True,
         allow_methods=["POST"],
-        allow_headers=["Content-Type", NAMESPACE_HEADER, "Authorization"],
+        allow_headers=["Content-Type", _NAMESPACE_HEADER, "Authorization"],
         max_age=600,
     )
     return Starlette(routes=routes, middleware=[cors])
@@ -104,7 +104,7 @@ def _refusal(request: Request, token: str | None, namespaces: Sequence[str]) -> 
             return PlainTextResponse(
                 "a bearer token is required", status_code=401, headers={"WWW-Authenticate": "Bearer"}
             )
-    namespace = request.headers.get(NAMESPACE_HEADER)
+    namespace = request.headers.get(_NAMESPACE_HEADER)
     if namespaces and namespace not in namespaces:
         return PlainTextResponse(f"namespace {namespace!r} is not served here", status_code=403)
     return None

@@ -49,8 +49,8 @@ from signoff.runtime.filestore import (
 )
 
 # Temporal refuses blobs of 2 MB; a threshold above that would never keep a payload out.
-MAX_THRESHOLD = 2 * 1024 * 1024
-S3_EXTRA = "signoff[s3]"
+_MAX_THRESHOLD = 2 * 1024 * 1024
+_S3_EXTRA = "signoff[s3]"
 # S3's bucket naming rules (3-63 characters; lowercase letters, digits, dots and hyphens).
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _SHAPES = "file:///absolute/path or s3://bucket/prefix"
@@ -79,9 +79,9 @@ class PayloadStore:
     threshold: int = DEFAULT_PAYLOAD_THRESHOLD
 
     def __post_init__(self) -> None:
-        if not 0 <= self.threshold <= MAX_THRESHOLD:
+        if not 0 <= self.threshold <= _MAX_THRESHOLD:
             raise ConfigError(
-                f"{PAYLOAD_THRESHOLD_ENV} must be between 0 and {MAX_THRESHOLD} bytes, got {self.threshold}"
+                f"{PAYLOAD_THRESHOLD_ENV} must be between 0 and {_MAX_THRESHOLD} bytes, got {self.threshold}"
             )
         self._parts()  # raises ConfigError for a URL of the wrong shape
 
@@ -141,7 +141,7 @@ class PayloadStore:
         raise ConfigError(f"{PAYLOAD_STORE_ENV} must be {_SHAPES}, got {self.url!r}")
 
 
-def storage_driver(store: PayloadStore) -> StorageDriver:
+def _storage_driver(store: PayloadStore) -> StorageDriver:
     """The driver for `store` (ConfigError naming the extra when S3 support is missing)."""
     if store.kind == "file":
         return FileStorageDriver(store.path, store.url)
@@ -165,7 +165,7 @@ def data_converter(store: PayloadStore | None, codec: PayloadCodec | None = None
         )
     if store is None:
         return converter
-    storage = ExternalStorage(drivers=[storage_driver(store)], payload_size_threshold=store.threshold)
+    storage = ExternalStorage(drivers=[_storage_driver(store)], payload_size_threshold=store.threshold)
     return dataclasses.replace(converter, external_storage=storage)
 
 

@@ -10,7 +10,7 @@
   `OTEL_TRACES_EXPORTER=console` prints them instead. Needs `pip install 'signoff[otel]'`.
 
 The pending gauge is the namespace's own figure, read from visibility every
-`PENDING_POLL_SECONDS` by every worker (runs of its task queue whose `SignoffStatus` is
+`_PENDING_POLL_SECONDS` by every worker (runs of its task queue whose `SignoffStatus` is
 `AwaitingApproval`): correct however runs move between workers, restart or replay. Every
 worker of a task queue reports the same value, so aggregate it with `max`, not `sum`.
 """
@@ -35,17 +35,12 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
     from temporalio.contrib.opentelemetry import TracingInterceptor
 
-OTEL_EXTRA = "signoff[otel]"
-DEFAULT_SERVICE_NAME = "signoff"
-PENDING_POLL_SECONDS = 15.0
+_OTEL_EXTRA = "signoff[otel]"
+_DEFAULT_SERVICE_NAME = "signoff"
+_PENDING_POLL_SECONDS = 15.0
 log = logging.getLogger("signoff.telemetry")
 
-__all__ = [
-    "PendingGauge",
-    "TelemetrySettings",
-    "install_tracer_provider",
-    "tracing_interceptor",
-]
+__all__ = ["PendingGauge", "TelemetrySettings", "flush_traces", "install_tracer_provider", "tracing_interceptor"]
 
 
 @dataclass(frozen=True)
@@ -116,7 +111,7 @@ def tracing_interceptor(provider: TracerProvider | None = None) -> TracingInterc
         from opentelemetry import trace
         from temporalio.contrib.opentelemetry import TracingInterceptor
     except ImportError:
-        raise ConfigError(f"{OTEL_ENV}=1 needs OpenTelemetry: pip install '{OTEL_EXTRA}'") from None
+        raise ConfigError(f"{OTEL_ENV}=1 needs OpenTelemetry: pip install '{_OTEL_EXTRA}'") from None
     tracer = (provider or trace.get_tracer_provider()).get_tracer("signoff")
     return TracingInterceptor(tracer, always_create_workflow_spans=True)
 
@@ -139,8 +134,8 @@ def install_tracer_provider(env: Environment) -> None:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
     except ImportError:
-        raise ConfigError(f"{OTEL_ENV}=1 needs OpenTelemetry and its exporter: pip install '{OTEL_EXTRA}'") from None
-    attributes = {} if env.otel_service_named() else {"service.name": DEFAULT_SERVICE_NAME}
+        raise ConfigError(f"{OTEL_ENV}=1 needs OpenTelemetry and its exporter: pip install '{_OTEL_EXTRA}'") from None
+    attributes = {} if env.otel_service_named() else {"service.name": _DEFAULT_SERVICE_NAME}
     provider = TracerProvider(resource=Resource.create(attributes))
     kind = env.otel_exporter()
     exporter: SpanExporter = ConsoleSpanExporter() if kind == "console" else OTLPSpanExporter()
@@ -181,7 +176,7 @@ class PendingGauge:
         self._gauge.set(count)
         return count
 
-    async def run(self, interval: float = PENDING_POLL_SECONDS) -> None:
+    async def run(self, interval: float = _PENDING_POLL_SECONDS) -> None:
         """Poll until cancelled; a failed count is logged and tried again next time."""
         while True:
             try:

@@ -105,7 +105,7 @@ def load_agents(
     return found
 
 
-def default_chat_client() -> ChatClient:
+def _default_chat_client() -> ChatClient:
     """The provider of `SIGNOFF_LLM_*`; ConfigError names the variable that is missing."""
     return OpenAIChatClient(LLMConfig.from_env())
 
@@ -127,7 +127,7 @@ class _FromClient(Enum):
     FROM_CLIENT = "from the client"
 
 
-FROM_CLIENT = _FromClient.FROM_CLIENT
+_FROM_CLIENT = _FromClient.FROM_CLIENT
 """`build_worker`'s default payload budget: none if the client has a payload store, else the limit."""
 
 
@@ -135,10 +135,10 @@ def build_worker(
     client: Client,
     agents: Mapping[str, ChatClientAgent],
     task_queue: str = DEFAULT_TASK_QUEUE,
-    default_client: Callable[[], ChatClient] | None = default_chat_client,
+    default_client: Callable[[], ChatClient] | None = _default_chat_client,
     *,
     settings: WorkerSettings | None = None,
-    payload_budget: int | _FromClient | None = FROM_CLIENT,
+    payload_budget: int | _FromClient | None = _FROM_CLIENT,
     **options: Any,
 ) -> Worker:
     """A worker for `AgentRun` and its activities, serving `agents` (by name).
@@ -153,7 +153,7 @@ def build_worker(
         **options: passed to `temporalio.worker.Worker` (they win over `settings`).
     """
     settings = settings or WorkerSettings()
-    if payload_budget is FROM_CLIENT:
+    if payload_budget is _FROM_CLIENT:
         payload_budget = None if client.data_converter.external_storage is not None else DEFAULT_PAYLOAD_BUDGET
     client = worker_client(client)  # a payload it cannot resolve never fails a workflow task (runtime/guard.py)
     activities = AgentActivities(agents, default_client, settings=settings, payload_budget=payload_budget)

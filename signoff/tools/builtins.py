@@ -300,9 +300,12 @@ __all__ = [
     "DEFAULT_MAX_READ_BYTES",
     "FileTool",
     "ListDir",
+    "ListDirArguments",
     "ReadFile",
     "RemovePath",
+    "RemovePathArguments",
     "RunCommand",
     "WriteFile",
+    "WriteFileArguments",
     "default_tools",
 ]

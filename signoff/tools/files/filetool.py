@@ -283,6 +283,7 @@ def read_up_to(fd: int, limit: int) -> bytes:
 
 __all__ = [
     "FILE_TOOL_THREADS",
+    "PATH_HELP",
     "FileTool",
     "PathArguments",
     "Place",

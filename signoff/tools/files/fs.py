@@ -1,7 +1,7 @@
 """Confined path resolution: open a path beneath a directory without ever leaving it.
 
-`open_beneath` has the semantics of Linux's `openat2(2)` with `RESOLVE_BENEATH |
-RESOLVE_NO_MAGICLINKS`, and gets them one of two ways:
+`open_beneath` has the semantics of Linux's `openat2(2)` with `_RESOLVE_BENEATH |
+_RESOLVE_NO_MAGICLINKS`, and gets them one of two ways:
 
 - the kernel's `openat2` (Linux 5.6+), where it exists and is allowed (a seccomp filter may
   answer ENOSYS or EPERM);
@@ -12,7 +12,7 @@ RESOLVE_NO_MAGICLINKS`, and gets them one of two ways:
 
 Either way, an absolute path or symlink, or `..` above the root, raises `EscapeError` (errno
 EXDEV, as `openat2` does); more than `MAX_SYMLINKS` links raise ELOOP. With `in_root=True`
-the root is treated as `/` instead (`RESOLVE_IN_ROOT`): opened on `/` itself, that is ordinary
+the root is treated as `/` instead (`_RESOLVE_IN_ROOT`): opened on `/` itself, that is ordinary
 resolution without magic links, for calls that are allowed to go anywhere.
 
 Linux only (`O_PATH`).
@@ -37,9 +37,9 @@ from signoff.tools.files._fswalk import (
     walk_beneath,
 )
 
-RESOLVE_NO_MAGICLINKS = 0x02
-RESOLVE_BENEATH = 0x08
-RESOLVE_IN_ROOT = 0x10
+_RESOLVE_NO_MAGICLINKS = 0x02
+_RESOLVE_BENEATH = 0x08
+_RESOLVE_IN_ROOT = 0x10
 
 _SYS_OPENAT2 = 437  # the same number on every architecture listed below
 _OPENAT2_MACHINES = frozenset({"x86_64", "i686", "i386", "aarch64", "arm64", "armv7l", "riscv64", "ppc64le", "s390x"})
@@ -86,7 +86,7 @@ def _probe_openat2() -> bool:
     if platform.system() != "Linux" or platform.machine() not in _OPENAT2_MACHINES:
         return False
     try:
-        fd = _raw_openat2(_AT_FDCWD, "/", os.O_PATH | os.O_CLOEXEC, 0, RESOLVE_NO_MAGICLINKS)
+        fd = _raw_openat2(_AT_FDCWD, "/", os.O_PATH | os.O_CLOEXEC, 0, _RESOLVE_NO_MAGICLINKS)
     except (OSError, AttributeError):  # ENOSYS, EPERM (seccomp), E2BIG, no libc symbol
         return False
     os.close(fd)
@@ -129,7 +129,7 @@ def _disable_openat2() -> None:
 
 
 def _openat2_beneath(root_fd: int, path: str, flags: int, mode: int, in_root: bool) -> int:
-    resolve = (RESOLVE_IN_ROOT if in_root else RESOLVE_BENEATH) | RESOLVE_NO_MAGICLINKS
+    resolve = (_RESOLVE_IN_ROOT if in_root else _RESOLVE_BENEATH) | _RESOLVE_NO_MAGICLINKS
     mode = mode if flags & os.O_CREAT else 0  # openat2 rejects a mode it would not use
     for _ in range(_EAGAIN_RETRIES):
         try:

@@ -38,10 +38,10 @@ from signoff.errors import ConfigError
 
 DEFAULT_CALL_TIMEOUT = 300.0
 """Seconds one call may take (a server's `timeout_seconds`); the tool activity allows 30 minutes."""
-MAX_CONFIG_BYTES = 1 << 20
-SERVER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_))*")
+_MAX_CONFIG_BYTES = 1 << 20
+_SERVER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_))*")
 """Letters, digits, `-` and single `_`: the server's part of `mcp__<server>__<tool>` stays unambiguous."""
-MAX_SERVER_NAME = 32
+_MAX_SERVER_NAME = 32
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _TRANSPORTS = {"stdio": "stdio", "http": "http", "streamable-http": "http", "streamable_http": "http"}
 
@@ -99,9 +99,9 @@ class MCPServer(BaseModel):
     @field_validator("name")
     @classmethod
     def _name(cls, name: str) -> str:
-        if len(name) > MAX_SERVER_NAME or not SERVER_NAME.fullmatch(name):
+        if len(name) > _MAX_SERVER_NAME or not _SERVER_NAME.fullmatch(name):
             raise ValueError(
-                f"the name must be 1-{MAX_SERVER_NAME} letters, digits, '-' or single '_' (its tools are "
+                f"the name must be 1-{_MAX_SERVER_NAME} letters, digits, '-' or single '_' (its tools are "
                 "called mcp__<name>__<tool>)"
             )
         return name
@@ -169,7 +169,7 @@ class MCPServer(BaseModel):
         """
         file = Path(path)
         try:
-            text = read_small_file(file, MAX_CONFIG_BYTES).decode()
+            text = read_small_file(file, _MAX_CONFIG_BYTES).decode()
         except (OSError, ValueError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise ConfigError(f"{MCP_CONFIG_ENV}: cannot read {file}: {why}") from None

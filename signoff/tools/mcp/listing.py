@@ -23,11 +23,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 PREFIX = "mcp__"
-ANNOTATIONS = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+_ANNOTATIONS = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 """The annotations kept from a listing (`ToolAnnotations` in the MCP specification)."""
-FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """What chat-completion providers accept as a function name."""
-DESCRIBED_CHARS = 1_000
+_DESCRIBED_CHARS = 1_000
 """How much of the server's description of a tool an approval request repeats."""
 
 
@@ -71,7 +71,7 @@ class MCPToolInfo(BaseModel):
         trust = "trusted server" if self.trusted else "untrusted server: annotations shown, not relied on"
         text = f"MCP tool {self.tool!r} of server {self.server!r} ({trust}; {hints})"
         if description:
-            short = description if len(description) <= DESCRIBED_CHARS else description[: DESCRIBED_CHARS - 1] + "…"
+            short = description if len(description) <= _DESCRIBED_CHARS else description[: _DESCRIBED_CHARS - 1] + "…"
             text += f". {short}"
         return text
 
@@ -81,14 +81,14 @@ def annotations_of(declared: Any) -> dict[str, Any]:
     if declared is None:
         return {}
     dumped = declared.model_dump(by_alias=True, exclude_none=True) if hasattr(declared, "model_dump") else declared
-    return {k: dumped[k] for k in ANNOTATIONS if k in dumped and dumped[k] is not None}
+    return {k: dumped[k] for k in _ANNOTATIONS if k in dumped and dumped[k] is not None}
 
 
 def model_name(server: str, tool: str) -> str:
     """`mcp__<server>__<tool>`, made a valid function name: other characters become `_`,
     and a name over 64 characters is cut and ends in a hash of the whole."""
     name = f"{PREFIX}{server}__{tool}"
-    if FUNCTION_NAME.fullmatch(name):
+    if _FUNCTION_NAME.fullmatch(name):
         return name
     clean = re.sub(r"[^A-Za-z0-9_-]", "_", name)
     if len(clean) <= 64:

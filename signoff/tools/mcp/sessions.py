@@ -44,12 +44,12 @@ CONNECT_TIMEOUT = 30.0
 """Seconds to start (or reach) a server and finish the handshake."""
 LIST_TIMEOUT = 30.0
 """Seconds to list a server's tools, every page."""
-MAX_LIST_PAGES = 50
-SESSION_GONE = "Session terminated"
+_MAX_LIST_PAGES = 50
+_SESSION_GONE = "Session terminated"
 """The SDK's error for an HTTP 404 on a session it had (a stateful server dropped it, e.g. after
 its idle timeout, or restarted): the request was refused unread, so it is sent again once on a
 new session. Servers on the 2026-07-28 protocol are stateless and never answer so."""
-STOP_TIMEOUT = 10.0
+_STOP_TIMEOUT = 10.0
 """Seconds a session is given to close (the SDK stops a stdio server within about 5)."""
 _AS_USER = (
     "import os,sys;os.setgroups([]);os.setgid(int(sys.argv[2]));os.setuid(int(sys.argv[1]));"
@@ -122,7 +122,7 @@ class MCPSessions:
             try:
                 result = await client.call_tool(tool, arguments, read_timeout_seconds=server.timeout_seconds)
             except MCPError as exc:
-                if exc.code == types.INVALID_REQUEST and exc.message == SESSION_GONE and attempt == 1:
+                if exc.code == types.INVALID_REQUEST and exc.message == _SESSION_GONE and attempt == 1:
                     link.drop()
                     continue
                 return self._failed(server, link, exc)
@@ -158,7 +158,7 @@ class MCPSessions:
         cursor: str | None = None
         try:
             async with asyncio.timeout(LIST_TIMEOUT):
-                for _ in range(MAX_LIST_PAGES):
+                for _ in range(_MAX_LIST_PAGES):
                     page = await client.list_tools(cursor=cursor)
                     tools += page.tools
                     cursor = page.next_cursor
@@ -231,7 +231,7 @@ class _Link:
         if owner is None:
             return
         self._stop.set()
-        await asyncio.wait({owner}, timeout=STOP_TIMEOUT)
+        await asyncio.wait({owner}, timeout=_STOP_TIMEOUT)
         await self._cancel()
 
     async def _cancel(self) -> None:
@@ -244,7 +244,7 @@ class _Link:
     async def _hold(self, ready: asyncio.Future[Client]) -> None:
         stop, dropped = self._stop, self._dropped
         try:
-            async with Client(_watched(transport(self.server), dropped)) as client:
+            async with Client(_watched(_transport(self.server), dropped)) as client:
                 ready.set_result(client)
                 waits = {asyncio.ensure_future(stop.wait()), asyncio.ensure_future(dropped.wait())}
                 try:
@@ -263,7 +263,7 @@ class _Link:
             dropped.set()
 
 
-def transport(server: MCPServer) -> Transport:
+def _transport(server: MCPServer) -> Transport:
     """The SDK transport to `server`: its process over stdio, or streamable HTTP."""
     if server.url is not None:
         # The read timeout also bounds the idle stream of server messages: at least the SDK's 300 s.

@@ -27,7 +27,7 @@ from signoff.tools.mcp.listing import MCPToolInfo, annotations_of, model_name
 if TYPE_CHECKING:  # the SDK is imported only where a session is opened (it takes half a second)
     from signoff.tools.mcp.sessions import MCPSessions
 
-EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 
 class MCPTool:
@@ -61,7 +61,7 @@ class MCPTool:
         spec = ToolSpec(
             name=model_name(server.name, tool.name),
             description=tool.description or tool.title or "",
-            parameters=tool.input_schema or EMPTY_SCHEMA,
+            parameters=tool.input_schema or _EMPTY_SCHEMA,
         )
         return cls(spec, info, server, sessions)
 

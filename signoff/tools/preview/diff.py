@@ -107,7 +107,7 @@ def many(count: int, one: str, more: str | None = None) -> str:
     return f"{count:,} {one if count == 1 else more or one + 's'}"
 
 
-Shown = tuple[Iterator[str], "int | None"]
+_Shown = tuple[Iterator[str], "int | None"]
 """Diff lines to show, and how many there are when that is known without making them all."""
 
 
@@ -120,7 +120,7 @@ def unified_diff(old: str, new: str) -> Iterator[str]:
     return _diff(old, new)[0]
 
 
-def _diff(old: str, new: str) -> Shown:
+def _diff(old: str, new: str) -> _Shown:
     a, b = split_lines(old), split_lines(new)
     same = _common(zip(a, b, strict=False))  # the sides may differ in length: compare while both last
     tail = _common(zip(reversed(a[same:]), reversed(b[same:]), strict=False))
@@ -146,7 +146,7 @@ def _shifted(line: str, offset: int) -> str:
     return f"@@ -{int(old) + offset}{old_count} +{int(new) + offset}{new_count} @@"
 
 
-def _replacement(a: Sequence[str], b: Sequence[str], start: int, lead: int, tail: int) -> Shown:
+def _replacement(a: Sequence[str], b: Sequence[str], start: int, lead: int, tail: int) -> _Shown:
     """One hunk replacing all of a region too large to compare line by line."""
     trail = min(tail, CONTEXT_LINES)
     why = f"(over {MAX_COMPARED_LINES:,} lines changed: not compared line by line, so all shown replaced)"
@@ -160,14 +160,14 @@ def _replacement(a: Sequence[str], b: Sequence[str], start: int, lead: int, tail
     return _framed([header], _shown_parts(parts))
 
 
-def _shown_parts(parts: Sequence[tuple[str, Sequence[str]]]) -> Shown:
+def _shown_parts(parts: Sequence[tuple[str, Sequence[str]]]) -> _Shown:
     """Runs of lines, each with its prefix, and how many lines they show (the last line
     of a file may add git's no-newline note)."""
     total = sum(len(lines) + (bool(lines) and not lines[-1].endswith("\n")) for _, lines in parts)
     return (shown for prefix, lines in parts for line in lines for shown in _shown(prefix + line)), total
 
 
-def _framed(headers: list[str], body: Shown) -> Shown:
+def _framed(headers: list[str], body: _Shown) -> _Shown:
     lines, total = body
     return itertools.chain(headers, lines), None if total is None else len(headers) + total
 
