@@ -26,6 +26,7 @@ from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
 from signoff.loop.limits import Limits
 from signoff.loop.messages import ToolCall
 from signoff.runtime.connection import ConnectionSettings
+from signoff.runtime.deployment import DeploymentSettings
 from signoff.runtime.worker import build_worker
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 from signoff.tools.files.scope import ScopePolicy, WorkspaceScope
@@ -62,6 +63,7 @@ async def running_worker(
     verifier: Verifier | None = None,
     notify: NotifyConfig | None = None,
     state_key: bytes | None = None,
+    deployment: DeploymentSettings | None = None,
     **options: Any,
 ) -> AsyncIterator[None]:
     """A worker with the scripted model, these of its settings (the rest: none set) and these
@@ -72,6 +74,7 @@ async def running_worker(
         verifier=verifier,
         notify=notify,
         state_key=state_key,
+        deployment=deployment,
     )
     config = LLMConfig(base_url=model.base_url, model="scripted")
     worker = build_worker(
