@@ -312,21 +312,3 @@ async def test_a_signed_decision_is_verified_by_the_validator_so_a_forged_one_le
     assert "marker_recorded_event_attributes" not in kinds  # no identify local activity
     assert (result.approvals[0].approver, result.approvals[0].verified) == ("alice", True)
     await replayer().replay_workflow(history)
-
-
-async def test_signed_signals_that_cannot_apply_start_no_verification(client: Client, keys: Path) -> None:
-    """A signal's token is verified in the `signoff.identify` activity; a decision that cannot apply (no
-    such call, a stale digest) is ignored first, so a flood of signed signals is not a flood of activities."""
-    async with ops_run(client, turns([deploy("call_d")]), worker=worker(keys)) as handle:
-        (pending,) = await wait_pending(handle)
-        good = signed(keys, pending, "alice")
-        nowhere = good | {"call_id": "call_x"}
-        stale = good | {"arguments_digest": "0" * 64}
-        for decision in [nowhere, stale] * 5:
-            await handle.signal("tool_approval", decision)
-        await wait_event(handle, "decision_ignored", count=10)
-        await handle.signal("tool_approval", good)
-        result = await handle.result()
-        scheduled = await activity_types(handle)
-    assert [(a.approver, a.verified) for a in result.approvals] == [("alice", True)]
-    assert scheduled.count("signoff.identify") == 1, scheduled

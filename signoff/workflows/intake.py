@@ -43,7 +43,7 @@ from signoff.loop.agent_loop import AgentLoop, DecisionError
 from signoff.loop.messages import DecisionIgnoredEvent
 from signoff.runtime.filestore import unresolvable
 from signoff.text.neutral import neutralise
-from signoff.workflows import steps, verify
+from signoff.workflows import verify
 from signoff.workflows.record import RunRecord
 from signoff.workflows.refusal import Refusal, error_text, refused
 from signoff.workflows.run_input import format_validation_error
@@ -152,10 +152,6 @@ class DecisionIntake:
             self._ignore("no decision given (an empty list)", data)
         for response in responses:
             try:
-                if response.token is not None and workflow.patched(steps.CHECKS_IN_ACTIVITIES):
-                    # One that cannot apply (no such call waits, it is decided, a stale digest) costs no
-                    # verification: a flood of signed signals does not become a flood of activities.
-                    self._loop.check_decisions([Decision.of(response)], authority=False)
                 decider = await self._decider(response)
                 self._loop.decide([Decision(response, decider)], workflow.now())
             except (DecisionError, ApplicationError) as exc:
