@@ -8,7 +8,7 @@ is recorded in history:
 | `signoff.chat` | `chat.py` | one model turn; the first takes the agent's snapshot |
 | `signoff.tool` | `tool.py` | one tool call, checked against the run before it runs |
 | `signoff.prepare` | `prepare.py` | a resumed transcript's snapshot and gated calls |
-| `signoff.identify` | `identify.py` | who a token vouches for |
+| `signoff.identify` | `identify.py` | who a token vouches for (local activity) |
 | `signoff.seal` | `state.py` | seal the state a run continues as new with (local activity) |
 | `signoff.unseal` | `state.py` | check the seal of the state a continued run starts from (local activity) |
 | `signoff.notify` | `notify.py` | one notice POSTed to one notification channel |

@@ -1,4 +1,4 @@
-"""Who a token vouches for (`signoff.identify`, an activity of the run).
+"""Who a token vouches for (`signoff.identify`, a local activity).
 
 Tokens are verified worker-side, against the keys the worker holds, and the answer —
 the subject and groups, or why the token was refused — is recorded in the run's

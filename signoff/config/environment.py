@@ -390,10 +390,7 @@ class Environment:
         (None: the SDK's 1,000).
 
         Raises:
-            ConfigError: not a whole number from 1 to 100,000. (0, a worker that keeps no run
-                between tasks, is refused: a local activity in flight, the seal of a run's
-                state as it continues as new, is lost with its run and the run's task times
-                out again and again. The SDK's `max_cached_workflows=0` stays for tests.)
+            ConfigError: not a whole number from 0 to 100,000.
         """
         text = self._values.get(MAX_CACHED_WORKFLOWS_ENV, "")
         if not text.strip():
@@ -402,11 +399,10 @@ class Environment:
             value = int(text.replace("_", "").replace(",", ""))
         except ValueError:
             value = -1
-        if not 1 <= value <= MAX_CACHED_WORKFLOWS:
+        if not 0 <= value <= MAX_CACHED_WORKFLOWS:
             raise ConfigError(
-                f"{MAX_CACHED_WORKFLOWS_ENV} must be a whole number of runs from 1 to {MAX_CACHED_WORKFLOWS:,}, "
-                f"got {text!r} (a worker that keeps no run between tasks loses the local activity that "
-                "seals a run's state as it continues as new)"
+                f"{MAX_CACHED_WORKFLOWS_ENV} must be a whole number of runs from 0 (replay every task) "
+                f"to {MAX_CACHED_WORKFLOWS:,}, got {text!r}"
             )
         return value
 

@@ -6,7 +6,7 @@ it may use what replay must not: the worker's keys and the time. `SignedDecision
 claim) sent to `submit_tool_approval` or `extend_deadline`: one that does not verify rejects
 the update before anything enters history. The handler then reads who signed from the token
 itself (`signoff.approval.identity.read_verified`), the same on every replay, so nothing needs
-recording: no `signoff.identify` activity, one activity round trip less per signed
+recording: no `signoff.identify` local activity, one activity round trip less per signed
 decision. Plain tokens, signals and requester tokens go through `signoff.identify` as before.
 
 `AgentRun`'s handlers rely on this check for bound tokens: serve `AgentRun` with

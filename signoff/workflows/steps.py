@@ -4,7 +4,6 @@ Every activity has an explicit timeout. Model turns are retried by Temporal (tim
 cut streams, 408/409/429 honouring Retry-After, 5xx; about six minutes); other provider
 errors fail the run with the provider's message. Idempotent tools are retried a little;
 others run at most once, and a worker dying mid-call is reported as an unknown outcome.
-A token is verified worker-side in an activity too (`worker_check`).
 """
 
 from __future__ import annotations
@@ -13,38 +12,10 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 from signoff.loop.agent_loop import AgentLoop
 from signoff.loop.messages import ToolCall
-
-CHECKS_IN_ACTIVITIES = "signoff-checks-in-activities"
-"""The patch after which a token is verified in an activity, no longer a local activity."""
-
-CHECK_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=10)
-
-
-async def worker_check(fn: Any, arg: Any, *, summary: str, timeout: timedelta) -> Any:
-    """Run a worker-side check that a signal or update handler awaits (`signoff.identify`):
-    its answer is recorded in history, so a replay reaches the same outcome.
-
-    An activity, not a local activity. A local activity's result is a marker the worker
-    writes when it completes the workflow task; if the worker evicted the run while the
-    local activity was in flight (its cache full or of size 0, a workflow task failed or
-    timed out), the live run saw the result at another point of its handlers and main loop
-    than a replay does, so its commands came in another order and the next replay of its
-    history (a query of an uncached run, a worker restart) failed as nondeterministic. An
-    activity's result is an event: every replay sees it where the run did. (Sealing the
-    carried state stays a local activity on purpose, `activities/state.py`; it runs when
-    every handler has finished.) Histories recorded before this patch replay their markers.
-    """
-    if workflow.patched(CHECKS_IN_ACTIVITIES):
-        return await workflow.execute_activity_method(
-            fn, arg, start_to_close_timeout=timeout, retry_policy=CHECK_RETRY, summary=summary
-        )
-    return await workflow.execute_local_activity_method(fn, arg, start_to_close_timeout=timeout, summary=summary)
-
 
 MODEL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=60), maximum_attempts=10

@@ -2,7 +2,7 @@
 
 A decision without a token names who sent it (`approver`), trusted only as far as its
 call's policy lets an unverified name decide. A token is verified worker-side by the
-`signoff.identify` activity (`steps.worker_check`), whose answer (who, their groups, what the token signs)
+`signoff.identify` local activity, whose answer (who, their groups, what the token signs)
 is recorded in history, so a replay after the keys rotated reaches the same outcome.
 A signed decision that an update's validator already verified (`runtime/tokens.py`) is
 read from the token itself, which is deterministic: a replay reads the same. Whether a
@@ -23,7 +23,6 @@ from signoff.approval.identity import is_bound, read_verified
 from signoff.approval.names import same_name
 from signoff.approval.signatures import RequesterClaim, mismatch, requester_claim
 from signoff.loop.agent_loop import AgentLoop
-from signoff.workflows import steps
 from signoff.workflows.refusal import INVALID_INPUT, Refusal
 
 IDENTIFY_TIMEOUT = timedelta(seconds=10)
@@ -64,10 +63,10 @@ async def identify(loop: AgentLoop, token: str, claimed: str | None, purpose: st
     The answer also says whether verified decisions must be signed: always, from a v3
     worker; a history v2 recorded says nothing of it, so its run replays as it ran (and
     its tool calls still run only with signatures)."""
-    out: IdentifyOutput = await steps.worker_check(
+    out: IdentifyOutput = await workflow.execute_local_activity_method(
         AgentActivities.identify,
         IdentifyInput(token=token),
-        timeout=IDENTIFY_TIMEOUT,
+        start_to_close_timeout=IDENTIFY_TIMEOUT,
         summary=f"verify {purpose} token",
     )
     loop.state.signed_decisions |= out.signed_decisions
