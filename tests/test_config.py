@@ -145,6 +145,7 @@ def test_a_worker_reads_its_settings_from_the_environment_it_is_given(tmp_path: 
         ("SIGNOFF_APPROVER_AUDIENCE", "a", "SIGNOFF_APPROVER_ISSUER/SIGNOFF_APPROVER_AUDIENCE are set but"),
         ("SIGNOFF_OTEL", "maybe", "SIGNOFF_OTEL must be 1 or 0, got 'maybe'"),
         ("SIGNOFF_PAYLOAD_THRESHOLD", "big", "SIGNOFF_PAYLOAD_THRESHOLD must be a number of bytes, got 'big'"),
+        ("SIGNOFF_MAX_CACHED_WORKFLOWS", "0", "must be a whole number of runs from 1 to 100,000, got '0'"),
     ],
 )
 def test_a_value_that_cannot_work_is_named_with_its_variable(variable: str, value: str, message: str) -> None:
@@ -156,6 +157,7 @@ def test_a_value_that_cannot_work_is_named_with_its_variable(variable: str, valu
         "SIGNOFF_APPROVER_AUDIENCE": env.approver_keys,
         "SIGNOFF_OTEL": env.otel,
         "SIGNOFF_PAYLOAD_THRESHOLD": env.payload_threshold,
+        "SIGNOFF_MAX_CACHED_WORKFLOWS": env.max_cached_workflows,
     }[variable]
     with pytest.raises(ConfigError, match=re.escape(message)):
         read()

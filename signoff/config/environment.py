@@ -390,7 +390,11 @@ class Environment:
         (None: the SDK's 1,000).
 
         Raises:
-            ConfigError: not a whole number from 0 to 100,000.
+            ConfigError: not a whole number from 1 to 100,000. (0, a worker that keeps no run
+                between tasks, is refused: Temporal's core loses a local activity in flight
+                with its run — a signal's token being verified, the state sealed at
+                continue-as-new — and the run's next replay fails, or its task times out
+                again and again. The SDK's `max_cached_workflows=0` stays for tests.)
         """
         text = self._values.get(MAX_CACHED_WORKFLOWS_ENV, "")
         if not text.strip():
@@ -399,10 +403,11 @@ class Environment:
             value = int(text.replace("_", "").replace(",", ""))
         except ValueError:
             value = -1
-        if not 0 <= value <= MAX_CACHED_WORKFLOWS:
+        if not 1 <= value <= MAX_CACHED_WORKFLOWS:
             raise ConfigError(
-                f"{MAX_CACHED_WORKFLOWS_ENV} must be a whole number of runs from 0 (replay every task) "
-                f"to {MAX_CACHED_WORKFLOWS:,}, got {text!r}"
+                f"{MAX_CACHED_WORKFLOWS_ENV} must be a whole number of runs from 1 to {MAX_CACHED_WORKFLOWS:,}, "
+                f"got {text!r} (a worker that keeps no run between tasks loses its local activities in flight: "
+                "a signal's token being verified, the state sealed at continue-as-new)"
             )
         return value
 

@@ -80,26 +80,20 @@ def state_digest(state: ContinuedRun) -> str:
 async def seal(state: ContinuedRun) -> str:
     """The worker's seal on `state` for this workflow and chain (`activities/state.py`).
 
-    `state` is the run's live state: a decision that lands while the seal is made changes it,
-    and a seal of what it was would make the next run refuse what it is. So it is sealed again
-    until it stayed as sealed (a run without such a decision seals once, as before).
-
     Raises:
         ApplicationError: `UnsealableState`, the state holds what JSON cannot carry.
     """
-    while True:
-        try:
-            digest = state_digest(state)
-        except InvalidInput as exc:
-            raise ApplicationError(str(exc), type="UnsealableState", non_retryable=True) from None
-        out: SealOutput = await workflow.execute_local_activity_method(
-            AgentActivities.seal,
-            SealInput(chain_id=workflow.info().first_execution_run_id, digest=digest),
-            start_to_close_timeout=_SEAL_TIMEOUT,
-            summary="seal the state carried across continue-as-new",
-        )
-        if state_digest(state) == digest:
-            return out.seal
+    try:
+        digest = state_digest(state)
+    except InvalidInput as exc:
+        raise ApplicationError(str(exc), type="UnsealableState", non_retryable=True) from None
+    out: SealOutput = await workflow.execute_local_activity_method(
+        AgentActivities.seal,
+        SealInput(chain_id=workflow.info().first_execution_run_id, digest=digest),
+        start_to_close_timeout=_SEAL_TIMEOUT,
+        summary="seal the state carried across continue-as-new",
+    )
+    return out.seal
 
 
 async def check_seal(state: ContinuedRun) -> None:
