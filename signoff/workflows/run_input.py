@@ -80,6 +80,12 @@ def state_digest(state: ContinuedRun) -> str:
 async def seal(state: ContinuedRun) -> str:
     """The worker's seal on `state` for this workflow and chain (`activities/state.py`).
 
+    Sealed once. The run calls this once every handler has finished, and no handler can start
+    while the local activity runs in the same workflow task. Sealing again whenever the state
+    changed during the activity (tried after #20 part B's review) made the number of local
+    activities depend on when their results were delivered. A replay after an eviction sees
+    that differently, so the command sequence was no longer the recorded one.
+
     Raises:
         ApplicationError: `UnsealableState`, the state holds what JSON cannot carry.
     """
