@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import WorkflowTaskFailedCause
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
@@ -108,3 +109,35 @@ async def _failed_task_causes(client: Client, workflow_id: str, run_id: str | No
             if event.HasField("workflow_execution_continued_as_new_event_attributes"):
                 run_id = event.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
     return causes, runs
+
+
+@pytest.mark.parametrize(
+    ("answered", "message"),
+    [
+        (["call_2", "call_2"], "messages[3] is a tool message for 'call_2'"),  # found by the fuzzer
+        (["call_9"], "messages[2] is a tool message for 'call_9'"),
+    ],
+)
+async def test_a_start_transcript_whose_tool_message_answers_no_call_fails_at_once(
+    client: Client, task_queue: str, tmp_path: Path, answered: list[str], message: str
+) -> None:
+    """Found by the fuzzer: a call answered twice reached the model, whose provider refused it
+    (HTTP 400: a tool message for an unknown call), after a model request and as ProviderError."""
+    messages = [
+        {"role": "user", "content": "resume"},
+        {"role": "assistant", "tool_calls": [{"id": "call_2", "name": "list_dir", "arguments": "{}"}]},
+        *({"role": "tool", "content": "an earlier answer", "tool_call_id": i} for i in answered),
+    ]
+    with ScriptedModelServer([Reply.text("done")]) as model:
+        async with running_worker(client, task_queue, model, agents_for(tmp_path)):
+            handle = await client.start_workflow(
+                "AgentRun",
+                {"agent": "default", "messages": messages},
+                id=f"resumed-{uuid.uuid4()}",
+                task_queue=task_queue,
+            )
+            with pytest.raises(WorkflowFailureError) as failed:
+                await handle.result()
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "InvalidInput" and message in cause.message
+    assert model.requests == []  # refused before the model was asked

@@ -63,6 +63,26 @@ def reopen(messages: list[ChatMessage], responses: Sequence[ToolApprovalResponse
     )
 
 
+def misplaced_answer(messages: Sequence[ChatMessage]) -> str | None:
+    """Why a tool message of a client's transcript answers no call, or None.
+
+    The providers' rule (OpenAI's, and those that follow it): a tool message answers a call
+    of the assistant message before it, once. A transcript that breaks it is refused at start,
+    not by the provider after the first model request."""
+    expected: set[str | None] = set()
+    for index, message in enumerate(messages):
+        if message.role != "tool":
+            expected = {c.id for c in message.tool_calls or []}
+        elif message.tool_call_id in expected:
+            expected.discard(message.tool_call_id)
+        else:
+            return (
+                f"messages[{index}] is a tool message for {message.tool_call_id!r}, a call the assistant "
+                "message before it does not make or that an earlier tool message already answers"
+            )
+    return None
+
+
 def starter(response: ToolApprovalResponse, requester: Person | None, requested_by: str | None) -> Decider:
     """Who decides through the start input: the requester, whatever the response claims.
 

@@ -67,6 +67,7 @@ with workflow.unsafe.imports_passed_through():
     from signoff.loop.agent_loop import AgentLoop, unanswered_calls
     from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET, Limits, size_over, too_large
     from signoff.loop.messages import AgentEvent, ChatMessage, ToolCall
+    from signoff.loop.resume import misplaced_answer
     from signoff.loop.transcript import Sender
     from signoff.workflows import steps, upgrade, verify  # #20: upgrade = moving to a new version
     from signoff.workflows.intake import DecisionIntake
@@ -79,6 +80,9 @@ with workflow.unsafe.imports_passed_through():
 
 
 T = TypeVar("T", bound=BaseModel)
+CHECKS_ANSWERS = "signoff-checks-answers-at-start"
+"""Patch: a start transcript whose tool message answers no call fails the run at once (before,
+the provider refused it after the first model request)."""
 SEALS_STATE = "signoff-seals-continued-state"
 CHECKS_STATE = "signoff-checks-continued-state"
 """Patches: runs before v3 continued as new unsealed and adopted state unchecked; their
@@ -142,6 +146,9 @@ class AgentRun:
             raise Refusal(self._input_error, INVALID_INPUT)
         if self._continued is not None and workflow.patched(CHECKS_STATE):
             await check_seal(self._continued)
+        problem = misplaced_answer(self._input.transcript()) if self._continued is None else None
+        if problem and workflow.patched(CHECKS_ANSWERS):  # asked only then: no other history gains the marker
+            raise Refusal(f"invalid input: {problem}", INVALID_INPUT)
         workflow.upsert_search_attributes([SIGNOFF_AGENT.value_set(self._input.agent)])
         if self._continued is None:
             await self._start()

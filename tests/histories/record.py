@@ -250,10 +250,11 @@ async def record_sealed(rig: Rig) -> dict[str, WorkflowHistory]:
     return {"sealed_continued_as_new": first, "continued_run": continued}
 
 
-@shape("cancelled", "resumed", "invalid_input", "parallel_limit")
+@shape("cancelled", "resumed", "invalid_input", "answered_twice", "parallel_limit")
 async def record_lifecycle(rig: Rig) -> dict[str, WorkflowHistory]:
     """Cancelled while waiting; a transcript resumed with the input's decisions (the
-    prepare activity); a start that is not valid input; more calls than may run at once."""
+    prepare activity); a start that is not valid input; a start transcript answering a call
+    twice; more calls than may run at once."""
     out = {}
     async with rig.worker(script) as queue:
         run = await start_run(rig.client, queue, "cancel")
@@ -273,6 +274,9 @@ async def record_lifecycle(rig: Rig) -> dict[str, WorkflowHistory]:
             "AgentRun", {"prompt": "x", "bogus": 1}, id=f"run-{uuid.uuid4()}", task_queue=queue
         )
         out["invalid_input"] = await finished(run)
+
+        twice = [*transcript, *[ChatMessage(role="tool", content="done", tool_call_id="call_1")] * 2]
+        out["answered_twice"] = await finished(await start_run(rig.client, queue, None, messages=twice))
 
     many = turns([call("list_dir", f"call_{i}") for i in range(1, 4)])
     async with rig.worker(many, limits=Limits(max_parallel_tools=2)) as queue:
