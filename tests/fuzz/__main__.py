@@ -1,4 +1,10 @@
-"""`python -m tests.fuzz [--cases N] [--seed S] [--no-shrink]`: the long fuzz run, on a dev server of its own.
+"""`python -m tests.fuzz [--cases N] [--seed S] [--no-shrink] [--max-cached-workflows N] [--save DIR]`:
+the long fuzz run, on a dev server of its own.
+
+`--max-cached-workflows 0` makes every workflow task replay the whole history, so a live run
+that differs from its replay fails at once (a sharper check for nondeterminism; it also meets
+what Temporal's core does not support with no cache, see SIGNOFF_MAX_CACHED_WORKFLOWS).
+`--save DIR` writes a finding's histories there; `signoff replay` then shows the failure.
 
 Prints progress every 100 cases; on a finding, the smallest failing case it saw (and
 Hypothesis's own report), which then becomes a named regression test. Exits 1 on a finding.
@@ -10,6 +16,7 @@ import argparse
 import logging
 import sys
 import time
+from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
@@ -22,9 +29,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=2000, help="generated cases to run (default 2000)")
     parser.add_argument("--seed", type=int, default=None, help="Hypothesis seed, to repeat a run")
     parser.add_argument("--no-shrink", action="store_true", help="report the first failing case as found")
+    parser.add_argument(
+        "--max-cached-workflows", type=int, default=None, help="the worker's cache (0: replay every task)"
+    )
+    parser.add_argument("--save", type=Path, default=None, help="write a finding's histories (and payloads) to DIR")
     args = parser.parse_args(argv)
     logging.getLogger("temporalio").setLevel(logging.CRITICAL)  # refused inputs are logged as errors by design
-    harness, failing = Harness(), []
+    harness, failing = Harness(args.max_cached_workflows, args.save), []
     started = time.monotonic()
     phases = [Phase.explicit, Phase.generate] + ([] if args.no_shrink else [Phase.shrink])
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import shutil
 import tempfile
 import threading
 import uuid
@@ -95,7 +96,12 @@ class Harness:
     store, so large answers, inputs and carried state go through it (and forged references meet it).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_cached_workflows: int | None = None, save_to: Path | None = None) -> None:
+        """`max_cached_workflows`: the worker's cache (0: every workflow task replays the whole
+        history, so a live run that differs from its replay fails a task at once); `save_to`:
+        where the histories of a finding's chain are written (`<workflow id>/<run id>.json`)."""
+        self._max_cached_workflows = max_cached_workflows
+        self._save_to = save_to
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="fuzz-harness", daemon=True)
         self._thread.start()
@@ -134,6 +140,7 @@ class Harness:
             self.task_queue,
             default_client=lambda: OpenAIChatClient(config),
             settings=WorkerSettings(verifier=ApproverKeys.load(self.key_file)),
+            **({} if self._max_cached_workflows is None else {"max_cached_workflows": self._max_cached_workflows}),
         )
         self._running = asyncio.ensure_future(self._worker.run())
 
@@ -191,11 +198,37 @@ class Harness:
                 await self._send(handle, send, seen)
             await self._finish(handle, result, seen)
             await self._check(handle, result, seen)
+        except Finding:
+            await self._save(handle)
+            raise
         finally:
             result.cancel()
             with self._lock:
                 self._answers.pop(prompt, None)
                 self._seen.pop(prompt, None)
+
+    async def _save(self, handle: WorkflowHandle[Any, Any]) -> None:
+        """Write the histories of `handle`'s chain, and the payloads they reference, under `save_to`."""
+        if self._save_to is None:
+            return
+        out = self._save_to / handle.id
+        out.mkdir(parents=True, exist_ok=True)
+        run_id = handle.first_execution_run_id or handle.run_id
+        while run_id:
+            history = await self.client.get_workflow_handle(handle.id, run_id=run_id).fetch_history()
+            (out / f"{run_id}.json").write_text(history.to_json())
+            run_id = next(
+                (
+                    e.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+                    for e in history.events
+                    if e.HasField("workflow_execution_continued_as_new_event_attributes")
+                ),
+                None,
+            )
+        payloads = Path(self._workspace.name) / "payloads"
+        if payloads.is_dir():
+            shutil.copytree(payloads, out / "payloads", dirs_exist_ok=True)
+        print(f"histories of {handle.id}: {out} (payload store: {(out / 'payloads').as_uri()})", flush=True)
 
     async def _waiting(self, handle: WorkflowHandle[Any, Any], result: asyncio.Future[Any], seen: Seen) -> bool:
         """Wait until the run waits for a decision (True) or has closed (False)."""
