@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import tempfile
 import uuid
 from collections import Counter
 from typing import Any
@@ -25,6 +26,10 @@ from temporalio.api.enums.v1 import EventType
 from bench.common import bench_env, free_port, run, workers
 from bench.report import table, write_results
 from bench.runs import START, approve, finish, history_events, wait_paused
+from signoff.agent.defaults import default_agent
+from signoff.loop.limits import Limits
+from signoff.runtime.storage import data_converter
+from signoff.tools.files.scope import WorkspaceScope
 
 RUNS = {"one-tool": ("noop", False), "approval": ("gated_noop", True)}
 SETTLE = 3.0
@@ -157,6 +162,21 @@ def side_by_side(name: str, signoff: dict[str, Any], floor: dict[str, Any]) -> l
     return texts
 
 
+def default_agent_run(one_tool: dict[str, Any], floor: dict[str, Any]) -> dict[str, Any]:
+    """A one-tool run of the `default` agent, from the bench agent's: the same events, with
+    the default agent's snapshot (its five tools and instructions, as a worker takes it with no
+    MCP servers) recorded in place of the bench agent's. Computed, not run: the bench's
+    scripted model calls the bench agent's tools."""
+    with tempfile.TemporaryDirectory() as workspace:
+        agent = default_agent(WorkspaceScope(workspace), mcp_servers=[])
+        snapshot = agent.definition([]).snapshot("default", Limits())
+        snapshot.payload_budget = 1_966_080  # as a worker without a payload store sets it
+    written = len(data_converter(None).payload_converter.to_payloads([snapshot])[0].data)
+    bench = next(r["fields"]["snapshot"] for r in one_tool["rows"] if r["fields"].get("snapshot"))
+    total = one_tool["bytes"] - bench + written
+    return {"snapshot_bytes": written, "bench_snapshot_bytes": bench, "bytes": total, "ratio": total / floor["bytes"]}
+
+
 async def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.parse_args(argv)
@@ -171,7 +191,22 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
         for name, (tool, gated) in RUNS.items():
             results[name] = {k: await one(bench, k, queue, tool, gated, metrics) for k, queue in queues.items()}
     texts = [t for name, pair in results.items() for t in side_by_side(name, pair["signoff"], pair["floor"])]
-    write_results("anatomy", {"runs": results}, texts)
+    default = default_agent_run(results["one-tool"]["signoff"], results["one-tool"]["floor"])
+    texts.append(
+        table(
+            "one-tool run of the `default` agent (computed: its snapshot in place of the bench agent's)",
+            ["snapshot B (default / bench)", "history B", "floor B", "ratio"],
+            [
+                [
+                    f"{default['snapshot_bytes']:,} / {default['bench_snapshot_bytes']:,}",
+                    default["bytes"],
+                    results["one-tool"]["floor"]["bytes"],
+                    f"{default['ratio']:.2f}×",
+                ]
+            ],
+        )
+    )
+    write_results("anatomy", {"runs": results, "default_agent_one_tool": default}, texts)
     return results
 
 

@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from signoff.runtime.devserver import find_temporal_binary
+from signoff.runtime.storage import data_converter
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 from signoff.workflows.record import SEARCH_ATTRIBUTE_KEYS
 
@@ -136,7 +136,7 @@ async def _start_server(port: int, server_args: Sequence[str]) -> WorkflowEnviro
     return await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(find_temporal_binary()),
         search_attributes=SEARCH_ATTRIBUTE_KEYS,
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter(None),  # what signoff's own clients send (`signoff run`)
         port=port,
         dev_server_log_level="error",
         dev_server_extra_args=list(server_args),

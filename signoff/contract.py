@@ -24,6 +24,7 @@ from signoff.approval.requests import (
 from signoff.loop.limits import MAX_ROUNDS_LIMIT
 from signoff.loop.messages import ChatMessage, FinishReason, Usage
 from signoff.loop.state import DEFAULT_MAX_ROUNDS
+from signoff.text.wire import Compact
 
 WORKFLOW_TYPE = "AgentRun"
 DEFAULT_TASK_QUEUE = "signoff"
@@ -54,7 +55,7 @@ METRIC_TOKENS = "signoff_model_tokens_total"
 """Metrics a worker exposes on `SIGNOFF_METRICS_ADDRESS`, beside the SDK's own (`temporal_*`)."""
 
 
-class RunOptions(BaseModel):
+class RunOptions(Compact):
     """`options` of the workflow input."""
 
     model_config = ConfigDict(extra="forbid")
@@ -74,7 +75,7 @@ class RunOptions(BaseModel):
         return checked_name("requested_by", name)
 
 
-class AgentRunInput(BaseModel):
+class AgentRunInput(Compact):
     """Workflow input: public fields only. Exactly one of `prompt` or `messages`."""
 
     model_config = ConfigDict(extra="forbid")

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from signoff.runtime.devserver import DYNAMIC_CONFIG, find_temporal_binary
+from signoff.runtime.storage import data_converter
 from signoff.workflows.record import SEARCH_ATTRIBUTE_KEYS
 from tests.processes import Processes
 
@@ -51,7 +51,7 @@ async def start_dev_server(*extra_args: str) -> WorkflowEnvironment:
     return await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(find_temporal_binary()),
         search_attributes=SEARCH_ATTRIBUTE_KEYS,
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter(None),
         dev_server_extra_args=[*settings, *extra_args],
     )
 

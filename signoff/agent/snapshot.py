@@ -11,18 +11,19 @@ by name and its approval requests say where it comes from.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import ClassVar
 
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field
 
 from signoff.approval.digest import canonical_json, sha256_hex
 from signoff.approval.policy import DEFAULT_POLICY, ApprovalPolicy, Gate
 from signoff.loop.limits import Limits
 from signoff.loop.messages import ToolSpec
+from signoff.text.wire import Compact
 from signoff.tools.mcp.listing import MCPToolInfo
 
 
-class SnapshotTool(BaseModel):
+class SnapshotTool(Compact):
     spec: ToolSpec
     idempotent: bool = False
     gate: Gate = "per_call"
@@ -32,12 +33,7 @@ class SnapshotTool(BaseModel):
     """Where an MCP tool comes from and what it declared; absent (not null) for other tools,
     so the snapshots and digests of runs without MCP tools are those they always were."""
 
-    @model_serializer(mode="wrap")
-    def _without_absent_mcp(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if isinstance(data, dict) and data.get("mcp", False) is None:
-            del data["mcp"]
-        return data
+    absent_when_none: ClassVar[frozenset[str]] = frozenset({"mcp"})
 
     @property
     def approver_description(self) -> str:
@@ -45,7 +41,7 @@ class SnapshotTool(BaseModel):
         return self.mcp.describe(self.spec.description) if self.mcp else self.spec.description
 
 
-class NotifyPlan(BaseModel):
+class NotifyPlan(Compact):
     """Where a run's notifications go: the worker's channels, named by fingerprint.
 
     Channels are named by a fingerprint of their URL, never the URL itself: webhook URLs
@@ -57,7 +53,7 @@ class NotifyPlan(BaseModel):
     """How long Temporal retries one notification before it is recorded as failed."""
 
 
-class RunSnapshot(BaseModel):
+class RunSnapshot(Compact):
     """What a run records of its agent when it starts (`AgentDefinition.snapshot`); fixed for
     the run (and carried across continue-as-new)."""
 

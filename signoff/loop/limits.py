@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from signoff.text.wire import Compact
+
 MAX_ROUNDS_LIMIT = 1000
 TEMPORAL_BLOB_LIMIT = 2 * 1024 * 1024
 """Temporal's default per-payload limit (`limit.blobSize.error`)."""
@@ -25,7 +27,7 @@ DEFAULT_PAYLOAD_BUDGET = TEMPORAL_BLOB_LIMIT - 128 * 1024
 """The most a payload may hold when no external store takes large payloads."""
 
 
-class Limits(BaseModel):
+class Limits(Compact):
     """Validated limits; defaults are the contract's."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from signoff.approval.digest import canonical_json, sha256_hex
 from signoff.loop.messages import ChatMessage
+from signoff.text.wire import Compact
 
 GENESIS_HEAD = "0" * 64
 
@@ -39,7 +40,7 @@ def chain(head: str, messages: Iterable[ChatMessage]) -> str:
     return head
 
 
-class TranscriptDelta(BaseModel):
+class TranscriptDelta(Compact):
     """What a chat activity is sent: the receiver's assumed prefix, and what is new."""
 
     base: int = 0

@@ -24,11 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from temporalio.contrib.pydantic import pydantic_data_converter
+from pydantic_core import to_json
+from temporalio.api.common.v1 import Payload
+from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter, pydantic_data_converter
 from temporalio.converter import (
+    CompositePayloadConverter,
     DataConverter,
     DefaultFailureConverterWithEncodedAttributes,
+    DefaultPayloadConverter,
     ExternalStorage,
+    JSONPlainPayloadConverter,
     PayloadCodec,
     StorageDriver,
 )
@@ -47,6 +52,7 @@ from signoff.runtime.filestore import (
     PayloadStoreError,
     make_private_dir,
 )
+from signoff.text.wire import WIRE_CONTEXT
 
 # Temporal refuses blobs of 2 MB; a threshold above that would never keep a payload out.
 _MAX_THRESHOLD = 2 * 1024 * 1024
@@ -59,6 +65,7 @@ __all__ = [
     "FileStorageDriver",
     "PayloadStore",
     "PayloadStoreError",
+    "WirePayloadConverter",
     "check_store",
     "close_storage",
     "data_converter",
@@ -150,15 +157,34 @@ def _storage_driver(store: PayloadStore) -> StorageDriver:
     return scoped_s3_driver(store.bucket, store.prefix)
 
 
+class _WireJSON(PydanticJSONPlainPayloadConverter):
+    """Pydantic's JSON, written in the wire context: `Compact` models leave their defaults out."""
+
+    def to_payload(self, value: object) -> Payload | None:
+        return Payload(metadata={"encoding": self.encoding.encode()}, data=to_json(value, context=WIRE_CONTEXT))
+
+
+class WirePayloadConverter(CompositePayloadConverter):
+    """The SDK's pydantic payload converter, with JSON written by `_WireJSON`."""
+
+    def __init__(self) -> None:
+        converters = DefaultPayloadConverter.default_encoding_payload_converters
+        super().__init__(*(_WireJSON() if isinstance(c, JSONPlainPayloadConverter) else c for c in converters))
+
+
 def data_converter(store: PayloadStore | None, codec: PayloadCodec | None = None) -> DataConverter:
     """The data converter of every signoff worker and client: pydantic JSON, `codec`, `store`.
+
+    Payloads leave out the defaults of `signoff.text.wire.Compact` models (activity inputs
+    and results, the snapshot, the start input); anything that reads them with pydantic,
+    as every signoff process does, fills them in again.
 
     Worker and CLI build it from the same settings, so what one stores the other reads.
     The SDK encodes with the codec first and then stores what is large, so the store keeps
     what the codec made (ciphertext, with `SIGNOFF_CODEC_KEYS`). With a codec, failure
     messages and stack traces are encoded too (Temporal's encoded failure attributes).
     """
-    converter = pydantic_data_converter
+    converter = dataclasses.replace(pydantic_data_converter, payload_converter_class=WirePayloadConverter)
     if codec is not None:
         converter = dataclasses.replace(
             converter, payload_codec=codec, failure_converter_class=DefaultFailureConverterWithEncodedAttributes

@@ -237,9 +237,10 @@ class AgentRun:
         return self._loop.messages
 
     @workflow.query(name=QUERY_SNAPSHOT)
-    def agent_snapshot(self) -> RunSnapshot | None:
-        """The agent as this run started with it (instructions, tools, policies, limits)."""
-        return self._snapshot
+    def agent_snapshot(self) -> dict[str, Any] | None:
+        """The agent as this run started with it (instructions, tools, policies, limits),
+        every field written out (its payloads in history leave the defaults out)."""
+        return None if self._snapshot is None else self._snapshot.model_dump(mode="json")
 
     @workflow.query(name=QUERY_GRANTS)
     def grants(self) -> list[Grant]:

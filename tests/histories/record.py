@@ -31,7 +31,6 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.failure.v1 import Failure
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowHistory, WorkflowUpdateFailedError
 from temporalio.common import RawValue
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from signoff.activities.notify import NotifyConfig
@@ -46,7 +45,7 @@ from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.deployment import DeploymentSettings
 from signoff.runtime.devserver import find_temporal_binary
 from signoff.runtime.fingerprint import workflow_code
-from signoff.runtime.storage import close_storage
+from signoff.runtime.storage import close_storage, data_converter
 from signoff.testing import Script
 from signoff.tools.mcp import MCPServer
 from tests.approver_keys import signed, write_secret
@@ -214,6 +213,22 @@ async def record_original(rig: Rig) -> dict[str, WorkflowHistory]:
         out["parked"] = await parked(run)  # still waiting: what `signoff replay --query` fetches
         await run.terminate("recorded")
     return out
+
+
+@shape("compact_payloads", "compact_continued", "compact_continued_next", server="early_can")
+async def record_compact(rig: Rig) -> dict[str, WorkflowHistory]:
+    """Payloads without their defaults (`signoff.text.wire`): an approved run, and a run that
+    continues as new while it waits (the state it carries written compact) and is approved."""
+    async with rig.worker(script) as queue:
+        run = await start_run(rig.client, queue, "approve")
+        await wait_pending(run)
+        await run.execute_update("submit_tool_approval", approval("call_1", approver="a"))
+        out = {"compact_payloads": await finished(run)}
+        chain = await continued_while_waiting(rig.client, queue)
+    return out | {
+        "compact_continued": chain["continued_as_new"],
+        "compact_continued_next": chain["continued_as_new_next"],
+    }
 
 
 async def continued_while_waiting(client: Client, queue: str) -> dict[str, WorkflowHistory]:
@@ -455,7 +470,7 @@ async def record_mcp(rig: Rig) -> dict[str, WorkflowHistory]:
 async def record_metrics(rig: Rig) -> dict[str, WorkflowHistory]:
     """An approved run on a worker serving Prometheus metrics (the workflow records them)."""
     runtime = Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=f"127.0.0.1:{free_port()}")))
-    client = await Client.connect(rig.address, data_converter=pydantic_data_converter, runtime=runtime)
+    client = await Client.connect(rig.address, data_converter=data_converter(None), runtime=runtime)
     async with rig.worker(script, client=client) as queue:
         run = await start_run(rig.client, queue, "measured")
         await wait_pending(run)
