@@ -1,0 +1,58 @@
+"""Where an approval run's decision → finished time goes, event by event: the server's
+own timestamps between consecutive history events after the update was accepted, median
+over sequential runs, signoff beside the floor. `python -m bench.experiments.segments`."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import uuid
+from collections import defaultdict
+
+from temporalio.api.enums.v1 import EventType
+
+from bench.approval_latency import _seconds
+from bench.anatomy import label
+from bench.common import bench_env, run, workers
+from bench.runs import START, approve, finish, history_events, wait_paused
+
+
+def segments(events) -> list[tuple[str, float]]:
+    accepted = next(i for i, e in enumerate(events) if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED)
+    start = max(i for i in range(accepted) if events[i].event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED) - 1
+    out = []
+    for a, b in zip(events[start:], events[start + 1 :]):
+        name = EventType.Name(b.event_type).removeprefix("EVENT_TYPE_")
+        out.append((f"{name} {label(b)}".strip(), (_seconds(b) - _seconds(a)) * 1000))
+    return out
+
+
+async def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=40)
+    args = parser.parse_args(argv)
+    queues = {"signoff": f"bench-{uuid.uuid4().hex[:8]}", "floor": f"floor-{uuid.uuid4().hex[:8]}"}
+    found: dict[str, list[list[tuple[str, float]]]] = defaultdict(list)
+    async with bench_env() as bench, workers(bench, *queues.items()):
+        for i in range(args.runs + 3):
+            for kind, queue in queues.items():
+                handle = await START[kind](bench.client, queue, "gated_noop", 1)
+                await wait_paused(bench.client, handle.id)
+                await approve(handle, kind)
+                await finish(handle, "gated_noop", 1)
+                if i >= 3:
+                    found[kind].append(segments(await history_events(bench.client, handle.id)))
+    for kind, runs in found.items():
+        print(f"\n{kind}: {len(runs)} runs")
+        shape = [name for name, _ in runs[0]]
+        same = [r for r in runs if [n for n, _ in r] == shape]
+        total = 0.0
+        for j, name in enumerate(shape):
+            med = statistics.median(r[j][1] for r in same)
+            total += med
+            print(f"  {med:7.2f} ms  {name}")
+        print(f"  {total:7.2f} ms  total of medians ({len(same)} runs of this shape)")
+
+
+if __name__ == "__main__":
+    run(main)
