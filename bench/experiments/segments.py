@@ -5,23 +5,25 @@ over sequential runs, signoff beside the floor. `python -m bench.experiments.seg
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import uuid
 from collections import defaultdict
 
 from temporalio.api.enums.v1 import EventType
 
-from bench.approval_latency import _seconds
 from bench.anatomy import label
+from bench.approval_latency import _seconds
 from bench.common import bench_env, run, workers
 from bench.runs import START, approve, finish, history_events, wait_paused
 
 
 def segments(events) -> list[tuple[str, float]]:
-    accepted = next(i for i, e in enumerate(events) if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED)
-    start = max(i for i in range(accepted) if events[i].event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED) - 1
+    kinds = [e.event_type for e in events]
+    accepted = kinds.index(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED)
+    start = max(i for i in range(accepted) if kinds[i] == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED) - 1
     out = []
-    for a, b in zip(events[start:], events[start + 1 :]):
+    for a, b in itertools.pairwise(events[start:]):
         name = EventType.Name(b.event_type).removeprefix("EVENT_TYPE_")
         out.append((f"{name} {label(b)}".strip(), (_seconds(b) - _seconds(a)) * 1000))
     return out
