@@ -30,10 +30,13 @@ ASYNC_TEST_TIMEOUT = 240.0
 def _with_deadline(test: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
     @functools.wraps(test)
     async def bounded(**kwargs: Any) -> Any:
+        deadline = asyncio.timeout(ASYNC_TEST_TIMEOUT)
         try:
-            async with asyncio.timeout(ASYNC_TEST_TIMEOUT):
+            async with deadline:
                 return await test(**kwargs)
         except TimeoutError:
+            if not deadline.expired():
+                raise  # the test's own wait timed out (an asyncio.wait_for in it): its traceback says which
             pytest.fail(f"timed out after {ASYNC_TEST_TIMEOUT:.0f} s (cancelled inside the event loop)")
 
     return bounded
