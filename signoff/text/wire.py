@@ -11,10 +11,10 @@ new version, or a payload recorded before would read differently.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
-from pydantic.fields import FieldInfo
 
 WIRE = "signoff.wire"
 """The serialization context key under which `Compact` models leave their defaults out."""
@@ -27,8 +27,16 @@ def on_the_wire(info: SerializationInfo) -> bool:
     return isinstance(context, dict) and bool(context.get(WIRE))
 
 
-def _default(field: FieldInfo) -> Any:
-    return field.get_default(call_default_factory=True)
+@functools.cache
+def _optional_fields(model: type[BaseModel]) -> tuple[tuple[str, str, Any], ...]:
+    """(name, alias, default) of each field of `model` that has a default, worked out once: a
+    default factory's value is made here, not at every payload (pydantic inspects the factory's
+    signature each time it is called for)."""
+    return tuple(
+        (name, field.serialization_alias or name, field.get_default(call_default_factory=True))
+        for name, field in model.model_fields.items()
+        if not field.is_required()
+    )
 
 
 class Compact(BaseModel):
@@ -49,8 +57,8 @@ class Compact(BaseModel):
                 del data[name]
         if not on_the_wire(info):
             return data
-        for name, field in type(self).model_fields.items():
-            key = (field.serialization_alias or name) if info.by_alias else name
-            if key in data and not field.is_required() and getattr(self, name) == _default(field):
+        for name, alias, default in _optional_fields(type(self)):
+            key = alias if info.by_alias else name
+            if key in data and getattr(self, name) == default:
                 del data[key]
         return data
