@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from datetime import timedelta
 from pathlib import Path
 
 from temporalio.api.common.v1 import WorkflowExecution
@@ -28,6 +29,9 @@ from signoff.contract import AgentRunResult, RunOptions
 from signoff.runtime.devserver import find_temporal_binary
 from tests.cli_harness import Cli, cli, cli_environ, served  # noqa: F401
 from tests.helpers import start_run, task_failures, wait_pending
+
+PROBE_WAIT = timedelta(seconds=0.5)
+"""How long a probe update waits for an answer before it counts as admitted and in flight."""
 
 DEADLINE = 3.0
 
@@ -111,24 +115,35 @@ async def test_a_paused_run_refuses_a_decision_for_a_call_the_operator_never_saw
     assert "Traceback" not in refused.err
 
 
-async def eleventh_update(client: Client, handle: WorkflowHandle) -> RPCError:
-    """What the server answers an update past its in-flight limit (sent once, without the SDK's retries)."""
-    args = await client.data_converter.encode_wrapper([{"call_id": "call_1", "approved": True}])
-    request = UpdateWorkflowExecutionRequest(
-        namespace=client.namespace,
-        workflow_execution=WorkflowExecution(workflow_id=handle.id),
-        request=Request(
-            meta=Meta(update_id="eleventh", identity="test"), input=Input(name="submit_tool_approval", args=args)
-        ),
-        wait_policy=WaitPolicy(
-            lifecycle_stage=UpdateWorkflowExecutionLifecycleStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED
-        ),
-    )
-    try:
-        await client.workflow_service.update_workflow_execution(request, retry=False)
-    except RPCError as exc:
-        return exc
-    raise AssertionError("the server took an eleventh update in flight")
+async def refused_update(client: Client, handle: WorkflowHandle, timeout: float = 30.0) -> RPCError:
+    """What the server answers an update past its in-flight limit: updates are sent once each
+    (without the SDK's retries) until one is refused. One sent before the limit is reached
+    is admitted and waits for a worker; its answer times out and it counts as one in flight
+    (a decision on no call, ignored once a worker is back), so the next one is sent."""
+    args = await client.data_converter.encode_wrapper([{"call_id": "nope", "approved": True}])
+    deadline = time.monotonic() + timeout
+    n = 0
+    while True:
+        request = UpdateWorkflowExecutionRequest(
+            namespace=client.namespace,
+            workflow_execution=WorkflowExecution(workflow_id=handle.id),
+            request=Request(
+                meta=Meta(update_id=f"probe-{n}", identity="test"), input=Input(name="submit_tool_approval", args=args)
+            ),
+            wait_policy=WaitPolicy(
+                lifecycle_stage=UpdateWorkflowExecutionLifecycleStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED
+            ),
+        )
+        try:
+            await client.workflow_service.update_workflow_execution(request, retry=False, timeout=PROBE_WAIT)
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.RESOURCE_EXHAUSTED:
+                return exc
+            if exc.status not in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
+                raise
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the server took {n + 1} more updates in flight and refused none")
+        n += 1
 
 
 async def test_with_ten_updates_in_flight_a_decision_still_lands_by_signal(
@@ -145,8 +160,7 @@ async def test_with_ten_updates_in_flight_a_decision_still_lands_by_signal(
         )
         for n in range(10)
     ]
-    await asyncio.sleep(1)
-    refusal = await eleventh_update(client, handle)
+    refusal = await refused_update(client, handle)
     approved = await cli("approve", handle.id, "call_1", "--json")
     assert approved.code == 0, approved.err
     async with served(client, task_queue, tmp_path):
