@@ -65,7 +65,6 @@ __all__ = [
     "FileStorageDriver",
     "PayloadStore",
     "PayloadStoreError",
-    "WirePayloadConverter",
     "check_store",
     "close_storage",
     "data_converter",
@@ -164,7 +163,7 @@ class _WireJSON(PydanticJSONPlainPayloadConverter):
         return Payload(metadata={"encoding": self.encoding.encode()}, data=to_json(value, context=WIRE_CONTEXT))
 
 
-class WirePayloadConverter(CompositePayloadConverter):
+class _WirePayloadConverter(CompositePayloadConverter):
     """The SDK's pydantic payload converter, with JSON written by `_WireJSON`."""
 
     def __init__(self) -> None:
@@ -184,7 +183,7 @@ def data_converter(store: PayloadStore | None, codec: PayloadCodec | None = None
     what the codec made (ciphertext, with `SIGNOFF_CODEC_KEYS`). With a codec, failure
     messages and stack traces are encoded too (Temporal's encoded failure attributes).
     """
-    converter = dataclasses.replace(pydantic_data_converter, payload_converter_class=WirePayloadConverter)
+    converter = dataclasses.replace(pydantic_data_converter, payload_converter_class=_WirePayloadConverter)
     if codec is not None:
         converter = dataclasses.replace(
             converter, payload_codec=codec, failure_converter_class=DefaultFailureConverterWithEncodedAttributes

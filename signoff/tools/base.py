@@ -114,21 +114,14 @@ NO_CAPABILITIES = ToolCapabilities()
 _UNDECLARED = object()
 
 
-@runtime_checkable
-class DeclaresCapabilities(Protocol):
-    """A tool that declares what it can do beyond the `Tool` protocol."""
-
-    @property
-    def capabilities(self) -> ToolCapabilities: ...
-
-
 def capabilities_of(tool: Tool) -> ToolCapabilities:
-    """What `tool` declares it can do (`NO_CAPABILITIES` when it declares nothing).
+    """What `tool` declares it can do beyond the `Tool` protocol, in a `capabilities`
+    attribute or property (`NO_CAPABILITIES` when it has none).
 
     Raises:
         UsageError: its `capabilities` is not a `ToolCapabilities`.
     """
-    declared = getattr(tool, "capabilities", _UNDECLARED)  # isinstance(tool, DeclaresCapabilities), but cheap
+    declared = getattr(tool, "capabilities", _UNDECLARED)  # not a runtime-checkable Protocol: too slow per call
     if declared is _UNDECLARED:
         return NO_CAPABILITIES
     if not isinstance(declared, ToolCapabilities):
