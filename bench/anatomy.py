@@ -27,7 +27,8 @@ from bench.common import bench_env, free_port, run, workers
 from bench.report import table, write_results
 from bench.runs import START, approve, finish, history_events, wait_paused
 from signoff.agent.defaults import default_agent
-from signoff.loop.limits import Limits
+from signoff.agent.snapshot import RunSnapshot
+from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET, Limits
 from signoff.runtime.storage import data_converter
 from signoff.tools.files.scope import WorkspaceScope
 
@@ -162,16 +163,20 @@ def side_by_side(name: str, signoff: dict[str, Any], floor: dict[str, Any]) -> l
     return texts
 
 
+def default_snapshot() -> RunSnapshot:
+    """The `default` agent's snapshot (its five tools and instructions) as a worker with no
+    MCP servers and no payload store takes it."""
+    with tempfile.TemporaryDirectory() as workspace:
+        snapshot = default_agent(WorkspaceScope(workspace), mcp_servers=[]).definition([]).snapshot("default", Limits())
+    snapshot.payload_budget = DEFAULT_PAYLOAD_BUDGET
+    return snapshot
+
+
 def default_agent_run(one_tool: dict[str, Any], floor: dict[str, Any]) -> dict[str, Any]:
     """A one-tool run of the `default` agent, from the bench agent's: the same events, with
-    the default agent's snapshot (its five tools and instructions, as a worker takes it with no
-    MCP servers) recorded in place of the bench agent's. Computed, not run: the bench's
+    `default_snapshot()` recorded in place of the bench agent's. Computed, not run: the bench's
     scripted model calls the bench agent's tools."""
-    with tempfile.TemporaryDirectory() as workspace:
-        agent = default_agent(WorkspaceScope(workspace), mcp_servers=[])
-        snapshot = agent.definition([]).snapshot("default", Limits())
-        snapshot.payload_budget = 1_966_080  # as a worker without a payload store sets it
-    written = len(data_converter(None).payload_converter.to_payloads([snapshot])[0].data)
+    written = len(data_converter(None).payload_converter.to_payloads([default_snapshot()])[0].data)
     bench = next(r["fields"]["snapshot"] for r in one_tool["rows"] if r["fields"].get("snapshot"))
     total = one_tool["bytes"] - bench + written
     return {"snapshot_bytes": written, "bench_snapshot_bytes": bench, "bytes": total, "ratio": total / floor["bytes"]}

@@ -10,25 +10,21 @@ their bytes, both converters in the same process.
 from __future__ import annotations
 
 import argparse
-import tempfile
 import timeit
 from typing import Any
 
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from bench.anatomy import default_snapshot
 from signoff.activities.models import ChatInput, ChatTurn, Requester, ToolInput
-from signoff.agent.defaults import default_agent
 from signoff.contract import AgentRunInput
-from signoff.loop.limits import Limits
 from signoff.loop.messages import ChatMessage, ChatResponse, ToolCall
 from signoff.loop.transcript import TranscriptDelta
 from signoff.runtime.storage import data_converter
-from signoff.tools.files.scope import WorkspaceScope
 
 
 def payloads() -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as workspace:
-        snapshot = default_agent(WorkspaceScope(workspace), mcp_servers=[]).definition([]).snapshot("default", Limits())
+    snapshot = default_snapshot()
     call = ToolCall(id="call_1", name="run_command", arguments='{"command": "ls -la"}')
     message = ChatMessage(role="assistant", tool_calls=[call])
     return {
