@@ -75,12 +75,14 @@ class ChatTurn(Compact):
     """With the snapshot: MCP servers or tools it could not include, for the run's events."""
 
 
-class ApprovalProof(BaseModel):
-    """Why the run lets this call run: the audit record that approved it."""
+class ApprovalProof(Compact):
+    """Why the run lets this call run: the audit record that approved it, and the request
+    instance it was asked as (`binding.request`; None for a call asked before v4)."""
 
     call_id: str
     arguments_digest: str
     record_hash: str
+    request: str | None = None
 
 
 class ToolInput(Compact):

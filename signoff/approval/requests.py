@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -16,6 +16,7 @@ from signoff.approval.names import MAX_NAME_CHARS, name_problem
 from signoff.approval.people import Person
 from signoff.approval.policy import ApprovalPolicy, OnTimeout
 from signoff.text import strict_json
+from signoff.text.wire import Compact
 
 MAX_REASON_CHARS = 4096
 MAX_APPROVER_CHARS = MAX_NAME_CHARS
@@ -44,19 +45,28 @@ class Vote(BaseModel):
         return cls(approver=person.name, verified=person.verified, at=at, grant_id=grant_id)
 
 
-class Binding(BaseModel):
+class Binding(Compact):
     """What a signed decision on one call names (CONTRACT v3 "What counts as a sign-off"):
     this workflow, this continue-as-new chain (its first run's id), this call, its tool
-    and its arguments digest. A token whose `signoff` claim is this object plus
-    `approved`, `edited_arguments_digest` and `grant` decides this call and nothing else."""
+    and its arguments digest, and (v4) `request`: the value the workflow drew when it asked
+    for the call, so a decision signed for one request instance decides no other (the same
+    call asked again after `temporal workflow reset`, say). A token whose `signoff` claim is
+    this object plus `approved`, `edited_arguments_digest` and `grant` decides this call and
+    nothing else.
+
+    `request` is None only for calls asked before v4 (runs that resume from older histories);
+    a claim without it binds only such a call (and it is left out of every dump when None, so
+    the digests and seals of state carrying such a call stay what they were)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    absent_when_none: ClassVar[frozenset[str]] = frozenset({"request"})
 
     workflow_id: str
     chain_id: str
     call_id: str
     tool: str
     arguments_digest: str
+    request: str | None = None
 
 
 class ToolApprovalRequest(BaseModel):

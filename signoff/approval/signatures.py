@@ -5,7 +5,7 @@ Under a `verified` policy a token is evidence only for what its `signoff` claim 
 decides nothing anywhere else. Three shapes:
 
 - a decision (`DecisionClaim`): the call's `binding` (workflow, continue-as-new chain,
-  call, tool, arguments digest) plus the answer: `approved`, `edited_arguments_digest`
+  call, tool, arguments digest, request instance) plus the answer: `approved`, `edited_arguments_digest`
   (the digest of the arguments an approval runs instead, else null) and `grant` (the
   grant the approval makes, exactly as sent, else null);
 - a deadline extension (`ExtensionClaim`): the binding plus `extend_seconds`;
@@ -104,8 +104,9 @@ def mismatch(signed: SignoffClaim | None, wanted: SignoffClaim) -> str | None:
     if type(signed) is not type(wanted):
         return f"the token signs a {_kind(signed)}, not a {_kind(wanted)}"
     mine, theirs = signed.model_dump(mode="json"), wanted.model_dump(mode="json")
+    keys = [*theirs, *(key for key in mine if key not in theirs)]  # a field left out (None) is compared too
     differing = [
-        f"its {key} is {mine.get(key)!r}, not {value!r}" for key, value in theirs.items() if mine.get(key) != value
+        f"its {key} is {mine.get(key)!r}, not {theirs.get(key)!r}" for key in keys if mine.get(key) != theirs.get(key)
     ]
     if not differing:
         return None

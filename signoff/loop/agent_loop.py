@@ -180,6 +180,12 @@ class AgentLoop:
         entry = self.state.entry(call_id)
         return list(entry.tokens) if entry else []
 
+    def request_of(self, call_id: str) -> str | None:
+        """The request instance a ready call was asked as (`binding.request`; None: none)."""
+        entry = self.state.entry(call_id)
+        binding = entry.request.binding if entry and entry.request else None
+        return binding.request if binding else None
+
     def bind_to(self, workflow_id: str, chain_id: str) -> None:
         """Name the durable run requests are bound to (`ToolApprovalRequest.binding`)."""
         self.state.workflow_id, self.state.chain_id = workflow_id, chain_id
@@ -194,9 +200,13 @@ class AgentLoop:
         *,
         text_streamed: bool = False,
         previews: Mapping[str, str] | None = None,
+        drawn: str | None = None,
     ) -> None:
         """Record one model turn. `gated`: ids of the calls whose tool needs approval;
-        `previews`: what those calls would do, by call id."""
+        `previews`: what those calls would do, by call id; `drawn`: a value the driver drew
+        for this turn (as it gives `now`), from which each request's `binding.request` is
+        derived: a durable driver draws a new one for every turn, so no two requests share
+        it (None: requests carry none)."""
         s = self.state
         _expect(isinstance(self.next_action(), CallModel), "apply_model_turn")
         s.round += 1
@@ -209,7 +219,7 @@ class AgentLoop:
             reason = response.finish_reason
             self._rounds.finish(FinishReason.STOP if reason is FinishReason.TOOL_CALLS else reason)
             return
-        self._open_round(message.tool_calls, set(gated), now, previews=previews or {})
+        self._open_round(message.tool_calls, set(gated), now, previews=previews or {}, drawn=drawn)
 
     def apply_tool_result(self, call_id: str, content: str) -> None:
         """Record a tool's message text (`Error: ...` for a failed tool)."""
@@ -235,6 +245,7 @@ class AgentLoop:
         *,
         previews: Mapping[str, str],
         answered: Mapping[str | None, str] | None = None,
+        drawn: str | None = None,
     ) -> None:
         """Open a round: calls already answered keep their answer, invalid ones answer
         `Error: ...`, gated ones wait (unless a live grant settles them), the rest are
@@ -247,7 +258,7 @@ class AgentLoop:
             elif problem := self._rounds.invalid(call):
                 self._rounds.settle(entry, f"Error: {problem}")
             elif call.id in gated:
-                self._rounds.ask(entry, now, previews.get(call.id))
+                self._rounds.ask(entry, now, previews.get(call.id), drawn)
                 self._decisions.apply_grants(entry, now)
         self._rounds.close_if_answered()
 
@@ -310,6 +321,7 @@ class AgentLoop:
         now: datetime,
         requester: Person | None = None,
         previews: Mapping[str, str] | None = None,
+        drawn: str | None = None,
     ) -> None:
         """Stateless resume: reopen the unanswered calls of the last assistant message.
 
@@ -317,7 +329,7 @@ class AgentLoop:
         requester's decisions on calls among the rest; each obeys the call's policy like
         any decision, and one the policy does not allow is recorded as ignored and the
         call asked for as usual. `requester`: who asked for the run, as verified (None:
-        only the name `requested_by` claims).
+        only the name `requested_by` claims); `drawn`: as for `apply_model_turn`.
 
         Raises:
             DecisionError: a response names a call that is not open.
@@ -327,7 +339,7 @@ class AgentLoop:
             return
         self.state.messages = reopened.messages
         gated = set(gated) | reopened.decided
-        self._open_round(reopened.calls, gated, now, previews=previews or {}, answered=reopened.answers)
+        self._open_round(reopened.calls, gated, now, previews=previews or {}, answered=reopened.answers, drawn=drawn)
         for response in responses:
             try:
                 self.decide([Decision(response, starter(response, requester, self.state.requested_by))], now)

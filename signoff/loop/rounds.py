@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from signoff.approval.digest import arguments_digest
+from signoff.approval.digest import arguments_digest, sha256_hex
 from signoff.approval.policy import DEFAULT_POLICY
 from signoff.approval.requests import Binding, ToolApprovalRequest, arguments_problem, parse_arguments
 from signoff.loop.budget import elide_to_budget
@@ -76,10 +76,11 @@ class Rounds:
             return f"unknown tool {call.name[:200]!r} (available tools: {known})"
         return arguments_problem(call.name, call.arguments)
 
-    def ask(self, entry: PendingCall, now: datetime, preview: str | None) -> None:
-        """Make a call wait for a person, under its tool's policy."""
+    def ask(self, entry: PendingCall, now: datetime, preview: str | None, drawn: str | None = None) -> None:
+        """Make a call wait for a person, under its tool's policy. `drawn`: what the driver
+        drew for this turn's requests (`request_instance`)."""
         entry.status = CallStatus.AWAITING
-        entry.request = self._request(entry.call, now, preview)
+        entry.request = self._request(entry.call, now, preview, drawn)
         self.emit(ApprovalRequestEvent(request=entry.request.model_copy(deep=True)))
 
     def answer(self, entry: PendingCall, content: str) -> None:
@@ -125,7 +126,7 @@ class Rounds:
         text = _too_many(s.limits.max_calls_per_turn)
         return [ChatMessage.tool(text, call.id) for call in calls[-s.cut :]]
 
-    def _request(self, call: ToolCall, now: datetime, preview: str | None) -> ToolApprovalRequest:
+    def _request(self, call: ToolCall, now: datetime, preview: str | None, drawn: str | None) -> ToolApprovalRequest:
         s = self.state
         policy = s.policies.get(call.name, DEFAULT_POLICY)
         timeout = policy.timeout_seconds or s.approval_timeout_seconds
@@ -133,7 +134,12 @@ class Rounds:
         digest = arguments_digest(arguments)
         binding = (
             Binding(
-                workflow_id=s.workflow_id, chain_id=s.chain_id, call_id=call.id, tool=call.name, arguments_digest=digest
+                workflow_id=s.workflow_id,
+                chain_id=s.chain_id,
+                call_id=call.id,
+                tool=call.name,
+                arguments_digest=digest,
+                request=request_instance(drawn, call.id) if drawn else None,
             )
             if s.workflow_id and s.chain_id
             else None
@@ -151,6 +157,12 @@ class Rounds:
             preview=preview,
             binding=binding,
         )
+
+
+def request_instance(drawn: str, call_id: str) -> str:
+    """The `binding.request` of call `call_id` asked in a turn for which the driver drew
+    `drawn`: distinct for every call of every turn the driver draws distinctly for."""
+    return sha256_hex(f"signoff-request\0{drawn}\0{call_id}")[:32]
 
 
 def _too_many(limit: int) -> str:

@@ -33,7 +33,7 @@ from typing import Any
 from google.protobuf.message import Message
 from temporalio import workflow
 from temporalio.api.common.v1 import Payload
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHistory
 from temporalio.converter import DataConverter
@@ -181,6 +181,32 @@ def load_history(path: str | os.PathLike[str]) -> WorkflowHistory:
     return WorkflowHistory(workflow_id=started.workflow_id or path.stem, events=history.events)
 
 
+def as_its_own_run(history: WorkflowHistory) -> WorkflowHistory:
+    """`history` as its own run replays it: a run made by `temporal workflow reset` replays
+    with its own run id.
+
+    Temporal's `Replayer` gives a run the id its start event names as the original
+    execution's, and a reset run's start event is its first run's, copied; a worker gives it
+    its own, which the last reset's failed workflow task names (`new_run_id`). What the run
+    draws from its run id (`signoff.workflows.instances`) must replay as it ran."""
+    own = next(
+        (
+            e.workflow_task_failed_event_attributes.new_run_id
+            for e in reversed(history.events)
+            if e.workflow_task_failed_event_attributes.cause
+            == WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW
+            and e.workflow_task_failed_event_attributes.new_run_id
+        ),
+        None,
+    )
+    if not history.events or own is None or own == history.run_id:
+        return history
+    first = HistoryEvent()
+    first.CopyFrom(history.events[0])
+    first.workflow_execution_started_event_attributes.original_execution_run_id = own
+    return WorkflowHistory(workflow_id=history.workflow_id, events=[first, *history.events[1:]])
+
+
 def replay_data_converter(store: PayloadStore | None, keys: CodecKeys | None) -> DataConverter:
     """The data converter of a worker with these settings: its codec lenient, and a payload that is no
     reference at all (a forged signal) read as the worker reads it (`runtime/guard.py`); a reference
@@ -206,7 +232,7 @@ class HistoryReplayer:
 
     async def replay(self, histories: Iterable[tuple[str, WorkflowHistory]]) -> AsyncIterator[ReplayOutcome]:
         """One outcome per `(source, history)`, in order."""
-        pending = list(histories)
+        pending = [(source, as_its_own_run(history)) for source, history in histories]
         checkable = [
             i for i, (_, h) in enumerate(pending) if _workflow_type(h) == WORKFLOW_TYPE and self._unreadable(h) is None
         ]

@@ -69,7 +69,7 @@ with workflow.unsafe.imports_passed_through():
     from signoff.loop.messages import AgentEvent, ChatMessage, ToolCall
     from signoff.loop.resume import misplaced_answer
     from signoff.loop.transcript import Sender
-    from signoff.workflows import steps, upgrade, verify  # #20: upgrade = moving to a new version
+    from signoff.workflows import instances, steps, upgrade, verify  # #20: upgrade = moving to a new version
     from signoff.workflows.intake import DecisionIntake
     from signoff.workflows.metrics import RunMetrics
     from signoff.workflows.notifications import Notifier, notice_for
@@ -280,6 +280,7 @@ class AgentRun:
                 workflow.now(),
                 self._requester_decider(),
                 prepared.previews,
+                drawn=instances.draw(prepared.gated),
             )
         except DecisionError as exc:
             raise Refusal(f"invalid tool_approval_responses: {exc}", INVALID_INPUT) from None
@@ -316,7 +317,8 @@ class AgentRun:
         if turn.snapshot is not None and turn.snapshot_digest:
             self._adopt(turn.snapshot, turn.snapshot_digest, turn.unavailable)
         self._sender.sent_with_answer(delta, turn.response.message.model_copy(update={"role": "assistant"}))
-        loop.apply_model_turn(turn.response, turn.gated, workflow.now(), previews=turn.previews)
+        drawn = instances.draw(turn.gated)
+        loop.apply_model_turn(turn.response, turn.gated, workflow.now(), previews=turn.previews, drawn=drawn)
 
     # --- tools -----------------------------------------------------------------------
 
@@ -338,7 +340,12 @@ class AgentRun:
         idempotent = entry.idempotent if entry else False
         record = self._loop.approval_of(call.id)
         proof = (
-            ApprovalProof(call_id=call.id, arguments_digest=record.arguments_digest, record_hash=record.hash)
+            ApprovalProof(
+                call_id=call.id,
+                arguments_digest=record.arguments_digest,
+                record_hash=record.hash,
+                request=self._loop.request_of(call.id),
+            )
             if (record)
             else None
         )
