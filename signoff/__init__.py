@@ -10,6 +10,7 @@ drives the same loop from the `AgentRun` workflow (`signoff.workflows`). The CLI
 from signoff.agent.builder import AgentBuilder, AgentDefinition, ChatClientAgent
 from signoff.agent.session import AgentRunOptions, AgentSession, CancellationToken
 from signoff.agent.snapshot import RunSnapshot
+from signoff.approval.derived import RunFacts, ServedRuns
 from signoff.approval.identity import ApproverKeys, Identity, issue_token
 from signoff.approval.policy import ApprovalPolicy, OnTimeout, PolicyBook
 from signoff.approval.requests import (
@@ -24,7 +25,16 @@ from signoff.approval.requests import (
 from signoff.approval.signing import SigningKey, new_key_pair, signed_decision
 from signoff.chat import PRESETS, ChatClient, ChatOptions, LLMConfig, OpenAIChatClient
 from signoff.contract import AgentRunInput, AgentRunResult, DecisionAck, RunOptions, RunStatus
-from signoff.errors import ConfigError, ProviderError, RunFailedError, SignoffError, StreamError, TokenError, UsageError
+from signoff.errors import (
+    ConfigError,
+    ProviderError,
+    RunFailedError,
+    SigningRefused,
+    SignoffError,
+    StreamError,
+    TokenError,
+    UsageError,
+)
 from signoff.loop.agent_loop import AgentLoop, AwaitApproval, CallModel, DecisionError, Fail, Finish, RunTools
 from signoff.loop.limits import Limits
 from signoff.loop.messages import (
@@ -122,13 +132,16 @@ __all__ = [
     "ReadFile",
     "RemovePath",
     "RunCommand",
+    "RunFacts",
     "RunFailedError",
     "RunOptions",
     "RunSnapshot",
     "RunStatus",
     "RunTools",
     "ScopePolicy",
+    "ServedRuns",
     "SigningKey",
+    "SigningRefused",
     "SignoffError",
     "StreamError",
     "TextEvent",

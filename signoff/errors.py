@@ -6,6 +6,8 @@
     ├── ProviderError      the model provider answered non-2xx: status, message, Retry-After
     ├── StreamError        the provider's stream broke off or could not be read
     ├── TokenError         an approver's token was refused: `reason` says why (expired, ...)
+    ├── SigningRefused     a signer will not sign: the run's request does not match what it
+    │                      shows, or the run is not one your workers serve
     └── RunFailedError     a run that cannot go on (a call's policy said fail_run on timeout)
 
 Every message says what happened and, where it can, what to do.
@@ -70,6 +72,12 @@ class TokenError(SignoffError):
 
     def __reduce__(self) -> tuple[type[TokenError], tuple[str, str]]:
         return type(self), (self.reason, self.message)
+
+
+class SigningRefused(SignoffError):
+    """A signer refused to sign a decision: what the run reports does not match what it shows
+    and what the server says of it, or the run is not an `AgentRun` your workers serve. The
+    message says which fact differs; nothing was signed."""
 
 
 class RunFailedError(SignoffError):

@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 
+from signoff.approval.derived import RunFacts, ServedRuns
 from signoff.approval.requests import ToolApprovalRequest
 from signoff.approval.signing import SigningKey, signed_decision
 
@@ -112,7 +113,20 @@ def signed(
     **fields: Any,
 ) -> dict[str, Any]:
     """A decision on a pending call (as the `pending_approvals` query returns it), signed with
-    the key in `key_file` (an HS256 secret, or a person's PEM key) for exactly that call."""
+    the key in `key_file` (an HS256 secret, or a person's PEM key) for exactly that call.
+
+    `run` is what the server says of the run (`signoff.cli.talk.run_facts`); by default the
+    facts a genuine run's own binding names (an `AgentRun`, on a queue served): the tests that
+    use this sign for runs of signoff's own workers, and the derivation itself, against runs
+    that lie, is tested with real signers (tests/test_signing_what_is_shown.py)."""
     request = ToolApprovalRequest.model_validate(pending)
     key = SigningKey.load(key_file, fields.pop("kid", None))
-    return signed_decision(key, request, approved, subject=subject, groups=groups, **fields)
+    run = fields.pop("run", None) or genuine_facts(request)
+    served = ServedRuns(("*",))
+    return signed_decision(key, request, approved, run=run, served=served, subject=subject, groups=groups, **fields)
+
+
+def genuine_facts(request: ToolApprovalRequest, task_queue: str = "any") -> RunFacts:
+    """What the server says of a genuine `AgentRun` whose request `request` is."""
+    assert request.binding is not None, "the request names no binding"
+    return RunFacts(request.binding.workflow_id, request.binding.chain_id, "AgentRun", task_queue)

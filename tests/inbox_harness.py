@@ -170,6 +170,7 @@ async def inbox_stack(tmp: Path) -> AsyncIterator[Stack]:
                         TEMPORAL_ADDRESS=address,
                         SIGNOFF_INBOX_TRUSTED_PROXIES=f"{PROXY_ADDRESS}/32",
                         SIGNOFF_INBOX_SIGNING_KEY_FILE=secret,
+                        SIGNOFF_TASK_QUEUE=queue,  # the runs it signs for: AgentRuns on the queue the worker serves
                     ),
                 )
                 await inbox.wait_for_output("signoff: inbox on")

@@ -30,11 +30,12 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 
 from signoff.approval.claims import JWS
+from signoff.approval.derived import RunFacts, ServedRuns, decision_claim_for
 from signoff.approval.identity import DEFAULT_TTL, token_claims
 from signoff.approval.keyfile import MIN_RSA_BITS, read_key_file
 from signoff.approval.names import name_problem
 from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse
-from signoff.approval.signatures import SignoffClaim, decision_claim
+from signoff.approval.signatures import SignoffClaim
 from signoff.config.environment import APPROVER_KEY_FILE_ENV
 from signoff.config.smallfile import read_small_file
 from signoff.errors import ConfigError, UsageError
@@ -135,6 +136,8 @@ def signed_decision(
     request: ToolApprovalRequest,
     approved: bool = True,
     *,
+    run: RunFacts,
+    served: ServedRuns | None = None,
     subject: str | None = None,
     groups: Sequence[str] = (),
     ttl: timedelta = DEFAULT_TTL,
@@ -144,18 +147,27 @@ def signed_decision(
 ) -> dict[str, Any]:
     """The JSON of a decision on a pending call, signed: `call_id`, `approved`, the call's
     `arguments_digest`, the given fields (`reason`, `arguments`, `grant`), and `token`,
-    bound to exactly this decision (the request's `binding`). What `signoff sign` prints,
-    to send by any Temporal client (the Web UI's Send an Update, the `temporal` CLI).
+    bound to exactly this decision. What `signoff sign` prints, to send by any Temporal
+    client (the Web UI's Send an Update, the `temporal` CLI).
+
+    The claim is derived, never copied (`signoff.approval.derived`): from `run`, what the
+    server says of the run the request came from (`await signoff.cli.talk.run_facts(client,
+    workflow_id)`: its first run id, type and task queue), and from the request's call id,
+    tool and arguments as you have them; the request's own `binding` must agree.
+
+    Args:
+        run: the server's description of the run that asks.
+        served: the runs you sign for (default: `AgentRun`s on the `signoff` task queue).
 
     Raises:
-        UsageError: the request has no binding (it is not from a durable run).
+        SigningRefused: the run is not one served, or its request's binding does not match
+            what it shows and what the server says (the message names each difference).
+        UsageError: no subject to sign as.
     """
-    if request.binding is None:
-        raise UsageError(f"call {request.call_id!r} has no binding to sign (it is not from a durable run)")
     response = ToolApprovalResponse(
         call_id=request.call_id, approved=approved, arguments_digest=request.arguments_digest, **fields
     )
-    claim = decision_claim(request.binding, response)
+    claim = decision_claim_for(run, request, response, served)
     token = key.sign(claim, subject, groups=groups, ttl=ttl, issuer=issuer, audience=audience)
     return {**response.model_dump(mode="json", exclude_none=True), "token": token}
 

@@ -27,6 +27,7 @@ from signoff.cli.style import print_json
 from signoff.cli.talk import CommandError
 from signoff.cli.text import safe
 from signoff.cli.who import Who
+from signoff.contract import DecisionAck
 
 if TYPE_CHECKING:
     from signoff.cli.main import Context
@@ -94,16 +95,15 @@ async def decide_by_query(args: argparse.Namespace, ctx: Context, fields: dict[s
 async def _decide_each(
     ctx: Context, client: Client, listed: Listed, fields: dict[str, Any], who: Who, as_json: bool
 ) -> int:
-    jobs = [
-        lambda w=w, calls=calls: talk.submit(
-            client.get_workflow_handle(w),
-            [
-                who.decision(r, ToolApprovalResponse(call_id=r.call_id, arguments_digest=r.arguments_digest, **fields))
-                for r in calls
-            ],
-        )
-        for w, calls in listed
-    ]
+    async def one_run(workflow_id: str, calls: list[ToolApprovalRequest]) -> DecisionAck:
+        run = await talk.run_facts(client, workflow_id) if any(who.signs(r) for r in calls) else None
+        responses = [
+            who.decision(r, ToolApprovalResponse(call_id=r.call_id, arguments_digest=r.arguments_digest, **fields), run)
+            for r in calls
+        ]
+        return await talk.submit(client.get_workflow_handle(workflow_id), responses)
+
+    jobs = [lambda w=w, calls=calls: one_run(w, calls) for w, calls in listed]
     refused, answers = 0, []
     for (workflow_id, _), outcome in zip(listed, await bounded(jobs), strict=True):
         console = ctx.console

@@ -90,7 +90,8 @@ async def cmd_decide(args: argparse.Namespace, ctx: Context) -> int:
     who = Who.from_args(args, ctx.env)
     if args.query is not None:
         return await decide_by_query(args, ctx, fields, who)
-    handle = (await ctx.connect()).get_workflow_handle(args.run)
+    client = await ctx.connect()
+    handle = client.get_workflow_handle(args.run)
     try:
         pending = await talk.pending(handle)
     except talk.Unanswered as silent:  # paused, or no worker: only what the operator was shown can be decided
@@ -106,10 +107,17 @@ async def cmd_decide(args: argparse.Namespace, ctx: Context) -> int:
     targets = chosen.targets + _unseen(ctx, args, chosen)
     if not targets:
         raise CommandError(f"nothing decided in run {args.run}: no pending call was shown to you before", 2)
-    responses = [
-        who.decision(t.request, ToolApprovalResponse(call_id=t.call_id, arguments_digest=t.digest, **fields))
-        for t in targets
-    ]
+    run = await talk.run_facts(client, args.run) if any(who.signs(t.request) for t in targets) else None
+    try:
+        responses = [
+            who.decision(t.request, ToolApprovalResponse(call_id=t.call_id, arguments_digest=t.digest, **fields), run)
+            for t in targets
+        ]
+    except CommandError:  # nothing signed: the run's request is not what it shows, or not a run served
+        await _explain_changed(ctx, handle, targets)
+        raise
+    if run is not None:
+        ctx.console.print(f"signed for run {safe(run.workflow_id)}: {safe(run.describe())}")
     try:
         ack = await talk.submit(handle, responses)
     except talk.UpdateNotTaken as exc:  # paused, too many updates in flight, no worker: a signal always lands

@@ -44,16 +44,18 @@ Decider = Callable[[Handle, ToolApprovalRequest], Awaitable[None]]
 async def decide(handle: Handle, console: Console, request: ToolApprovalRequest, answer: Answer, who: Who) -> None:
     """Submit one answer, bound to the call as shown (signed, for a verified call, when a key
     is set); its decision event will show, a refusal shows now."""
-    response = who.decision(
-        request,
-        ToolApprovalResponse(
-            call_id=request.call_id,
-            approved=answer.approved,
-            reason=answer.reason,
-            arguments_digest=request.arguments_digest or None,
-        ),
-    )
     try:
+        run = await talk.handle_facts(handle) if who.signs(request) else None
+        response = who.decision(
+            request,
+            ToolApprovalResponse(
+                call_id=request.call_id,
+                approved=answer.approved,
+                reason=answer.reason,
+                arguments_digest=request.arguments_digest or None,
+            ),
+            run,
+        )
         await talk.submit(handle, [response])
     except CommandError as exc:
         console.print(console.style.paint(f"not accepted: {exc}", "red"))

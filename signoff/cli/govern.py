@@ -32,9 +32,11 @@ async def cmd_extend(args: argparse.Namespace, ctx: Context) -> int:
     """Move a waiting call's deadline later (allowed approvers only; signed for a verified call
     when a key is set)."""
     who = Who.from_args(args, ctx.env)
-    handle = (await ctx.connect()).get_workflow_handle(args.run)
+    client = await ctx.connect()
+    handle = client.get_workflow_handle(args.run)
     request = next((r for r in await talk.pending(handle) if r.call_id == args.call), None) if who.key else None
-    approver, token = who.extension(request, args.seconds)
+    run = await talk.run_facts(client, args.run) if who.signs(request) else None
+    approver, token = who.extension(request, args.seconds, run)
     try:
         ask = DeadlineExtension(call_id=args.call, seconds=args.seconds, approver=approver, token=token)
     except ValidationError as exc:

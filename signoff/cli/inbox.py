@@ -11,6 +11,7 @@ import sys
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from signoff.approval.derived import ServedRuns
 from signoff.cli.talk import CommandError
 from signoff.config.environment import INBOX_URL_ENV
 from signoff.errors import ConfigError
@@ -73,11 +74,17 @@ def inbox_server(
         namespace=ctx.settings.namespace,
         public_url=inbox_root(ctx.env),
         ui_root=ui_root(ctx.settings.address, ctx.ui_base, ctx.env),
+        served=ServedRuns(ctx.env.served_task_queues()),
     )
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2, proxy_headers=False
     )
-    signing = signer.describe() if signer else "no signing key: verified policies cannot be met from it"
+    queues = ", ".join(ctx.env.served_task_queues())
+    signing = (
+        f"{signer.describe()}, for AgentRun runs on task queue(s) {queues}"
+        if signer
+        else "no signing key: verified policies cannot be met from it"
+    )
     return uvicorn.Server(config), f"namespace {ctx.settings.namespace}; {who.describe()}; {signing}"
 
 

@@ -19,15 +19,16 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from signoff.approval.derived import decision_claim_for
 from signoff.approval.requests import ToolApprovalResponse
-from signoff.approval.signatures import decision_claim
 from signoff.approval.signing import new_key_pair
 from signoff.cli import talk
 from signoff.cli.decide import answer_fields
 from signoff.cli.talk import CommandError
+from signoff.cli.text import safe
 from signoff.cli.who import Who
 from signoff.config.environment import APPROVER_KEY_FILE_ENV, APPROVER_KID_ENV
-from signoff.errors import UsageError
+from signoff.errors import SigningRefused, UsageError
 
 if TYPE_CHECKING:
     from signoff.cli.main import Context
@@ -90,18 +91,25 @@ async def cmd_sign(args: argparse.Namespace, ctx: Context) -> int:
     """Print `{"call_id", "approved", "arguments_digest", ..., "token"}` for one pending call."""
     fields = answer_fields(args, approved=not args.deny)
     who = Who.from_args(args, ctx.env)
-    handle = (await ctx.connect()).get_workflow_handle(args.run)
+    client = await ctx.connect()
+    handle = client.get_workflow_handle(args.run)
     request = next((r for r in await talk.pending(handle) if r.call_id == args.call), None)
     if request is None:
         raise CommandError(f"no pending call {args.call!r} in run {args.run}", 1)
     if request.binding is None:
         raise CommandError(f"call {args.call!r} has no binding to sign (a run begun before signed decisions)", 1)
+    run = await talk.run_facts(client, args.run)
     response = ToolApprovalResponse(call_id=request.call_id, arguments_digest=request.arguments_digest, **fields)
-    token = who.sign(decision_claim(request.binding, response), args.ttl or timedelta(hours=1))
+    try:
+        claim = decision_claim_for(run, request, response, who.served)
+    except SigningRefused as exc:
+        raise CommandError(str(exc), 1) from None
+    token = who.sign(claim, args.ttl or timedelta(hours=1))
     decision = {**response.model_dump(mode="json", exclude_none=True), "token": token}
     if who.subject:
         decision["approver"] = who.subject
     ctx.console.print(json.dumps(decision, ensure_ascii=True))
+    print(f"signoff: signed for run {safe(args.run)}: {safe(run.describe())}", file=sys.stderr)
     print(
         "signoff: paste it into the Web UI: Send an Update, name submit_tool_approval "
         "(or: temporal workflow update execute ... --input '<it>')",

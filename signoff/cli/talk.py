@@ -2,7 +2,8 @@
 
 Every answer is parsed into the contract's models (`signoff.contract`, `signoff.approval.requests`,
 `signoff.loop.messages`), so the rest of the CLI never reads untyped JSON. Names of queries
-and updates come from `signoff.contract` only.
+and updates come from `signoff.contract` only. What the server itself says of a run, which
+signers sign from instead of the run's word, is `run_facts`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,11 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflow.v1 import WorkflowExecutionInfo
+from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import (
+    Client,
     WorkflowHandle,
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
@@ -20,6 +25,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from signoff.approval.derived import RunFacts
 from signoff.approval.requests import Grant, ToolApprovalRequest, ToolApprovalResponse
 from signoff.cli.render import Seen
 from signoff.contract import (
@@ -105,6 +111,45 @@ async def query(handle: Handle, name: str, *args: Any) -> Any:
         if "WorkflowExecutionStatus" in str(exc):
             raise RunPaused(f"{handle.id}: {PAUSED}") from None
         raise
+
+
+async def run_facts(client: Client, workflow_id: str) -> RunFacts:
+    """What the server says of the run `workflow_id` names (its latest run): the facts every
+    signer derives a claim from (`signoff.approval.derived`), never the run's word.
+
+    Raises:
+        CommandError: there is no such run, or the server cannot be asked.
+    """
+    execution = WorkflowExecution(workflow_id=workflow_id)
+    request = DescribeWorkflowExecutionRequest(namespace=client.namespace, execution=execution)
+    try:
+        described = await client.workflow_service.describe_workflow_execution(request)
+    except RPCError as exc:
+        raise CommandError(rpc_text(exc, workflow_id)) from None
+    return facts_of(described.workflow_execution_info)
+
+
+async def handle_facts(handle: Handle) -> RunFacts:
+    """`run_facts` of the run a handle names (through the SDK's describe).
+
+    Raises:
+        CommandError: as `run_facts`.
+    """
+    try:
+        described = await handle.describe()
+    except RPCError as exc:
+        raise CommandError(rpc_text(exc, handle.id)) from None
+    return facts_of(described.raw_description.workflow_execution_info)
+
+
+def facts_of(info: WorkflowExecutionInfo) -> RunFacts:
+    """A run's facts from the server's description (or a listing's entry) of it."""
+    return RunFacts(
+        workflow_id=info.execution.workflow_id,
+        chain_id=info.first_run_id or info.execution.run_id,  # a server too old to say: the run's own
+        workflow_type=info.type.name,
+        task_queue=info.task_queue,
+    )
 
 
 def _typed(adapter: TypeAdapter[M], raw: Any, what: str) -> M:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -23,13 +22,13 @@ from signoff.config.environment import (
     APPROVER_ISSUER_ENV,
     APPROVER_KEYS_ENV,
     APPROVER_TOKEN_ENV,
+    MAX_DURATION,
     Environment,
+    read_duration,
 )
 from signoff.errors import ConfigError, TokenError, UsageError
 
-MAX_TTL = timedelta(days=366)
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_DURATION = re.compile(r"(\d{1,9})([smhd]?)")
+MAX_TTL = MAX_DURATION
 
 
 def parse_duration(text: str) -> timedelta:
@@ -38,13 +37,10 @@ def parse_duration(text: str) -> timedelta:
     Raises:
         argparse.ArgumentTypeError: anything else, with an example of what works.
     """
-    match = _DURATION.fullmatch(text.strip())
-    if match is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration; use e.g. 90s, 15m, 1h or 2d")
-    duration = timedelta(seconds=int(match[1]) * _UNITS[match[2] or "s"])
-    if not timedelta(0) < duration <= MAX_TTL:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a duration between 1s and {MAX_TTL.days}d")
-    return duration
+    try:
+        return read_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_token_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:

@@ -1,25 +1,31 @@
 """Who decides from this terminal: a claimed name, a token, or a key that signs each decision.
 
 With `SIGNOFF_APPROVER_KEY_FILE` (or `--key-file`) set, every decision on a call whose policy
-is `verified` is signed for exactly that call (its `binding`, the answer, edited arguments,
-grant): a bound token, worthless for anything else. `signoff run` signs a requester token
-bound to the run's workflow id. Calls of other policies are decided as before: by the name
-given (`--approver`, default `$USER`), or by `SIGNOFF_APPROVER_TOKEN` (`--token`).
+is `verified` is signed for exactly that call (the answer, edited arguments, grant, and the
+binding derived from the call as shown and the run as the server describes it, never copied
+from the run: `signoff.approval.derived`): a bound token, worthless for anything else. A run
+whose request does not match what it shows, or that is not an `AgentRun` on a task queue
+your workers serve (`SIGNOFF_SERVED_TASK_QUEUES`), is refused: nothing is signed (exit 1).
+`signoff run` signs a requester token bound to the run's workflow id. Calls of other policies
+are decided as before: by the name given (`--approver`, default `$USER`), or by
+`SIGNOFF_APPROVER_TOKEN` (`--token`).
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from signoff.approval.derived import RunFacts, ServedRuns, decision_claim_for, extension_claim_for
 from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse
-from signoff.approval.signatures import SignoffClaim, decision_claim, extension_claim, requester_claim
+from signoff.approval.signatures import SignoffClaim, requester_claim
 from signoff.approval.signing import SigningKey
 from signoff.cli.args import default_approver, identity
 from signoff.cli.talk import CommandError
 from signoff.config.environment import APPROVER_KEY_FILE_ENV, Environment
-from signoff.errors import ConfigError, UsageError
+from signoff.errors import ConfigError, SigningRefused, UsageError
 
 DECISION_TTL = timedelta(minutes=10)
 """A signed decision is checked when it arrives; the tool activity, bound to one call, needs
@@ -47,6 +53,8 @@ class Who:
     audience: str | None = None
     user: str | None = None
     """`$USER`, or the login name: whom a shared secret signs as when no name is given."""
+    served: ServedRuns = field(default_factory=ServedRuns)
+    """The runs it signs for (`SIGNOFF_SERVED_TASK_QUEUES`, default `SIGNOFF_TASK_QUEUE`)."""
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, env: Environment | None = None) -> Who:
@@ -65,7 +73,8 @@ class Who:
             raise CommandError(str(exc), 2) from None
         named = getattr(args, "approver", None)
         issuer, audience = env.approver_issuer(), env.approver_audience()
-        return cls(approver, token, key, named, issuer, audience, default_approver(env))
+        served = ServedRuns(env.served_task_queues())
+        return cls(approver, token, key, named, issuer, audience, default_approver(env), served)
 
     @property
     def subject(self) -> str | None:
@@ -77,19 +86,34 @@ class Who:
             return self.named or self.key.subject
         return self.named or self.user
 
-    def decision(self, request: ToolApprovalRequest | None, response: ToolApprovalResponse) -> ToolApprovalResponse:
-        """`response` as sent: signed for `request` when its policy is verified and a key is
-        set; otherwise with the name or token given."""
-        if self.key is None or request is None or request.binding is None or not request.policy.verified:
-            return response.model_copy(update={"approver": response.approver or self.approver, "token": self.token})
-        token = self._sign(decision_claim(request.binding, response), DECISION_TTL)
-        return response.model_copy(update={"token": token, "approver": self.subject})
+    def signs(self, request: ToolApprovalRequest | None) -> bool:
+        """Whether a decision on `request` goes signed (a key, a verified call of a durable run):
+        then its run's facts are needed (`talk.run_facts`)."""
+        return self.key is not None and request is not None and request.binding is not None and request.policy.verified
 
-    def extension(self, request: ToolApprovalRequest | None, seconds: float) -> tuple[str | None, str | None]:
-        """(approver, token) for moving `request`'s deadline by `seconds`."""
-        if self.key is None or request is None or request.binding is None or not request.policy.verified:
+    def decision(
+        self, request: ToolApprovalRequest | None, response: ToolApprovalResponse, run: RunFacts | None = None
+    ) -> ToolApprovalResponse:
+        """`response` as sent: signed for `request` as shown, in `run` as the server describes
+        it, when its policy is verified and a key is set; otherwise with the name or token given.
+
+        Raises:
+            CommandError: it must be signed and cannot be (exit 1: the run's request does not
+                match what it shows, or the run is not one served; nothing is signed).
+        """
+        if request is None or not self.signs(request):
+            return response.model_copy(update={"approver": response.approver or self.approver, "token": self.token})
+        claim = _derived(lambda facts: decision_claim_for(facts, request, response, self.served), run)
+        return response.model_copy(update={"token": self._sign(claim, DECISION_TTL), "approver": self.subject})
+
+    def extension(
+        self, request: ToolApprovalRequest | None, seconds: float, run: RunFacts | None = None
+    ) -> tuple[str | None, str | None]:
+        """(approver, token) for moving `request`'s deadline by `seconds` (CommandError as `decision`)."""
+        if request is None or not self.signs(request):
             return self.approver, self.token
-        return self.subject, self._sign(extension_claim(request.binding, seconds), DECISION_TTL)
+        claim = _derived(lambda facts: extension_claim_for(facts, request, seconds, self.served), run)
+        return self.subject, self._sign(claim, DECISION_TTL)
 
     def requester(self, workflow_id: str) -> str | None:
         """A requester token bound to `workflow_id`, when a key is set."""
@@ -111,3 +135,13 @@ class Who:
             )
         except UsageError as exc:
             raise CommandError(str(exc), 2) from None
+
+
+def _derived(derive: Callable[[RunFacts], SignoffClaim], run: RunFacts | None) -> SignoffClaim:
+    """The claim `derive` makes from the run's facts; CommandError (exit 1) when it refuses."""
+    if run is None:
+        raise CommandError("the run's facts are needed to sign (talk.run_facts): nothing signed", 1)
+    try:
+        return derive(run)
+    except SigningRefused as exc:
+        raise CommandError(str(exc), 1) from None

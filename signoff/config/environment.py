@@ -28,6 +28,7 @@ import ipaddress
 import os
 import re
 from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import NamedTuple
 
@@ -35,6 +36,8 @@ from pydantic import ValidationError
 
 from signoff.approval.identity import ApproverKeys
 from signoff.approval.policy import PolicyBook
+from signoff.approval.spent import DEFAULT_MAX_AGE as DEFAULT_SIGNATURE_MAX_AGE
+from signoff.contract import DEFAULT_TASK_QUEUE
 from signoff.errors import ConfigError
 from signoff.loop.limits import Limits
 
@@ -69,6 +72,7 @@ POLICY_FILE_ENV = "SIGNOFF_POLICY_FILE"
 APPROVER_KEYS_ENV = "SIGNOFF_APPROVER_KEYS"
 APPROVER_ISSUER_ENV = "SIGNOFF_APPROVER_ISSUER"
 APPROVER_AUDIENCE_ENV = "SIGNOFF_APPROVER_AUDIENCE"
+SIGNATURE_MAX_AGE_ENV = "SIGNOFF_SIGNATURE_MAX_AGE"
 STATE_KEY_FILE_ENV = "SIGNOFF_STATE_KEY_FILE"
 DEPLOYMENT_NAME_ENV = "SIGNOFF_DEPLOYMENT_NAME"
 BUILD_ID_ENV = "SIGNOFF_BUILD_ID"
@@ -76,6 +80,7 @@ NOTIFY_URLS_ENV = "SIGNOFF_NOTIFY_URLS"
 NOTIFY_SECRET_FILE_ENV = "SIGNOFF_NOTIFY_SECRET_FILE"
 UI_URL_ENV = "SIGNOFF_UI_URL"
 INBOX_URL_ENV = "SIGNOFF_INBOX_URL"
+SERVED_TASK_QUEUES_ENV = "SIGNOFF_SERVED_TASK_QUEUES"
 
 # The model.
 LLM_BASE_URL_ENV = "SIGNOFF_LLM_BASE_URL"
@@ -125,10 +130,13 @@ DEFAULT_INBOX_USER_HEADER = "X-Forwarded-User"
 DEFAULT_INBOX_GROUPS_HEADER = "X-Forwarded-Groups"
 """What oauth2-proxy sets (`--pass-user-headers`, its default in proxy mode)."""
 MIN_COLUMNS = 20
+MAX_DURATION = timedelta(days=366)
 
 _BOOLEANS = ("true", "false", "1", "0")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_DURATION = re.compile(r"(\d{1,9})([smhd]?)")
 _LIMITS = {
     "max_tool_output": MAX_TOOL_OUTPUT_ENV,
     "max_calls_per_turn": MAX_CALLS_PER_TURN_ENV,
@@ -362,6 +370,19 @@ class Environment:
         """`SIGNOFF_APPROVER_AUDIENCE`: the `aud` tokens must name (None: not checked)."""
         return self._given(APPROVER_AUDIENCE_ENV)
 
+    def signature_max_age(self) -> timedelta:
+        """`SIGNOFF_SIGNATURE_MAX_AGE`: how long after it was signed a signed approval is honoured
+        at the tool activity (default 24 h; `signoff.approval.spent`).
+
+        Raises:
+            ConfigError: not a duration such as `90m`, `12h`, `2d`.
+        """
+        text = self._text(SIGNATURE_MAX_AGE_ENV)
+        try:
+            return read_duration(text) if text else DEFAULT_SIGNATURE_MAX_AGE
+        except ValueError as exc:
+            raise ConfigError(f"{SIGNATURE_MAX_AGE_ENV}: {exc}") from None
+
     def state_key_file(self) -> str | None:
         """`SIGNOFF_STATE_KEY_FILE`: the key that seals continued state (None: the embedded
         server's `.signoff/state.key`, else none)."""
@@ -428,6 +449,13 @@ class Environment:
     def inbox_url(self) -> str | None:
         """`SIGNOFF_INBOX_URL`: where people reach the inbox, without a trailing `/`."""
         return self._text(INBOX_URL_ENV).rstrip("/") or None
+
+    def served_task_queues(self) -> tuple[str, ...]:
+        """`SIGNOFF_SERVED_TASK_QUEUES`: the task queues whose `AgentRun` runs the signers (the
+        CLI, the inbox) sign for, comma-separated; `*`: any. Default: `SIGNOFF_TASK_QUEUE` (or
+        the contract's `signoff`)."""
+        given = tuple(q.strip() for q in self._text(SERVED_TASK_QUEUES_ENV).split(",") if q.strip())
+        return given or (self.task_queue() or DEFAULT_TASK_QUEUE,)
 
     # The model.
 
@@ -543,6 +571,21 @@ class Environment:
         """`SIGNOFF_INBOX_SIGNING_KEY_FILE` with `SIGNOFF_INBOX_SIGNING_KID`; None when unset."""
         path = self._text(INBOX_SIGNING_KEY_FILE_ENV)
         return KeyFile(path, self._given(INBOX_SIGNING_KID_ENV)) if path else None
+
+
+def read_duration(text: str) -> timedelta:
+    """`90s`, `15m`, `1h`, `2d` (a bare number is seconds); positive, at most 366 days.
+
+    Raises:
+        ValueError: anything else, with an example of what works.
+    """
+    match = _DURATION.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"{text!r} is not a duration; use e.g. 90s, 15m, 1h or 2d")
+    duration = timedelta(seconds=int(match[1]) * _UNITS[match[2] or "s"])
+    if not timedelta(0) < duration <= MAX_DURATION:
+        raise ValueError(f"{text!r}: give a duration between 1s and {MAX_DURATION.days}d")
+    return duration
 
 
 def parse_networks(text: str) -> tuple[Network, ...]:

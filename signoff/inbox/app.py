@@ -30,6 +30,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from temporalio.client import Client
 
+from signoff.approval.derived import ServedRuns
 from signoff.approval.requests import GrantSpec
 from signoff.cli.talk import CommandError
 from signoff.cli.token import parse_duration
@@ -70,6 +71,7 @@ def inbox_app(
     public_url: str | None = None,
     ui_root: str | None = None,
     poll_seconds: float = 1.0,
+    served: ServedRuns | None = None,
 ) -> Starlette:
     """The inbox for the runs of `client`'s namespace.
 
@@ -80,9 +82,17 @@ def inbox_app(
         public_url: where people reach the inbox (`SIGNOFF_INBOX_URL`), for origin checks.
         ui_root: the Temporal Web UI, for links to runs.
         poll_seconds: how often the waiting calls are listed while a page listens.
+        served: the runs the inbox signs for (`AgentRun`s on these task queues; default the
+            `signoff` queue; `SIGNOFF_SERVED_TASK_QUEUES`).
     """
     inbox = Inbox(
-        client, who, Decisions(client, signer), Watcher(client, poll_seconds), Guard(public_url), namespace, ui_root
+        client,
+        who,
+        Decisions(client, signer, served),
+        Watcher(client, poll_seconds),
+        Guard(public_url),
+        namespace,
+        ui_root,
     )
     pages = Pages(inbox)
     routes = [
@@ -270,6 +280,8 @@ class Pages:
 
     def _results(self, request: Request, viewer: Viewer, results: list[Result], status: int = 200) -> Response:
         verified = " (verified)" if self.inbox.decisions.signer is not None else ""
+        if any(result.conflict for result in results):  # the run's request is not what it shows: 409
+            status = 409
         for result in results:  # known here before the next scan: other pages show it at once
             if result.outcome in ("approved", "denied"):
                 t = result.target

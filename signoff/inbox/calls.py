@@ -20,6 +20,7 @@ from pydantic import TypeAdapter
 from temporalio.client import Client
 from temporalio.service import RPCError
 
+from signoff.approval.derived import RunFacts
 from signoff.approval.requests import ApprovalRecord, ToolApprovalRequest
 from signoff.cli import talk
 from signoff.cli.bulk import bounded
@@ -45,12 +46,18 @@ def call_key(workflow_id: str, call_id: str, digest: str) -> str:
 
 @dataclass(frozen=True)
 class WaitingCall:
-    """A call waiting for people, with what the inbox needs around it."""
+    """A call waiting for people, with what the inbox needs around it.
+
+    Attributes:
+        run: what the server says of the run (its type, task queue, chain), shown beside
+            the call; None when it could not be asked.
+    """
 
     workflow_id: str
     agent: str
     request: ToolApprovalRequest
     requested_by: str | None = None
+    run: RunFacts | None = None
 
     @property
     def key(self) -> str:
@@ -114,10 +121,13 @@ class Page:
     silent: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
-async def run_calls(client: Client, workflow_id: str) -> list[WaitingCall]:
-    """The waiting calls of one run (CommandError when it cannot answer)."""
+async def run_calls(client: Client, workflow_id: str, run: RunFacts | None = None) -> list[WaitingCall]:
+    """The waiting calls of one run (CommandError when it cannot answer), with `run`, what the
+    server says of it (asked here when not given)."""
+    if run is None:
+        run = await talk.run_facts(client, workflow_id)
     status = await talk.status(client.get_workflow_handle(workflow_id))
-    return [WaitingCall(workflow_id, status.agent, r, status.requested_by) for r in status.pending]
+    return [WaitingCall(workflow_id, status.agent, r, status.requested_by, run) for r in status.pending]
 
 
 async def list_page(client: Client, filters: Filters, token: bytes | None = None, size: int = PAGE_RUNS) -> Page:
@@ -135,7 +145,9 @@ async def list_page(client: Client, filters: Filters, token: bytes | None = None
             f"cannot list runs: {exc.message} (signoff's search attributes are registered by the worker when it starts)"
         ) from None
     executions = list(listing.current_page or [])
-    answers = await bounded([lambda e=e: run_calls(client, e.id) for e in executions])  # type: ignore[misc]
+    answers = await bounded(
+        [lambda e=e: run_calls(client, e.id, talk.facts_of(e.raw_info)) for e in executions]  # type: ignore[misc]
+    )
     calls: list[WaitingCall] = []
     silent: list[tuple[str, list[str]]] = []
     for execution, answer in zip(executions, answers, strict=True):

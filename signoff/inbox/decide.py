@@ -7,6 +7,12 @@ never decided blind. A selection is decided call by call, each bound to its own 
 
 What the page hides is what the run would refuse: the rules are the run's own
 (`signoff.approval.authority`) applied to the call's policy as the run holds it.
+
+With a signing key, the inbox signs what it shows, never what the run says it asks: the
+claim is derived from the call on the page and the server's description of the run
+(`signoff.approval.derived`), and a run whose request does not match, or that is not an
+`AgentRun` on a task queue your workers serve (`SIGNOFF_SERVED_TASK_QUEUES`), is refused
+(`conflict`: HTTP 409) with nothing signed.
 """
 
 from __future__ import annotations
@@ -18,13 +24,14 @@ from typing import Any, Literal
 from temporalio.client import Client
 
 from signoff.approval.authority import grant_problem, refusal, vote_problem
+from signoff.approval.derived import ServedRuns, decision_claim_for
 from signoff.approval.people import Person
 from signoff.approval.requests import GrantSpec, ToolApprovalRequest, ToolApprovalResponse
-from signoff.approval.signatures import decision_claim
 from signoff.cli import talk
 from signoff.cli.bulk import bounded
 from signoff.cli.edits import schema_problem, tool_schema
 from signoff.cli.talk import CommandError
+from signoff.errors import SigningRefused
 from signoff.inbox.calls import WaitingCall, how_decided, run_calls
 from signoff.inbox.signer import InboxSigner
 from signoff.inbox.who import Viewer
@@ -53,12 +60,15 @@ class Action:
 
 @dataclass(frozen=True)
 class Result:
-    """What came of one call: `approved`, `denied`, `vote` (towards a quorum) or `refused`."""
+    """What came of one call: `approved`, `denied`, `vote` (towards a quorum) or `refused`
+    (`conflict`: refused because the run's request does not match what it shows, or the run
+    is not one the inbox signs for)."""
 
     target: Target
     outcome: Outcome
     message: str
     tool: str = ""
+    conflict: bool = False
 
 
 def decider(viewer: Viewer, signing: bool) -> Person:
@@ -71,17 +81,21 @@ def decider(viewer: Viewer, signing: bool) -> Person:
 class Decisions:
     """Decides calls for the inbox's viewers, signing each decision when it has a key."""
 
-    def __init__(self, client: Client, signer: InboxSigner | None = None) -> None:
+    def __init__(self, client: Client, signer: InboxSigner | None = None, served: ServedRuns | None = None) -> None:
         self.client, self.signer = client, signer
+        self.served = served or ServedRuns()
 
     def refusal(self, call: WaitingCall, viewer: Viewer, approving: bool = True) -> str | None:
-        """Why the run would refuse this viewer's decision on `call` (None: it would not)."""
+        """Why the run would refuse this viewer's decision on `call`, or the inbox would not
+        sign it (None: neither)."""
         request = call.request
         if request.policy.verified and self.signer is None:
             return (
                 f"call {request.call_id!r} ({request.name}) needs a verified approver, and this inbox has no "
                 "signing key (SIGNOFF_INBOX_SIGNING_KEY_FILE)"
             )
+        if self._signs(request) and call.run is not None and (problem := self.served.problem(call.run)):
+            return problem
         who = decider(viewer, self.signer is not None)
         return refusal(request, who, call.requested_by) or (vote_problem(request, who) if approving else None)
 
@@ -98,6 +112,8 @@ class Decisions:
             return Result(target, "refused", call)
         try:
             response = await self._response(viewer, call, action)
+        except SigningRefused as exc:
+            return Result(target, "refused", str(exc), call.request.name, conflict=True)
         except ValueError as exc:
             return Result(target, "refused", str(exc), call.request.name)
         try:
@@ -144,8 +160,11 @@ class Decisions:
         return call
 
     async def _response(self, viewer: Viewer, call: WaitingCall, action: Action) -> ToolApprovalResponse:
-        """The decision to send; ValueError says why it cannot be sent."""
+        """The decision to send; ValueError says why it cannot be sent (SigningRefused: why the
+        inbox does not sign it)."""
         request = call.request
+        if self._signs(request) and call.run is not None and (problem := self.served.problem(call.run)):
+            raise SigningRefused(problem)
         arguments = action.arguments if action.approved and action.arguments != request.arguments else None
         if (problem := self.refusal(call, viewer, action.approved)) is not None:
             raise ValueError(problem)
@@ -176,8 +195,12 @@ class Decisions:
                 f"call {request.call_id!r} names no binding to sign (a worker older than signed "
                 "decisions asked for it): decide it with the CLI"
             )
-        token = self.signer.sign(viewer, decision_claim(request.binding, response))
+        run = call.run or await talk.run_facts(self.client, call.workflow_id)
+        token = self.signer.sign(viewer, decision_claim_for(run, request, response, self.served))
         return response.model_copy(update={"token": token})
+
+    def _signs(self, request: ToolApprovalRequest) -> bool:
+        return self.signer is not None and request.policy.verified and request.binding is not None
 
 
 def _outcome(text: str) -> Outcome:
