@@ -47,6 +47,7 @@ from signoff.activities.notify import deliver
 from signoff.activities.observe import model_turn_done, tool_call_done
 from signoff.activities.prepare import prepare_run
 from signoff.activities.served import ServedAgents
+from signoff.activities.spent import SpentSignatures
 from signoff.activities.state import seal, unseal
 from signoff.activities.tool import Callers, SignOffs, run_call
 from signoff.agent.builder import ChatClientAgent
@@ -88,7 +89,7 @@ class AgentActivities:
         self.served = ServedAgents(agents, default_client, settings, payload_budget)
         self._memory = RunMemory()
         self._callers = Callers()
-        self._signoffs = SignOffs(self.settings.verifier)
+        self._signoffs = SignOffs(self.settings.verifier, SpentSignatures(self.settings.signature_max_age))
 
     @activity.defn(name="signoff.prepare")
     async def prepare(self, input: PrepareInput) -> PrepareOutput:

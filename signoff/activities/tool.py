@@ -15,6 +15,9 @@ The activity does not take the workflow's word for anything it can check itself:
   nothing without enough of them; an approval that does not verify is not passed on to a
   tool that does more for approved calls (a file tool leaving the workspace, an MCP tool
   the run's snapshot says is read-only). Otherwise the model is told it was not run.
+- The signatures that authorise a call are then spent, in records the server keeps
+  (`signoff.activities.spent`): a signature already honoured by another execution (a reset
+  run's, a forged history's second try) authorises nothing, and a grant's `max_uses` holds.
 - Approved file calls may leave the workspace; all others are confined to it at
   execution (`signoff.tools`), whatever happened to the file system meanwhile.
 """
@@ -37,8 +40,9 @@ from signoff.activities.heartbeat import heartbeating
 from signoff.activities.identify import NO_KEYS, Verifier
 from signoff.activities.models import ToolInput, ToolOutput
 from signoff.activities.served import ServedAgents
+from signoff.activities.spent import SpentSignatures
 from signoff.approval.digest import arguments_digest
-from signoff.approval.evidence import CallToRun, sign_off_problem
+from signoff.approval.evidence import CallToRun, Verdict, verdict
 from signoff.approval.gate import needs_approval
 from signoff.approval.identity import Identity
 from signoff.approval.policy import ApprovalPolicy
@@ -128,15 +132,25 @@ def _refusal(why: str) -> ApplicationError:
 
 
 class SignOffs:
-    """Verifies the signed decisions handed with a call, with the worker's own keys."""
+    """Verifies the signed decisions handed with a call, with the worker's own keys, and spends
+    the ones that authorise it (`signoff.activities.spent`), so each runs one execution."""
 
-    def __init__(self, verifier: Verifier | None) -> None:
+    def __init__(self, verifier: Verifier | None, spent: SpentSignatures | None = None) -> None:
         self._verifier = verifier
+        self._spent = spent or SpentSignatures()
 
-    def problem(self, input: ToolInput, policy: ApprovalPolicy, chain_id: str) -> str | None:
-        """Why the call may not run under the worker's verified `policy` (None: it may)."""
+    async def problem(self, input: ToolInput, policy: ApprovalPolicy, chain_id: str) -> str | None:
+        """Why the call may not run under the worker's verified `policy` (None: it may, and the
+        signatures that authorise it are now spent by this execution)."""
+        found = self.verdict(input, policy, chain_id)
+        if found.problem is not None:
+            return found.problem
+        return await self._spent.spend(found.counted, policy.quorum)
+
+    def verdict(self, input: ToolInput, policy: ApprovalPolicy, chain_id: str) -> Verdict:
+        """Which of the tokens handed with the call authorise it, and why not enough do."""
         if self._verifier is None:
-            return NO_KEYS
+            return Verdict((), NO_KEYS)
         info = activity.info()
         call = input.call
         approved = input.approval.arguments_digest if input.approval else ""
@@ -148,6 +162,7 @@ class SignOffs:
             arguments_digest=approved,
             run_digest=arguments_digest(parse_arguments(call.arguments)),
             at=info.scheduled_time,
+            request=input.approval.request if input.approval else None,
         )
         approvals: list[Identity] = []
         refused: list[str] = []
@@ -157,7 +172,7 @@ class SignOffs:
             except TokenError as exc:
                 refused.append(f"a token was refused ({exc.reason}: {exc})")
         requester = self._requester(input.requester_token, info.scheduled_time) if policy.separate_requester else None
-        return sign_off_problem(policy, to_run, approvals, requester, refused)
+        return verdict(policy, to_run, approvals, requester, refused)
 
     def _requester(self, token: str | None, at: datetime) -> Identity | None:
         assert self._verifier is not None
@@ -189,7 +204,7 @@ async def run_call(served: ServedAgents, callers: Callers, signoffs: SignOffs, i
         return ToolOutput(content=NOT_APPROVED)
     if approved and own_policy.verified:
         assert chain_id is not None
-        if (problem := signoffs.problem(input, own_policy, chain_id)) is not None:
+        if (problem := await signoffs.problem(input, own_policy, chain_id)) is not None:
             if needed:
                 return ToolOutput(
                     content=f"Error: this call was not run: this worker's policy for {call.name} "

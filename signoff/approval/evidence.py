@@ -5,8 +5,9 @@ the workflow handed it already verified against the worker's own keys. Nothing t
 workflow says about approvals counts here (CONTRACT v3 "Evidence, not state"); what does:
 
 - a decision signed for this call (`signoff.approval.signatures.DecisionClaim`): this workflow,
-  this chain, this call, its tool and arguments digest, `approved`, and the arguments
-  that will run (the edited ones' digest, or the call's own);
+  this chain, this call, its tool and arguments digest, the request instance the run says it
+  asked (`binding.request`), `approved`, and the arguments that will run (the edited ones'
+  digest, or the call's own);
 - or a grant signed on an earlier call of this chain: the same tool, the arguments that
   were approved (for a `match: arguments` grant), within its `ttl_seconds` of the token's
   `iat`, and the call running its own arguments;
@@ -15,13 +16,15 @@ workflow says about approvals counts here (CONTRACT v3 "Evidence, not state"); w
   compared as `signoff.approval.names` does), never the requester's under `separate_requester`
   (known only from a requester token bound to this workflow id), until the quorum.
 
-What it cannot see, and so does not check, is listed in the README's threat model: how
-often a grant was used, whether a denial came first, when an escalation was due.
+Whether a token was honoured before (a reset run, a forged history), and how often a grant
+was used, the activity asks the server's records (`signoff.approval.spent`), with the
+tokens that count here (`verdict`). What it cannot see, and so does not check, is listed in
+the README's threat model: whether a denial came first, when an escalation was due.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -54,6 +57,32 @@ class CallToRun:
     arguments_digest: str
     run_digest: str
     at: datetime
+    request: str | None = None
+    """The request instance the run says it asked the call as (`binding.request`)."""
+
+
+@dataclass(frozen=True)
+class Counted:
+    """A verified token that counts towards a call's quorum, and how it authorises it.
+
+    Attributes:
+        claim: the decision it signs.
+        grant_use: it approves the call through a grant signed on another call (or another
+            request of this one); False: it signs this very call.
+    """
+
+    identity: Identity
+    claim: DecisionClaim
+    grant_use: bool
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether the tokens handed with a call authorise it: the ones that count (one per
+    subject), and why they are not enough (None: they are)."""
+
+    counted: tuple[Counted, ...]
+    problem: str | None
 
 
 def why_not(claim: DecisionClaim, identity: Identity, call: CallToRun) -> str | None:
@@ -65,9 +94,14 @@ def why_not(claim: DecisionClaim, identity: Identity, call: CallToRun) -> str | 
     if claim.tool != call.tool:
         return f"{identity.subject}'s token is signed for tool {claim.tool!r}"
     approved = claim.edited_arguments_digest or claim.arguments_digest
-    if claim.call_id == call.call_id and claim.arguments_digest == call.arguments_digest:
+    if signs_this_call(claim, call):
         return None if approved == call.run_digest else f"{identity.subject} approved other arguments than will run"
     grant = claim.grant
+    if grant is None and (claim.call_id, claim.arguments_digest) == (call.call_id, call.arguments_digest):
+        return (
+            f"{identity.subject}'s token is signed for another request of call {claim.call_id!r} "
+            f"(request {claim.request!r}, not {call.request!r}: the call was asked again), and grants nothing"
+        )
     if grant is None:
         return (
             f"{identity.subject}'s token is signed for call {claim.call_id!r} with other arguments, and grants nothing"
@@ -86,6 +120,12 @@ def why_not(claim: DecisionClaim, identity: Identity, call: CallToRun) -> str | 
     return None
 
 
+def signs_this_call(claim: DecisionClaim, call: CallToRun) -> bool:
+    """Whether `claim` decides `call` itself (its id, digest and request instance), rather
+    than approving it through a grant made on another."""
+    return (claim.call_id, claim.arguments_digest, claim.request) == (call.call_id, call.arguments_digest, call.request)
+
+
 def requester_of(requester: Identity | None, call: CallToRun) -> str | None:
     """The requester's subject, if their token is bound to this workflow id."""
     claim = requester.claim if requester else None
@@ -101,7 +141,20 @@ def sign_off_problem(
     requester: Identity | None,
     refused: Sequence[str] = (),
 ) -> str | None:
-    """Why the verified tokens do not authorise `call` under the worker's `policy`, or None.
+    """Why the verified tokens do not authorise `call` under the worker's `policy`, or None
+    (`verdict`'s problem)."""
+    return verdict(policy, call, approvals, requester, refused).problem
+
+
+def verdict(
+    policy: ApprovalPolicy,
+    call: CallToRun,
+    approvals: Sequence[Identity],
+    requester: Identity | None,
+    refused: Sequence[str] = (),
+) -> Verdict:
+    """Which verified tokens count towards `call`'s quorum under the worker's `policy` (the
+    first of each subject), and why they are not enough, if they are not.
 
     Args:
         approvals: the tokens handed with the call, as verified with the worker's keys.
@@ -110,8 +163,10 @@ def sign_off_problem(
     """
     requested_by = requester_of(requester, call)
     if policy.separate_requester and requested_by is None:
-        return "separate_requester needs the run's requester token, bound to this workflow id, and there is none"
-    counted: dict[str, str] = {}
+        return Verdict(
+            (), "separate_requester needs the run's requester token, bound to this workflow id, and there is none"
+        )
+    counted: dict[str, Counted] = {}
     problems = list(refused)
     everyone = policy.model_copy(update={"approvers": allowed_approvers(policy, escalated=True)})
     for identity in approvals:
@@ -125,12 +180,17 @@ def sign_off_problem(
         if problem is not None:
             problems.append(problem)
         else:
-            counted.setdefault(name_key(identity.subject), identity.subject)
+            assert isinstance(claim, DecisionClaim)
+            counted.setdefault(name_key(identity.subject), Counted(identity, claim, not signs_this_call(claim, call)))
     if len(counted) >= policy.quorum:
-        return None
-    have = f"{len(counted)} of {policy.quorum} signed approval(s)" + (
-        f" ({', '.join(counted.values())})" if counted else ""
-    )
+        return Verdict(tuple(counted.values()), None)
+    return Verdict(tuple(counted.values()), short_of(policy.quorum, counted.values(), problems))
+
+
+def short_of(quorum: int, counted: Iterable[Counted], problems: Sequence[str]) -> str:
+    """`1 of 2 signed approval(s) (alice); <why the others did not count>`."""
+    names = [c.identity.subject for c in counted]
+    have = f"{len(names)} of {quorum} signed approval(s)" + (f" ({', '.join(names)})" if names else "")
     return f"{have}; " + ("; ".join(problems) if problems else "no signed decision was handed with it")
 
 
@@ -140,4 +200,14 @@ def _refused(policy: ApprovalPolicy, call: CallToRun, person: Person, requested_
     return refusal(request, person, requested_by)
 
 
-__all__ = ["CallToRun", "requester_of", "sign_off_problem", "why_not"]
+__all__ = [
+    "CallToRun",
+    "Counted",
+    "Verdict",
+    "requester_of",
+    "short_of",
+    "sign_off_problem",
+    "signs_this_call",
+    "verdict",
+    "why_not",
+]

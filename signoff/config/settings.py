@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from pathlib import Path
 
 from signoff.activities.identify import Verifier
@@ -32,6 +33,7 @@ from signoff.activities.state import local_state_key, read_state_key
 from signoff.agent.builder import ChatClientAgent
 from signoff.agent.snapshot import NotifyPlan, SnapshotTool
 from signoff.approval.policy import DEFAULT_KEY, PolicyBook
+from signoff.approval.spent import DEFAULT_MAX_AGE as DEFAULT_SIGNATURE_MAX_AGE
 from signoff.chat.config import LLMConfig
 from signoff.config.environment import (
     APPROVER_KEYS_ENV,
@@ -85,6 +87,9 @@ class WorkerSettings:
         notes: what the start-up log adds about the checked policies (never a secret).
         model_note: the start-up log's warning that agents need the worker's model and none
             is configured (`SIGNOFF_LLM_*`); None when all is well.
+        signature_max_age: how long after it was signed a signed approval is honoured by the
+            tool activity (`SIGNOFF_SIGNATURE_MAX_AGE`; at most the namespace's retention less
+            an hour, `signoff.approval.spent`).
     """
 
     connection: ConnectionSettings = field(default_factory=ConnectionSettings)
@@ -98,6 +103,7 @@ class WorkerSettings:
     max_cached_workflows: int | None = None
     notes: tuple[str, ...] = ()
     model_note: str | None = None
+    signature_max_age: timedelta = DEFAULT_SIGNATURE_MAX_AGE
 
     @classmethod
     def load(
@@ -133,6 +139,7 @@ class WorkerSettings:
             notify=NotifyConfig.from_env(env, connection.address, connection.namespace),
             deployment=DeploymentSettings.from_env(env),
             max_cached_workflows=env.max_cached_workflows(),
+            signature_max_age=env.signature_max_age(),
         )
         return replace(settings.check(agents), model_note=_model_note(agents, env))
 
