@@ -156,6 +156,7 @@ class WorkerProcess:
         task_queue: str,
         name: str | None = None,
         extra_env: dict[str, str] | None = None,
+        prefix: Sequence[str] | None = None,
     ) -> None:
         self.kind, self.task_queue = kind, task_queue
         self.name = name or f"{kind}-{uuid.uuid4().hex[:6]}"
@@ -178,7 +179,8 @@ class WorkerProcess:
             args = [sys.executable, str(REPO / "worker.py"), "--agents", "bench.bench_agents"]
         else:
             args = [sys.executable, "-m", "bench.floor"]
-        args = [*args[:1], *WORKER_PREFIX, *args[1:]] if WORKER_PREFIX else args
+        wrapper = WORKER_PREFIX if prefix is None else list(prefix)
+        args = [*args[:1], *wrapper, *args[1:]] if wrapper else args
         self.out = bench.log_dir / f"{self.name}.out"
         self.err = bench.log_dir / f"{self.name}.err"
         with open(self.out, "wb") as out, open(self.err, "wb") as err:
@@ -236,12 +238,19 @@ class WorkerProcess:
 
 @asynccontextmanager
 async def workers(
-    bench: BenchEnv, *specs: tuple[str, str], env: dict[str, dict[str, str]] | None = None
+    bench: BenchEnv,
+    *specs: tuple[str, str],
+    env: dict[str, dict[str, str]] | None = None,
+    prefixes: dict[str, list[str]] | None = None,
 ) -> AsyncIterator[list[WorkerProcess]]:
     """Start `(kind, task_queue)` worker processes, wait until ready, stop them at the end.
 
-    `env`: extra environment by task queue."""
-    procs = [WorkerProcess(kind, bench, queue, extra_env=(env or {}).get(queue)) for kind, queue in specs]
+    `env`: extra environment by task queue; `prefixes`: by task queue, a wrapper of
+    `bench/experiments/` to run that worker through (as `BENCH_WORKER_PREFIX` does for all)."""
+    procs = [
+        WorkerProcess(kind, bench, queue, extra_env=(env or {}).get(queue), prefix=(prefixes or {}).get(queue))
+        for kind, queue in specs
+    ]
     try:
         await asyncio.gather(*(p.ready() for p in procs))
         yield procs

@@ -6,9 +6,9 @@ soon as they pause, on four workers of the same run, alternating:
 - `plain`: signoff as configured by default (anyone may decide);
 - `verified`: a policy file making `gated_noop` need a verified approver, and a JWKS with a
   person's Ed25519 key (as `signoff keys new` makes it); each decision is signed for its call
-  (a bound token, signed before the run pauses, so signing is not timed): verified by the
-  `signoff.identify` local activity (recorded in history) and again by the tool activity
-  before the tool runs;
+  as a signer signs it, once the run pauses (its request instance is drawn then; signing and
+  the two questions it asks are not timed): verified by the update's validator and again by
+  the tool activity before the tool runs, which also spends it (`signoff.activities.spent`);
 - `notify`: notifications to a webhook served by this process (`approval_requested` and
   `approval_decided` per run: two `signoff.notify` activities);
 - `floor`: the hand-written floor workflow with its minimal update.
@@ -31,16 +31,16 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
 
 from bench.common import BenchEnv, BenchError, bench_env, run, workers
 from bench.report import summary, table, write_results
 from bench.runs import START, approve, finish, history_events, wait_paused
-from signoff.approval.digest import arguments_digest
-from signoff.approval.requests import Binding, ToolApprovalResponse
-from signoff.approval.signatures import decision_claim
-from signoff.approval.signing import SigningKey, new_key_pair
+from signoff.approval.derived import ServedRuns
+from signoff.approval.signing import SigningKey, new_key_pair, signed_decision
+from signoff.cli import talk
 
-TOOL, ROUNDS, CALL = "gated_noop", 1, "call_1_1"
+TOOL, ROUNDS = "gated_noop", 1
 
 
 class _Hook(BaseHTTPRequestHandler):
@@ -56,17 +56,12 @@ class _Hook(BaseHTTPRequestHandler):
         pass
 
 
-def signed_approval(key: SigningKey, workflow_id: str, chain_id: str) -> dict[str, Any]:
-    """The decision on the bench's gated call, signed for exactly that call of that run."""
-    binding = Binding(
-        workflow_id=workflow_id,
-        chain_id=chain_id,
-        call_id=CALL,
-        tool=TOOL,
-        arguments_digest=arguments_digest({"x": "1"}),
-    )
-    response = ToolApprovalResponse(call_id=CALL, approved=True)
-    return {"call_id": CALL, "approved": True, "token": key.sign(decision_claim(binding, response))}
+async def signed_approval(client: Client, key: SigningKey, handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+    """The decision on the bench's gated call, signed as a signer signs it: for the call the run
+    shows, in the run as the server describes it (`signoff.approval.derived`)."""
+    (request,) = await talk.pending(handle)
+    facts = await talk.run_facts(client, handle.id)
+    return signed_decision(key, request, run=facts, served=ServedRuns(("*",)))
 
 
 def tool_seconds(events: list[Any]) -> float:
@@ -100,9 +95,10 @@ async def one(bench: BenchEnv, kind: str, queue: str, key: SigningKey) -> dict[s
     client = bench.client
     t0 = time.perf_counter()
     handle = await START["floor" if kind == "floor" else "signoff"](client, queue, TOOL, ROUNDS)
-    decision = signed_approval(key, handle.id, handle.result_run_id or "") if kind == "verified" else None
     await wait_paused(client, handle.id)
     t_paused = time.perf_counter()
+    decision = await signed_approval(client, key, handle) if kind == "verified" else None
+    t_decided = time.perf_counter()  # signing (and the two questions it asks) is not timed
     if decision is not None:
         await handle.execute_update("submit_tool_approval", decision)
     else:
@@ -114,7 +110,7 @@ async def one(bench: BenchEnv, kind: str, queue: str, key: SigningKey) -> dict[s
     events = await history_events(client, handle.id)
     return {
         "start_to_paused": t_paused - t0,
-        "decision_to_finished": t_done - t_paused,
+        "decision_to_finished": t_done - t_decided,
         "events": float(len(events)),
         "tool_activity": tool_seconds(events),
     }

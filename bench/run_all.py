@@ -24,6 +24,7 @@ FULL = [
     ("verification", ["--calls", "2000"]),
     ("scale", ["--runs", "10000", "--cache", "200", "--sample", "50", "--handover", "200"]),
     ("caller_check", ["--calls", "2000"]),
+    ("spent", ["--runs", "30"]),
 ]
 QUICK = [
     ("round_overhead", ["--runs", "5", "--warmup", "1"]),
@@ -38,6 +39,7 @@ QUICK = [
     ("verification", ["--calls", "100"]),
     ("scale", ["--runs", "60", "--cache", "30", "--sample", "3", "--handover", "5"]),
     ("caller_check", ["--calls", "20"]),
+    ("spent", ["--runs", "3", "--warmup", "1"]),
 ]
 
 

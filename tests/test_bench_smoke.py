@@ -55,3 +55,13 @@ def test_caller_check_bench_runs_and_both_ways_give_the_same_answer(tmp_path: Pa
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     stats = json.loads((tmp_path / "caller_check.json").read_text())["stats"]
     assert {name: stats[name]["cpu_ms"]["n"] for name in stats} == {"sdk_describe": 5, "raw_describe": 5}
+
+
+def test_spent_bench_runs_and_the_record_is_one_start_per_gated_call(tmp_path: Path) -> None:
+    env = {**os.environ, "BENCH_RESULTS": str(tmp_path)}
+    command = [sys.executable, "-m", "bench.spent", "--runs", "1", "--warmup", "0"]
+    out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    result = json.loads((tmp_path / "spent.json").read_text())
+    assert set(result["stats"]) == {"recorded", "unrecorded"}
+    assert result["rpcs_added"]["StartWorkflowExecution"] == 1  # the record; each run checked it left one
