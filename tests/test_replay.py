@@ -3,6 +3,7 @@ those stated not to resume do not, and no change of workflow code goes unmarked.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -12,12 +13,14 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
+from temporalio.workflow import NondeterminismError
 
 from signoff.runtime.fingerprint import workflow_code
-from signoff.runtime.replay import Verdict, load_history
+from signoff.runtime.replay import Verdict, as_its_own_run, load_history
 from signoff.runtime.worker import sandbox_runner
 from signoff.testing import replay_histories
 from signoff.workflows.agent_run import CHECKS_STATE, SEALS_STATE, AgentRun
+from signoff.workflows.instances import DRAWS_REQUESTS
 from signoff.workflows.upgrade import UPGRADES
 from tests.helpers import (
     Reply,
@@ -112,9 +115,39 @@ def _markers(name: str) -> list[str]:
 def test_the_v3_histories_hold_the_seal_and_its_check() -> None:
     assert _markers("sealed_continued_as_new") == ["core_patch", "core_local_activity"]  # the patch, the seal
     assert _markers("continued_run") == ["core_patch", "core_local_activity"]  # the patch, the check
-    assert set(_markers("signed")) == {"core_local_activity"}  # verifications only: signed decisions need no patch
+    assert set(_markers("v3/signed")) == {"core_local_activity"}  # verifications only: signed decisions need no patch
     assert _carried("sealed_continued_as_new")["seal"]  # a worker with a state key sealed it
     assert _carried("continued_as_new")["seal"] == ""  # one without a key seals nothing (the check asks the server)
+
+
+def test_requests_draw_their_instance_behind_a_patch_and_older_runs_draw_none() -> None:
+    """v4's requests carry `binding.request`, drawn behind DRAWS_REQUESTS; v3's carry none, and
+    still replay (tests/histories/v3/signed.json)."""
+    assert _patches("signed") == [DRAWS_REQUESTS] and _patches("v3/signed") == []
+    assert all(b.get("request") for b in _bindings("signed")) and _bindings("signed")
+    assert not any("request" in b for b in _bindings("v3/signed")) and _bindings("v3/signed")
+
+
+def _bindings(name: str) -> list[dict[str, Any]]:
+    """The bindings of the requests a committed history's notices carried (the notify activity's input)."""
+    found = []
+    for event in load_history(HERE / f"{name}.json").events:
+        if event.activity_task_scheduled_event_attributes.activity_type.name == "signoff.notify":
+            notice = json.loads(event.activity_task_scheduled_event_attributes.input.payloads[0].data)
+            request = (notice.get("notice") or notice).get("request") or {}
+            found += [request["binding"]] if request.get("binding") else []
+    return found
+
+
+def test_a_reset_runs_history_replays_as_its_own_run() -> None:
+    """Its requests draw from the run id: Temporal's Replayer alone gives it its first run's id and
+    parts from the history where the new signature approved the call; signoff's replay does not."""
+    history = load_history(HERE / "reset.json")
+    bare = asyncio.run(replayer().replay_workflow(history, raise_on_replay_failure=False))
+    assert isinstance(bare.replay_failure, NondeterminismError)
+    (outcome,) = replay_histories(HERE / "reset.json")
+    assert outcome.resumes and outcome.run_id == as_its_own_run(history).run_id != history.run_id
+    assert _patches("reset") == [DRAWS_REQUESTS]
 
 
 def _carried(name: str) -> dict[str, Any]:

@@ -410,6 +410,31 @@ async def record_governance(rig: Rig) -> dict[str, WorkflowHistory]:
             return {"signed": await finished(run)}  # call_2 runs on the grant; the restart call's deadline approves it
 
 
+@shape("reset")
+async def record_reset(rig: Rig) -> dict[str, WorkflowHistory]:
+    """A verified run reset (the `temporal` CLI) to before its approval, after the call ran: the
+    model asks again, the old token is refused (a new request instance), a new one approves it.
+    Its requests' `binding.request` comes from the run id, which a reset changes, so the history
+    replays only as its own run (`signoff.runtime.replay.as_its_own_run`)."""
+    verified = ApprovalPolicy(verified=True, approvers=("group:sre",))
+    model = turns([deploy("call_1")])
+    async with rig.worker(model, {"ops": ops_agent(deploy=verified)}, verifier=ApproverKeys.load(rig.key)) as queue:
+        run = await start_run(rig.client, queue, "deploy", agent="ops", id="reset")
+        (first,) = await wait_pending(run)
+        old = signed(rig.key, first, "alice", "sre")
+        await run.execute_update("submit_tool_approval", old)
+        await run.result()
+        await temporal_cli(
+            rig.address, "workflow", "reset", "-w", run.id, "--type", "FirstWorkflowTask", "--reason", "record"
+        )
+        reset = rig.client.get_workflow_handle(run.id)
+        (again,) = await wait_pending(reset)
+        with contextlib.suppress(WorkflowUpdateFailedError):  # the old token: refused, nothing recorded
+            await reset.execute_update("submit_tool_approval", old)
+        await reset.execute_update("submit_tool_approval", signed(rig.key, again, "alice", "sre"))
+        return {"reset": await finished(reset)}
+
+
 @shape("quorum", "requester", "fail_run")
 async def record_policies(rig: Rig) -> dict[str, WorkflowHistory]:
     """`quorum`: two votes, a deadline moved, an escalation. `requester`: a verified
