@@ -7,6 +7,7 @@ import ast
 import re
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -126,8 +127,10 @@ def test_a_worker_reads_its_settings_from_the_environment_it_is_given(tmp_path: 
         "SIGNOFF_BUILD_ID": "b1",
         "SIGNOFF_MAX_CACHED_WORKFLOWS": "10",
         "SIGNOFF_NOTIFY_URLS": "https://hooks.example.com/x",
+        "SIGNOFF_SIGNATURE_MAX_AGE": "90m",
     }
     settings = worker_settings(agents_for(tmp_path), env)
+    assert settings.signature_max_age == timedelta(minutes=90)
     assert settings.limits.max_tool_output == 2048
     assert settings.policies.for_tool("run_command").approvers == ("alice",)
     assert settings.deployment is not None and (settings.deployment.name, settings.deployment.build_id) == ("ops", "b1")
@@ -146,6 +149,7 @@ def test_a_worker_reads_its_settings_from_the_environment_it_is_given(tmp_path: 
         ("SIGNOFF_OTEL", "maybe", "SIGNOFF_OTEL must be 1 or 0, got 'maybe'"),
         ("SIGNOFF_PAYLOAD_THRESHOLD", "big", "SIGNOFF_PAYLOAD_THRESHOLD must be a number of bytes, got 'big'"),
         ("SIGNOFF_MAX_CACHED_WORKFLOWS", "0", "must be a whole number of runs from 1 to 100,000, got '0'"),
+        ("SIGNOFF_SIGNATURE_MAX_AGE", "a day", "SIGNOFF_SIGNATURE_MAX_AGE: 'a day' is not a duration; use e.g. 90s"),
     ],
 )
 def test_a_value_that_cannot_work_is_named_with_its_variable(variable: str, value: str, message: str) -> None:
@@ -158,6 +162,22 @@ def test_a_value_that_cannot_work_is_named_with_its_variable(variable: str, valu
         "SIGNOFF_OTEL": env.otel,
         "SIGNOFF_PAYLOAD_THRESHOLD": env.payload_threshold,
         "SIGNOFF_MAX_CACHED_WORKFLOWS": env.max_cached_workflows,
+        "SIGNOFF_SIGNATURE_MAX_AGE": env.signature_max_age,
     }[variable]
     with pytest.raises(ConfigError, match=re.escape(message)):
         read()
+
+
+@pytest.mark.parametrize(
+    ("given", "served"),
+    [
+        ({}, ("signoff",)),
+        ({"SIGNOFF_TASK_QUEUE": "ops"}, ("ops",)),
+        ({"SIGNOFF_TASK_QUEUE": "ops", "SIGNOFF_SERVED_TASK_QUEUES": " ops, ops-eu ,"}, ("ops", "ops-eu")),
+        ({"SIGNOFF_SERVED_TASK_QUEUES": "*"}, ("*",)),
+    ],
+)
+def test_signers_sign_for_the_task_queue_workers_serve_unless_told_more(
+    given: dict[str, str], served: tuple[str, ...]
+) -> None:
+    assert Environment(given).served_task_queues() == served

@@ -34,6 +34,7 @@ from signoff.agent.builder import ChatClientAgent
 from signoff.agent.snapshot import NotifyPlan, SnapshotTool
 from signoff.approval.policy import DEFAULT_KEY, PolicyBook
 from signoff.approval.spent import DEFAULT_MAX_AGE as DEFAULT_SIGNATURE_MAX_AGE
+from signoff.approval.spent import RECORD_TYPE
 from signoff.chat.config import LLMConfig
 from signoff.config.environment import (
     APPROVER_KEYS_ENV,
@@ -43,6 +44,7 @@ from signoff.config.environment import (
     LOCAL_STATE_KEY,
     MAX_CACHED_WORKFLOWS_ENV,
     POLICY_FILE_ENV,
+    SIGNATURE_MAX_AGE_ENV,
     STATE_KEY_FILE_ENV,
     Environment,
 )
@@ -200,6 +202,12 @@ class WorkerSettings:
     def describe(self, agents: Mapping[str, ChatClientAgent] | None = None) -> list[str]:
         """Lines for the worker's start-up log (never a secret)."""
         lines = [self.verifier.describe() if self.verifier else "approver tokens: not configured"]
+        if self.verifier is not None:
+            hours = self.signature_max_age.total_seconds() / 3600
+            lines.append(
+                f"signed approvals: each spent once, in the server's records (workflow type {RECORD_TYPE}), "
+                f"honoured up to {hours:g} h after signing ({SIGNATURE_MAX_AGE_ENV}; at most the namespace's retention)"
+            )
         lines.append(self.deployment.describe() if self.deployment else "worker deployment: none (unversioned)")
         if self.max_cached_workflows is not None:
             lines.append(
