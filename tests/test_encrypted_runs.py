@@ -139,7 +139,10 @@ async def test_temporal_cli_decodes_through_the_codec_server(
     show = [str(find_temporal_binary()), "workflow", "show", "--address", address, "-w", handle.id, "-o", "json"]
     shown = payload_texts(await run(show))
     plaintext = {text for encoding, text in shown if encoding == "json/plain"}
-    assert plaintext == {'"default"', '["run_command"]', '"AwaitingApproval"'}  # search attributes only
+    patch = {'["signoff-draws-request-instances"]', '{"id":"signoff-draws-request-instances","deprecated":false}'}
+    # search attributes only, and the request-instance patch's marker (its id, in the marker and
+    # in `TemporalChangeVersion`, as the SDK writes every patch)
+    assert plaintext == {'"default"', '["run_command"]', '"AwaitingApproval"', *patch}
     references = [text for encoding, text in shown if encoding == "json/protobuf"]
     assert references and all('"driverName":"signoff.file"' in text for text in references)  # hashes of ciphertext
     decoded = payload_texts(await run([*show, "--codec-endpoint", f"http://127.0.0.1:{port}"]))
