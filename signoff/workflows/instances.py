@@ -16,7 +16,7 @@ and read `workflow.info().run_id` at its first task and at its second, then was 
   was the new run's in both, the replayed one before the reset point included.
 - `--type FirstWorkflowTask`: both uuid4 draws and the run id were new.
 
-So the seeded random numbers can repeat across a reset (a replayed event keeps the old seed,
+So the SDK's seeded draws can repeat across a reset (a replayed event keeps the old seed,
 and here even a re-run task did), and a request drawn from them could be approved again by the
 old signature; the run id changes with every reset, for every event the new run replays. The
 history length tells two turns of one run apart (it grows between workflow tasks; call ids are
