@@ -5,7 +5,8 @@
 - An in-process worker serving `default` (run_command) and `ops` (`deploy` under a verified
   policy for group `sre`, `restart` for anyone), verifying tokens with an HS256 secret that is
   also the inbox's signing key.
-- `signoff inbox` as a real process, trusting only the proxy at 127.0.0.2.
+- `signoff inbox` as a real process, trusting only the proxy at 127.0.0.2, and answering for
+  the proxy's address as its public one (`SIGNOFF_INBOX_URL`), as behind oauth2-proxy.
 - The "proxy": a TCP forwarder whose connections to the inbox come from 127.0.0.2. The
   browser sends the identity headers (as an authenticating proxy would add them); only what
   comes through the forwarder is believed.
@@ -146,7 +147,8 @@ class Stack:
 
 
 @contextlib.asynccontextmanager
-async def inbox_stack(tmp: Path) -> AsyncIterator[Stack]:
+async def inbox_stack(tmp: Path, **inbox_env: str) -> AsyncIterator[Stack]:
+    """The stack; `inbox_env`: more settings of the inbox process (`SIGNOFF_INBOX_SCOPE=mine`...)."""
     from playwright.async_api import async_playwright
 
     from tests.test_web_ui import CHROMIUM
@@ -171,6 +173,8 @@ async def inbox_stack(tmp: Path) -> AsyncIterator[Stack]:
                         SIGNOFF_INBOX_TRUSTED_PROXIES=f"{PROXY_ADDRESS}/32",
                         SIGNOFF_INBOX_SIGNING_KEY_FILE=secret,
                         SIGNOFF_TASK_QUEUE=queue,  # the runs it signs for: AgentRuns on the queue the worker serves
+                        SIGNOFF_INBOX_URL=f"http://127.0.0.1:{proxy_port}",
+                        **inbox_env,
                     ),
                 )
                 await inbox.wait_for_output("signoff: inbox on")

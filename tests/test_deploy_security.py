@@ -6,6 +6,7 @@ compose would run.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,11 +20,14 @@ from tests.test_deploy import ROOT, compose_command
 yaml = pytest.importorskip("yaml")
 
 
-def compose_config(directory: Path) -> dict[str, Any]:
+def compose_config(directory: Path, **env: str) -> dict[str, Any]:
     command = compose_command()
     if command is None:
         pytest.skip("neither `docker compose` nor `docker-compose` is installed")
-    out = subprocess.run([*command, "config"], cwd=directory, capture_output=True, text=True, check=False)
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("SIGNOFF_")} | env
+    out = subprocess.run(
+        [*command, "config"], cwd=directory, capture_output=True, text=True, check=False, env=environment
+    )
     assert out.returncode == 0, out.stderr
     config: dict[str, Any] = yaml.safe_load(out.stdout)
     return config
@@ -109,3 +113,16 @@ def test_the_inbox_trusts_only_its_proxy_which_signs_people_in_and_its_key_verif
     assert worker["environment"]["SIGNOFF_APPROVER_KEYS"] == key
     assert inbox["environment"]["SIGNOFF_PAYLOAD_STORE"] == worker["environment"]["SIGNOFF_PAYLOAD_STORE"]
     assert worker["environment"]["SIGNOFF_INBOX_URL"] == "http://localhost:4180"
+
+
+def test_the_public_inbox_address_is_one_setting_for_the_proxy_the_inbox_and_the_worker(tmp_path: Path) -> None:
+    """The inbox answers only the Host of SIGNOFF_INBOX_URL (and its own address): behind the proxy,
+    which passes the browser's Host on, that setting must be the proxy's public address."""
+    shutil.copy(ROOT / "docker-compose.yml", tmp_path)
+    services = compose_config(tmp_path, SIGNOFF_INBOX_URL="https://inbox.example.com")["services"]
+    inbox, proxy, worker = services["inbox"], services["oauth2-proxy"], services["worker"]
+    assert inbox["environment"]["SIGNOFF_INBOX_URL"] == "https://inbox.example.com"
+    assert worker["environment"]["SIGNOFF_INBOX_URL"] == "https://inbox.example.com"
+    assert "--redirect-url=https://inbox.example.com/oauth2/callback" in proxy["command"]
+    assert "--pass-host-header=true" in proxy["command"]
+    assert inbox["environment"]["SIGNOFF_INBOX_SCOPE"] == "all"

@@ -239,9 +239,13 @@ async def test_an_undecryptable_start_fails_the_run_and_an_undecryptable_signal_
 async def test_the_codec_server_speaks_the_protocol_with_cors_and_bearer_auth(keys: Path, tmp_path: Path) -> None:
     from signoff.runtime.codec import CodecKeys
     from signoff.runtime.codec_server import codec_app
+    from signoff.runtime.hosts import AllowedHosts
 
     token = "t" * 32
-    app = codec_app(CodecKeys.read(keys), origins=["http://localhost:8233"], token=token, namespaces=["default"])
+    hosts = AllowedHosts.of(("127.0.0.1", 8081), extra=["codec"])  # the name httpx sends below
+    app = codec_app(
+        CodecKeys.read(keys), hosts=hosts, origins=["http://localhost:8233"], token=token, namespaces=["default"]
+    )
     transport = httpx.ASGITransport(app=app)
     auth = {"Authorization": f"Bearer {token}", "X-Namespace": "default"}
     body = {"payloads": [{"metadata": {"encoding": "anNvbi9wbGFpbg=="}, "data": "eyJhIjogMX0="}]}

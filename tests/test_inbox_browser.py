@@ -47,6 +47,7 @@ async def test_a_call_appears_live_and_is_approved_with_an_edit_while_another_br
     await alice.get_by_text("Approve with edited arguments").click()
     await alice.locator("textarea[name=arguments]").fill(json.dumps({"command": "echo edited-call"}))
     await alice.get_by_role("button", name="Approve edited").click()
+    await alice.get_by_role("button", name="Send the edited approval").click()  # after the diff (test_inbox_shown.py)
     await alice.locator("tr.result.approved").wait_for(timeout=WAIT)
     await row(bob, "echo first-call").locator("td.state", has_text="approved by alice").wait_for(timeout=WAIT)
     result = await handle.result()

@@ -28,6 +28,9 @@ from tests.waiting import assert_eventually
             {"SIGNOFF_INBOX_SIGNING_KEY_FILE": "/nonexistent/inbox.key"},
             "SIGNOFF_INBOX_SIGNING_KEY_FILE",
         ),
+        (["--local-user", "alice"], {"SIGNOFF_INBOX_ALLOWED_HOSTS": "https://inbox.example.com"}, "no scheme"),
+        (["--local-user", "alice"], {"SIGNOFF_INBOX_ALLOWED_HOSTS": "*.example.com"}, "no scheme, path or wildcard"),
+        (["--local-user", "alice"], {"SIGNOFF_INBOX_SCOPE": "everyone"}, "must be all"),
     ],
 )
 async def test_the_inbox_will_not_serve_settings_that_cannot_work(

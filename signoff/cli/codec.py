@@ -8,6 +8,7 @@ decrypt (`runtime/codec_server.py`).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from typing import Any
 from urllib.parse import urlsplit
@@ -77,28 +78,40 @@ def cmd_codec_server(args: argparse.Namespace, env: Environment | None = None) -
     import uvicorn
 
     from signoff.runtime.codec_server import codec_app
+    from signoff.runtime.hosts import AllowedHosts, bound_socket
 
     env = env or Environment()
     try:
         keys = CodecKeys.from_env(env)
+        extra_hosts = env.inbox_allowed_hosts()
     except ConfigError as exc:
-        raise CommandError(str(exc)) from None
+        raise CommandError(str(exc), 2) from None
     if keys is None:
         raise CommandError(f"the codec server needs the workers' key file: set {CODEC_KEYS_ENV}", 2)
     allowed = origins(args.origin, env)
     token = read_token(args.auth_token_file or env.codec_server_token_file())
-    app = codec_app(keys, origins=allowed, token=token, namespaces=args.allow_namespace)
     endpoint = f"http://{args.host}:{args.port}"
-    print(
-        f"signoff: codec server on {endpoint} ({keys.describe()}; origins {', '.join(allowed)}; "
-        f"{'bearer token required' if token else 'no auth'})\n"
-        f"signoff: Web UI: temporal server start-dev --ui-codec-endpoint {endpoint} (or the UI's Codec Server "
-        f"setting); CLI: temporal workflow show --codec-endpoint {endpoint} ...",
-        flush=True,
-    )
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
-    except (OSError, SystemExit) as exc:  # the port is taken (uvicorn logs it and exits)
+        sock = bound_socket(args.host, args.port)
+    except OSError as exc:  # the port is taken, or the address is not this machine's
         print(f"signoff: the codec server could not listen on {endpoint}: {exc}", file=sys.stderr)
         return 1
+    with sock:
+        hosts = AllowedHosts.of(sock.getsockname()[:2], env.inbox_url(), extra_hosts)
+        app = codec_app(keys, hosts=hosts, origins=allowed, token=token, namespaces=args.allow_namespace)
+        print(
+            f"signoff: codec server on {endpoint} ({keys.describe()}; origins {', '.join(allowed)}; "
+            f"hosts {hosts.describe()}; {'bearer token required' if token else 'no auth'})\n"
+            f"signoff: Web UI: temporal server start-dev --ui-codec-endpoint {endpoint} (or the UI's Codec Server "
+            f"setting); CLI: temporal workflow show --codec-endpoint {endpoint} ...",
+            flush=True,
+        )
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", proxy_headers=False))
+        try:
+            asyncio.run(server.serve(sockets=[sock]))
+        except (OSError, SystemExit) as exc:
+            print(f"signoff: the codec server stopped serving on {endpoint}: {exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            return 130
     return 0

@@ -45,17 +45,20 @@ def _loopback(host: str) -> bool:
 
 
 def inbox_server(
-    client: Client, ctx: Context, host: str, port: int, local_user: str | None
+    client: Client, ctx: Context, sock: socket.socket, local_user: str | None
 ) -> tuple[uvicorn.Server, str]:
-    """The inbox for `ctx`'s namespace as a uvicorn server, not yet serving, and what it is.
+    """The inbox for `ctx`'s namespace as a uvicorn server for the bound `sock`, not yet
+    serving (`serve(sockets=[sock])`), and what it is.
 
     Raises:
-        CommandError: its settings cannot work (who is deciding, the signing key).
+        CommandError: its settings cannot work (who is deciding, the signing key, its hosts).
     """
     import uvicorn
 
     from signoff.inbox import InboxSigner, WhoIsAsking, inbox_app
+    from signoff.runtime.hosts import AllowedHosts
 
+    host, port = sock.getsockname()[:2]
     if local_user is not None and not _loopback(host):
         raise CommandError(
             f"--local-user is for one person on this machine: listen on 127.0.0.1, not {host} "
@@ -65,45 +68,47 @@ def inbox_server(
     try:
         who = WhoIsAsking.from_env(ctx.env, local_user)
         signer = InboxSigner.from_env(ctx.env)
+        hosts = AllowedHosts.of((host, port), inbox_root(ctx.env), ctx.env.inbox_allowed_hosts())
+        scope = ctx.env.inbox_scope()
     except ConfigError as exc:
         raise CommandError(str(exc), 2) from None
     app = inbox_app(
         client,
         who,
         signer,
+        hosts=hosts,
         namespace=ctx.settings.namespace,
         public_url=inbox_root(ctx.env),
         ui_root=ui_root(ctx.settings.address, ctx.ui_base, ctx.env),
+        scope=scope,
         served=ServedRuns(ctx.env.served_task_queues()),
     )
-    config = uvicorn.Config(
-        app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2, proxy_headers=False
-    )
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2, proxy_headers=False)
     queues = ", ".join(ctx.env.served_task_queues())
     signing = (
         f"{signer.describe()}, for AgentRun runs on task queue(s) {queues}"
         if signer
         else "no signing key: verified policies cannot be met from it"
     )
-    return uvicorn.Server(config), f"namespace {ctx.settings.namespace}; {who.describe()}; {signing}"
+    what = f"namespace {ctx.settings.namespace}; {who.describe()}; {signing}; scope {scope}; hosts {hosts.describe()}"
+    return uvicorn.Server(config), what
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
     """A socket bound to `host:port`, or to a free port when that one is taken."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    from signoff.runtime.hosts import bound_socket
+
     try:
-        sock.bind((host, port))
+        return bound_socket(host, port)
     except OSError:
-        sock.bind((host, 0))
-    return sock
+        return bound_socket(host, 0)
 
 
 @contextlib.asynccontextmanager
 async def inbox_beside(client: Client, ctx: Context, user: str) -> AsyncIterator[str]:
     """The inbox for `user` on 127.0.0.1 (port 8765, or a free one) while the block runs; its URL."""
     sock = listening_socket("127.0.0.1", DEFAULT_PORT)
-    server, _ = inbox_server(client, ctx, "127.0.0.1", sock.getsockname()[1], user)
+    server, _ = inbox_server(client, ctx, sock, user)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
@@ -116,20 +121,33 @@ async def inbox_beside(client: Client, ctx: Context, user: str) -> AsyncIterator
 
 async def cmd_inbox(args: argparse.Namespace, ctx: Context) -> int:
     """Serve until interrupted."""
+    from signoff.runtime.hosts import bound_socket
+
     client = await ctx.connect()
-    server, what = inbox_server(client, ctx, args.host, args.port, args.local_user)
-    public = inbox_root(ctx.env)
-    url = public or f"http://{args.host}:{args.port}"
-    print(
-        f"signoff: inbox on {url} ({what})"
-        + ("" if public else f"\nsignoff: set {INBOX_URL_ENV}={url} for workers and the CLI to link to it"),
-        flush=True,
-    )
     try:
-        await server.serve()
-    except (OSError, SystemExit) as exc:  # the port is taken (uvicorn logs it and exits)
+        sock = bound_socket(args.host, args.port)
+    except OSError as exc:  # the port is taken, or the address is not this machine's
         print(f"signoff: the inbox could not listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
-    except asyncio.CancelledError:
-        return 130
+    with sock:
+        server, what = inbox_server(client, ctx, sock, args.local_user)
+        public = inbox_root(ctx.env)
+        url = public or f"http://{_url_host(args.host)}:{sock.getsockname()[1]}"
+        print(
+            f"signoff: inbox on {url} ({what})"
+            + ("" if public else f"\nsignoff: set {INBOX_URL_ENV}={url} for workers and the CLI to link to it"),
+            flush=True,
+        )
+        try:
+            await server.serve(sockets=[sock])
+        except (OSError, SystemExit) as exc:
+            print(f"signoff: the inbox stopped serving on {args.host}:{args.port}: {exc}", file=sys.stderr)
+            return 1
+        except asyncio.CancelledError:
+            return 130
     return 0 if server.started else 1
+
+
+def _url_host(host: str) -> str:
+    """`host` as a URL names it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host

@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from pydantic import ValidationError
 
@@ -114,6 +114,8 @@ INBOX_USER_HEADER_ENV = "SIGNOFF_INBOX_USER_HEADER"
 INBOX_GROUPS_HEADER_ENV = "SIGNOFF_INBOX_GROUPS_HEADER"
 INBOX_SIGNING_KEY_FILE_ENV = "SIGNOFF_INBOX_SIGNING_KEY_FILE"
 INBOX_SIGNING_KID_ENV = "SIGNOFF_INBOX_SIGNING_KID"
+INBOX_ALLOWED_HOSTS_ENV = "SIGNOFF_INBOX_ALLOWED_HOSTS"
+INBOX_SCOPE_ENV = "SIGNOFF_INBOX_SCOPE"
 
 DATA_DIR = Path(".signoff")
 """The embedded dev server's directory (owner-only), relative to the worker's: its database,
@@ -571,6 +573,73 @@ class Environment:
         """`SIGNOFF_INBOX_SIGNING_KEY_FILE` with `SIGNOFF_INBOX_SIGNING_KID`; None when unset."""
         path = self._text(INBOX_SIGNING_KEY_FILE_ENV)
         return KeyFile(path, self._given(INBOX_SIGNING_KID_ENV)) if path else None
+
+    def inbox_allowed_hosts(self) -> tuple[str, ...]:
+        """`SIGNOFF_INBOX_ALLOWED_HOSTS`: more `Host` names the inbox and the codec server answer
+        for (`inbox.example.com, inbox.internal:8765`), lower case; none by default.
+
+        Raises:
+            ConfigError: an entry is not a host name or address with an optional port.
+        """
+        return tuple(parse_host(entry) for entry in self._text(INBOX_ALLOWED_HOSTS_ENV).split(",") if entry.strip())
+
+    def inbox_scope(self) -> Literal["all", "mine"]:
+        """`SIGNOFF_INBOX_SCOPE`: `all` (every waiting call of the namespace, the default) or
+        `mine` (only the calls the viewer may decide).
+
+        Raises:
+            ConfigError: any other value.
+        """
+        scope = self._text(INBOX_SCOPE_ENV).lower() or "all"
+        if scope not in ("all", "mine"):
+            raise ConfigError(
+                f"{INBOX_SCOPE_ENV} must be all (every waiting call) or mine (the calls the viewer may decide), "
+                f"got {self._text(INBOX_SCOPE_ENV)!r}"
+            )
+        return "mine" if scope == "mine" else "all"
+
+
+_HOST_NAME = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*")
+_PORT = re.compile(r"[0-9]{1,5}")
+
+
+def host_value(text: str) -> str | None:
+    """`Inbox.Example.com.:8765` as `inbox.example.com:8765`: a `Host` value in one spelling (a
+    name, an IPv4 address or a bracketed IPv6 address, lower case, no trailing dot, with an
+    optional port), or None when `text` is none (a URL, a pattern, a bare IPv6 address...)."""
+    host = text.strip().lower()
+    if host.startswith("["):
+        name, _, rest = host.partition("]")
+        try:
+            name = f"[{ipaddress.IPv6Address(name[1:]).compressed}]"
+        except ValueError:
+            return None
+        if rest and not rest.startswith(":"):
+            return None
+        port = rest[1:] if rest else None
+    else:
+        name, colon, given = host.partition(":")
+        name, port = name.rstrip("."), given if colon else None
+        if not _HOST_NAME.fullmatch(name):
+            return None
+    if port is not None and not (_PORT.fullmatch(port) and 0 < int(port) < 65536):
+        return None
+    return name if port is None else f"{name}:{int(port)}"
+
+
+def parse_host(entry: str) -> str:
+    """`entry` as `host_value` spells it.
+
+    Raises:
+        ConfigError: `entry` is not a host name or address with an optional port.
+    """
+    value = host_value(entry)
+    if value is None:
+        raise ConfigError(
+            f"{INBOX_ALLOWED_HOSTS_ENV}: {entry.strip()!r} is not a host name with an optional port "
+            "(e.g. inbox.example.com or inbox.internal:8765; no scheme, path or wildcard; IPv6 in brackets)"
+        )
+    return value
 
 
 def read_duration(text: str) -> timedelta:

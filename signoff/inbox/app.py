@@ -4,44 +4,56 @@
 | --- | --- |
 | `GET /` | the waiting calls (filters `agent`, `tool`, `run`, `sort=newest|deadline`; `page`) |
 | `GET /call?run=RUN&id=CALL` | one call whole: arguments, preview, policy, transcript, actions |
-| `POST /call/decide` | approve (maybe edited, maybe granting) or deny one call |
+| `POST /call/decide` | approve (maybe edited: a diff to confirm first, maybe granting) or deny one call |
 | `POST /decide` | approve or deny a selection, call by call |
 | `GET /events` | server-sent events: the state of the waiting calls, on each change |
 | `GET /rows?key=...` | rows of the list for calls that just arrived (the page's script asks) |
+| `GET /favicon.ico`, `GET /static/...`, `GET /healthz` | the inbox's own files; `ok` |
+
+Every request first passes the `Host` check (`signoff.runtime.hosts`: 421 for a name the inbox
+does not answer for; `/healthz` answers any). `scope` (`signoff.inbox.scope`) limits what each
+viewer sees; `opened` (`signoff.inbox.seen`) what they may decide in bulk.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 import time
 from argparse import ArgumentTypeError
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from temporalio.client import Client
 
 from signoff.approval.derived import ServedRuns
+from signoff.approval.digest import arguments_digest
+from signoff.approval.names import same_name
 from signoff.approval.requests import GrantSpec
+from signoff.cli.edits import schema_problem, tool_schema
 from signoff.cli.talk import CommandError
 from signoff.cli.token import parse_duration
-from signoff.inbox.calls import Decided, Filters, WaitingCall, call_key, call_view, list_page
-from signoff.inbox.decide import Action, Decisions, Result, Target
+from signoff.inbox.calls import CallView, Decided, Filters, WaitingCall, call_key, call_view, list_page, run_calls
+from signoff.inbox.decide import Action, Decisions, Result, Screen, Target
 from signoff.inbox.guard import CSRF_FIELD, CSRF_HEADER, Guard, SecurityHeaders
-from signoff.inbox.live import Watcher, event_stream
+from signoff.inbox.live import MAX_STREAMS_PER_VIEWER, HeldStream, StreamSlots, Visible, Watcher, event_stream
+from signoff.inbox.scope import Scope, ScopeName
+from signoff.inbox.seen import Opened
 from signoff.inbox.signer import InboxSigner
-from signoff.inbox.view import HERE, environment
+from signoff.inbox.view import HERE, arguments_diff, environment
 from signoff.inbox.who import Viewer, WhoIsAsking
 from signoff.runtime.codec_server import read_body
+from signoff.runtime.hosts import AllowedHosts, HostCheck
 
 MAX_FORM_BYTES = 4 * 1024 * 1024
 """Edited arguments may be large; a form past this is refused unread."""
@@ -60,6 +72,9 @@ class Inbox:
     guard: Guard
     namespace: str
     ui_root: str | None = None
+    scope: Scope = field(default_factory=Scope)
+    opened: Opened = field(default_factory=Opened)
+    streams: StreamSlots = field(default_factory=StreamSlots)
 
 
 def inbox_app(
@@ -67,11 +82,14 @@ def inbox_app(
     who: WhoIsAsking,
     signer: InboxSigner | None = None,
     *,
+    hosts: AllowedHosts,
     namespace: str = "default",
     public_url: str | None = None,
     ui_root: str | None = None,
     poll_seconds: float = 1.0,
     served: ServedRuns | None = None,
+    scope: ScopeName = "all",
+    streams_per_viewer: int = MAX_STREAMS_PER_VIEWER,
 ) -> Starlette:
     """The inbox for the runs of `client`'s namespace.
 
@@ -79,20 +97,27 @@ def inbox_app(
         who: how to tell who is asking (trusted proxy headers, or the local user).
         signer: the inbox's signing key: each decision then carries a bound token (None:
             decisions name the viewer as `approver`, and verified policies cannot be met).
-        public_url: where people reach the inbox (`SIGNOFF_INBOX_URL`), for origin checks.
+        hosts: the `Host` values it answers for (`AllowedHosts.of` its socket, the public
+            URL and `SIGNOFF_INBOX_ALLOWED_HOSTS`); a browser's `Origin` must name one too.
+        public_url: where people reach the inbox (`SIGNOFF_INBOX_URL`): `https` makes its
+            cookie `Secure`.
         ui_root: the Temporal Web UI, for links to runs.
         poll_seconds: how often the waiting calls are listed while a page listens.
         served: the runs the inbox signs for (`AgentRun`s on these task queues; default the
             `signoff` queue; `SIGNOFF_SERVED_TASK_QUEUES`).
+        scope: `all` (every waiting call) or `mine` (the calls each viewer may decide).
+        streams_per_viewer: event streams one viewer may hold open at once.
     """
     inbox = Inbox(
         client,
         who,
         Decisions(client, signer, served),
         Watcher(client, poll_seconds),
-        Guard(public_url),
+        Guard(hosts, public_url),
         namespace,
         ui_root,
+        Scope(scope, signer is not None),
+        streams=StreamSlots(streams_per_viewer),
     )
     pages = Pages(inbox)
     routes = [
@@ -103,9 +128,11 @@ def inbox_app(
         Route("/decide", pages.decide_selection, methods=["POST"]),
         Route("/events", pages.events, methods=["GET"]),
         Route("/healthz", lambda request: PlainTextResponse("ok\n"), methods=["GET"]),
+        Route("/favicon.ico", lambda request: FileResponse(HERE / "static" / "favicon.ico"), methods=["GET"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)])
+    middleware = [Middleware(SecurityHeaders), Middleware(HostCheck, hosts=hosts, open_paths=["/healthz"])]
+    app = Starlette(routes=routes, middleware=middleware)
     app.state.inbox = inbox
     return app
 
@@ -121,6 +148,21 @@ class Pages:
         who = self.inbox.who
         headers = {name: request.headers.getlist(name) for name in (who.user_header, who.groups_header)}
         return who.viewer(request.client.host if request.client else None, headers)
+
+    def visible(self, viewer: Viewer) -> Visible | None:
+        """Which calls `viewer` sees (None: all of them)."""
+        scope = self.inbox.scope
+        return None if scope.name == "all" else functools.partial(_shown_to, scope, viewer)
+
+    def screen(self, viewer: Viewer, bulk: bool) -> Screen:
+        """The inbox's own refusals of a decision: a call the viewer cannot see, and, in bulk,
+        a call its list row cuts that they have not opened."""
+        scope, opened = self.inbox.scope, self.inbox.opened
+
+        def check(call: WaitingCall) -> str | None:
+            return scope.refusal(call, viewer) or (opened.refusal(viewer.name, call) if bulk else None)
+
+        return check
 
     def page(
         self, request: Request, template: str, viewer: Viewer | None, status: int = 200, **context: Any
@@ -151,38 +193,30 @@ class Pages:
         filters = Filters.of(**{k: request.query_params.get(k, "") for k in ("agent", "tool", "run", "sort")})
         token = _page_token(request.query_params.get("page", ""))
         listed_at = time.time()
+        context: dict[str, Any] = {"filters": filters, "listed_at": listed_at, "next_page": None}
         try:
             page = await list_page(self.inbox.client, filters, token)
         except CommandError as exc:
             return self.page(
-                request,
-                "list.html",
-                viewer,
-                503,
-                rows=[],
-                filters=filters,
-                problem=str(exc),
-                next_page=None,
-                silent=[],
-                decided=[],
-                listed_at=listed_at,
+                request, "list.html", viewer, 503, rows=[], problem=str(exc), silent=[], decided=[], **context
             )
-        next_page = None
         if page.next_token:
-            next_page = "?" + urlencode({**filters.params(), "page": base64.urlsafe_b64encode(page.next_token)})
-        watcher = self.inbox.watcher
-        decided = [(key, d) for key, d in reversed(watcher.decided.items())][:20]
+            context["next_page"] = "?" + urlencode(
+                {**filters.params(), "page": base64.urlsafe_b64encode(page.next_token)}
+            )
+        visible = self.visible(viewer)
+        calls = [c for c in page.calls if visible is None or visible(c)]
+        decided = list(reversed(self.inbox.watcher.recently_decided(visible)))[:20]
+        silent = page.silent if visible is None else []  # whose runs they are, nobody can tell
         return self.page(
             request,
             "list.html",
             viewer,
-            rows=self._rows(page.calls, viewer),
-            filters=filters,
+            rows=self._rows(calls, viewer),
             problem=None,
-            next_page=next_page,
-            silent=page.silent,
+            silent=silent,
             decided=decided,
-            listed_at=listed_at,
+            **context,
         )
 
     def _rows(self, calls: list[WaitingCall], viewer: Viewer) -> list[dict[str, Any]]:
@@ -192,6 +226,7 @@ class Pages:
                 "call": c,
                 "refusal": decisions.refusal(c, viewer),
                 "deny_refusal": decisions.refusal(c, viewer, approving=False),
+                "cut": self.inbox.opened.unseen(viewer.name, c),
                 "target": json.dumps([c.workflow_id, c.request.call_id, c.request.arguments_digest]),
             }
             for c in calls
@@ -204,8 +239,9 @@ class Pages:
             return PlainTextResponse("not for you" if viewer is None else problem, status_code=403)
         keys = set(request.query_params.getlist("key")[:200])
         filters = Filters.of(**{k: request.query_params.get(k, "") for k in ("agent", "tool", "run", "sort")})
-        waiting = self.inbox.watcher.waiting or {}
-        calls = filters.order([waiting[k] for k in keys if k in waiting and filters.admits(waiting[k])])
+        waiting, visible = self.inbox.watcher.waiting or {}, self.visible(viewer)
+        calls = [waiting[k] for k in keys if k in waiting and filters.admits(waiting[k])]
+        calls = filters.order([c for c in calls if visible is None or visible(c)])
         return self.page(request, "rows.html", viewer, rows=self._rows(calls, viewer))
 
     async def call(self, request: Request) -> Response:
@@ -217,16 +253,13 @@ class Pages:
             return PlainTextResponse("name the call: /call?run=RUN&id=CALL", status_code=400)
         listed_at = time.time()
         view = await call_view(self.inbox.client, run, call_id)
+        if not self._may_see(view, viewer):
+            view = CallView(run, call_id, None, problem=f"no call {call_id!r} waits for you in run {run!r}")
+            return self.page(request, "call.html", viewer, 404, **_call_context(view, listed_at))
         decisions = self.inbox.decisions
-        context: dict[str, Any] = {
-            "view": view,
-            "refusal": None,
-            "deny_refusal": None,
-            "may_edit": False,
-            "key": "",
-            "listed_at": listed_at,
-        }
+        context = _call_context(view, listed_at)
         if view.call is not None:
+            self.inbox.opened.note(viewer.name, view.call)  # served whole: from now on, seen
             context.update(
                 refusal=decisions.refusal(view.call, viewer),
                 key=view.call.key,
@@ -234,6 +267,22 @@ class Pages:
                 may_edit=decisions.may_edit(view.call.request),
             )
         return self.page(request, "call.html", viewer, 200 if view.problem is None else 503, **context)
+
+    def _may_see(self, view: CallView, viewer: Viewer) -> bool:
+        """Whether the call page may show `view` to `viewer` (under `mine`: a call they may
+        decide, or one they could see or decided, once it no longer waits)."""
+        visible = self.visible(viewer)
+        if visible is None or view.problem is not None:
+            return True
+        if view.call is not None:
+            return visible(view.call)
+        known = [
+            c
+            for c in self.inbox.watcher.known.values()
+            if (c.workflow_id, c.request.call_id) == (view.workflow_id, view.call_id)
+        ]
+        decided_by_them = view.decided is not None and same_name(view.decided.approver, viewer.name)
+        return decided_by_them or any(visible(c) for c in known)
 
     async def _form(self, request: Request) -> tuple[Viewer, dict[str, list[str]]] | Response:
         viewer = self.viewer(request)
@@ -262,7 +311,50 @@ class Pages:
             return self._results(request, viewer, [Result(target, "refused", str(exc))] if target else [], 400)
         if target is None:
             return PlainTextResponse("name the call: run, id and digest", status_code=400)
-        return self._results(request, viewer, [await self.inbox.decisions.decide(viewer, target, action)])
+        if action.arguments is not None:
+            if _one(form, "confirmed") != "1":
+                return await self._confirm_edit(request, viewer, target, action)
+            if _one(form, "edited_digest") != arguments_digest(action.arguments):
+                problem = "the edited arguments are not the ones the confirmation showed: nothing was sent; edit again"
+                return self._results(request, viewer, [Result(target, "refused", problem)], 400)
+        screen = self.screen(viewer, bulk=False)
+        return self._results(request, viewer, [await self.inbox.decisions.decide(viewer, target, action, screen)])
+
+    async def _confirm_edit(self, request: Request, viewer: Viewer, target: Target, action: Action) -> Response:
+        """Edited arguments, before anything is sent: the diff against the model's, to confirm
+        (or the reason they cannot be sent: the call changed, the schema, the policy)."""
+        assert action.arguments is not None
+        try:
+            calls = await run_calls(self.inbox.client, target.workflow_id)
+        except CommandError as exc:
+            return self._results(request, viewer, [Result(target, "refused", str(exc))])
+        call = next(
+            (c for c in calls if (c.request.call_id, c.request.arguments_digest) == (target.call_id, target.digest)),
+            None,
+        )
+        if call is None or (problem := self.screen(viewer, bulk=False)(call)) is not None:
+            problem = f"call {target.call_id!r} does not wait as you saw it: nothing was sent; open it again"
+            return self._results(request, viewer, [Result(target, "refused", problem)])
+        if call.request.arguments == action.arguments:  # nothing edited: the approval of what was shown
+            decided = await self.inbox.decisions.decide(viewer, target, action, self.screen(viewer, bulk=False))
+            return self._results(request, viewer, [decided])
+        decisions = self.inbox.decisions
+        schema = await tool_schema(self.inbox.client, target.workflow_id, call.request.name)
+        problem = decisions.refusal(call, viewer) or schema_problem(schema, action.arguments)
+        if problem is None and not decisions.may_edit(call.request):
+            problem = f"call {target.call_id!r}: its arguments cannot be edited (a quorum decides it)"
+        if problem is not None:
+            return self._results(request, viewer, [Result(target, "refused", problem, call.request.name)])
+        return self.page(
+            request,
+            "confirm.html",
+            viewer,
+            call=call,
+            diff=arguments_diff(call.request.arguments, action.arguments),
+            edited=json.dumps(action.arguments, ensure_ascii=True),  # exact, and one line in an attribute
+            edited_digest=arguments_digest(action.arguments),
+            reason=action.reason or "",
+        )
 
     async def decide_selection(self, request: Request) -> Response:
         got = await self._form(request)
@@ -276,7 +368,8 @@ class Pages:
             action = _action(form, single=False)
         except ValueError as exc:
             return self._results(request, viewer, [Result(t, "refused", str(exc)) for t in targets], 400)
-        return self._results(request, viewer, await self.inbox.decisions.decide_all(viewer, targets, action))
+        screen = self.screen(viewer, bulk=True)
+        return self._results(request, viewer, await self.inbox.decisions.decide_all(viewer, targets, action, screen))
 
     def _results(self, request: Request, viewer: Viewer, results: list[Result], status: int = 200) -> Response:
         verified = " (verified)" if self.inbox.decisions.signer is not None else ""
@@ -293,9 +386,35 @@ class Pages:
         viewer = self.viewer(request)
         if viewer is None or (problem := self.inbox.guard.read_problem(request)) is not None:
             return PlainTextResponse("not for you" if viewer is None else problem, status_code=403)
-        return StreamingResponse(
-            event_stream(self.inbox.watcher), media_type="text/event-stream", headers={"x-accel-buffering": "no"}
-        )
+        slots = self.inbox.streams
+        if not slots.take(viewer.name):
+            return PlainTextResponse(
+                f"{viewer.name} has {slots.per_viewer} live pages of this inbox open already (at most "
+                f"{slots.per_viewer} each): close some, then reload this one",
+                status_code=429,
+            )
+        stream = event_stream(self.inbox.watcher, self.visible(viewer))
+        return HeldStream(stream, functools.partial(slots.give_back, viewer.name))
+
+
+def _shown_to(scope: Scope, viewer: Viewer, call: WaitingCall) -> bool:
+    return scope.shows(call, viewer)
+
+
+def _call_context(view: CallView, listed_at: float) -> dict[str, Any]:
+    return {
+        "view": view,
+        "refusal": None,
+        "deny_refusal": None,
+        "may_edit": False,
+        "key": "",
+        "listed_at": listed_at,
+        "decided_diff": (
+            arguments_diff(view.decided.arguments, view.decided.edited_arguments)
+            if view.decided is not None and view.decided.edited_arguments is not None
+            else None
+        ),
+    }
 
 
 def _one(form: dict[str, list[str]], name: str) -> str:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import TypeAdapter
 from temporalio.client import Client
@@ -172,12 +172,21 @@ async def every_waiting_call(client: Client, limit: int) -> tuple[list[WaitingCa
 
 @dataclass(frozen=True)
 class Decided:
-    """How a call that no longer waits was settled (`text`: `approved by alice (verified)`)."""
+    """How a call that no longer waits was settled (`text`: `approved by alice (verified)`).
+
+    Attributes:
+        arguments, edited_arguments: the model's arguments and, when the approval edited
+            them, the ones that ran instead (from the audit record; None when unknown).
+        approver: who decided (the audit record's approver; None for a timeout or unknown).
+    """
 
     text: str
     approved: bool | None = None
     reason: str | None = None
     at: datetime | None = None
+    arguments: Any = None
+    edited_arguments: dict[str, Any] | None = None
+    approver: str | None = None
 
     @classmethod
     def of(cls, record: ApprovalRecord) -> Decided:
@@ -185,22 +194,32 @@ class Decided:
         if record.timed_out:
             verb = f"timed out ({'approved' if record.approved else 'denied'} by its policy)"
         by = decided_by(record)
+        text = f"{verb} by {by}" if by and not record.timed_out else verb
+        edited = " with edited arguments" if record.approved and record.edited_arguments is not None else ""
         return cls(
-            f"{verb} by {by}" if by and not record.timed_out else verb,
+            text + edited,
             record.approved,
             record.reason,
             record.decided_at,
+            record.arguments,
+            record.edited_arguments if record.approved else None,
+            None if record.timed_out else record.approver,
         )
 
 
-async def how_decided(client: Client, workflow_id: str, call_id: str, digest: str) -> Decided:
-    """The audit record of a call that was decided, or what is known when there is none."""
+async def how_decided(client: Client, workflow_id: str, call_id: str, digest: str | None) -> Decided:
+    """The audit record of a call that was decided, or what is known when there is none.
+
+    Args:
+        digest: the arguments digest of the call as it was seen (a record of the same call id
+            for other arguments is another call); None: the latest record of that call id.
+    """
     try:
         trail = await talk.audit_trail(client.get_workflow_handle(workflow_id))
     except CommandError as exc:
         return Decided(f"no longer waiting ({exc})")
     for record in reversed(trail.records):
-        if record.call_id == call_id and record.arguments_digest in ("", digest):
+        if record.call_id == call_id and (digest is None or record.arguments_digest in ("", digest)):
             return Decided.of(record)
     return Decided("no longer waiting (the run moved on without a decision on record: cancelled or changed)")
 
@@ -230,7 +249,7 @@ async def call_view(client: Client, workflow_id: str, call_id: str) -> CallView:
     call = next((c for c in calls if c.request.call_id == call_id), None)
     schema = await tool_schema(client, workflow_id, call.request.name) if call else None
     transcript, earlier = await recent_transcript(handle)
-    decided = None if call else await how_decided(client, workflow_id, call_id, "")
+    decided = None if call else await how_decided(client, workflow_id, call_id, None)
     return CallView(workflow_id, call_id, call, schema, transcript, earlier, decided)
 
 

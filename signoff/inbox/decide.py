@@ -17,7 +17,7 @@ claim is derived from the call on the page and the server's description of the r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -37,6 +37,8 @@ from signoff.inbox.signer import InboxSigner
 from signoff.inbox.who import Viewer
 
 Outcome = Literal["approved", "denied", "vote", "refused"]
+Screen = Callable[[WaitingCall], "str | None"]
+"""The inbox's own reason not to decide a call as it waits now (None: decide it)."""
 
 
 @dataclass(frozen=True)
@@ -102,14 +104,21 @@ class Decisions:
     def may_edit(self, request: ToolApprovalRequest) -> bool:
         return request.policy.quorum <= 1 and isinstance(request.arguments, dict)
 
-    async def decide(self, viewer: Viewer, target: Target, action: Action) -> Result:
-        """Decide one call as `viewer` saw it; a refusal is a result, never an exception."""
+    async def decide(self, viewer: Viewer, target: Target, action: Action, screen: Screen | None = None) -> Result:
+        """Decide one call as `viewer` saw it; a refusal is a result, never an exception.
+
+        Args:
+            screen: refuses the call as it waits now for a reason of the inbox's (what the
+                viewer may see, what they opened), before anything is sent.
+        """
         try:
             call = await self._current(target)
         except CommandError as exc:
             return Result(target, "refused", str(exc))
         if isinstance(call, str):
             return Result(target, "refused", call)
+        if screen is not None and (problem := screen(call)) is not None:
+            return Result(target, "refused", problem)
         try:
             response = await self._response(viewer, call, action)
         except SigningRefused as exc:
@@ -123,7 +132,9 @@ class Decisions:
         outcome = next((d.outcome for d in ack.decided if d.call_id == target.call_id), "approved")
         return Result(target, _outcome(outcome), _said(outcome, response), call.request.name)
 
-    async def decide_all(self, viewer: Viewer, targets: Sequence[Target], action: Action) -> list[Result]:
+    async def decide_all(
+        self, viewer: Viewer, targets: Sequence[Target], action: Action, screen: Screen | None = None
+    ) -> list[Result]:
         """Decide exactly `targets`, each bound to its digest; one result each, in order.
 
         The calls of one run are decided one after the other (a run takes a few updates at
@@ -134,7 +145,7 @@ class Decisions:
             runs.setdefault(target.workflow_id, []).append(target)
 
         async def one_run(calls: list[Target]) -> list[Result]:
-            return [await self.decide(viewer, t, action) for t in calls]
+            return [await self.decide(viewer, t, action, screen) for t in calls]
 
         answers = await bounded([lambda c=c: one_run(c) for c in runs.values()])  # type: ignore[misc]
         results: dict[Target, Result] = {}

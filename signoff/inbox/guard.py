@@ -6,8 +6,12 @@
   browser's id, but never with another site's POST) and the viewer's name. Another site can
   neither read the token nor send the cookie with a form; a token taken from one person's
   page is worthless for another person.
-  A POST whose `Origin` names another host, or that the browser marks as cross-site
-  (`Sec-Fetch-Site`), is refused as well.
+  A POST whose `Origin` names a host the inbox does not answer for, or that the browser marks
+  as cross-site (`Sec-Fetch-Site`), is refused as well.
+- **Hosts**: a request whose `Host` is not the inbox's own (its listening address, the host of
+  `SIGNOFF_INBOX_URL`, `SIGNOFF_INBOX_ALLOWED_HOSTS`) never reaches a route: 421
+  (`signoff.runtime.hosts`). `Origin` is checked against that same list, never against the
+  request's `Host`, which a DNS-rebinding page chose.
 - **Reads** that are not pages (the event stream, row fragments) are refused when the
   browser says another site asks, and carry no CORS headers, so no other origin can read them.
 - **Every response** forbids framing (clickjacking), inline and foreign scripts (CSP
@@ -25,6 +29,8 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from signoff.runtime.hosts import AllowedHosts
 
 COOKIE = "signoff_inbox"
 CSRF_FIELD = "csrf"
@@ -44,15 +50,15 @@ class Guard:
     """CSRF tokens and origin checks.
 
     Args:
-        public_url: the inbox's address as people reach it (`SIGNOFF_INBOX_URL`), whose
-            host a browser's `Origin` may name besides the request's own `Host`.
+        hosts: the hosts the inbox answers for: a browser's `Origin` must name one of them.
+        public_url: the inbox's address as people reach it (`SIGNOFF_INBOX_URL`): with
+            `https`, the browser's cookie is `Secure`.
     """
 
-    def __init__(self, public_url: str | None = None, key: bytes | None = None) -> None:
+    def __init__(self, hosts: AllowedHosts, public_url: str | None = None, key: bytes | None = None) -> None:
         self._key = key or secrets.token_bytes(32)
-        parts = urlsplit(public_url or "")
-        self.public_host = parts.netloc.lower() or None
-        self.secure = parts.scheme == "https"
+        self.hosts = hosts
+        self.secure = urlsplit(public_url or "").scheme == "https"
 
     def browser(self, request: Request) -> tuple[str, bool]:
         """This browser's id (its cookie), and whether it is new (to be set on the response)."""
@@ -81,10 +87,8 @@ class Guard:
         if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
             return "requests from other sites are refused"
         origin = request.headers.get("origin")
-        if origin is not None:
-            host = urlsplit(origin).netloc.lower()
-            if host not in {request.headers.get("host", "").lower(), self.public_host}:
-                return "requests from other sites are refused"
+        if origin is not None and not self.hosts.admits_origin(origin):
+            return "requests from other sites are refused"
         return None
 
 

@@ -8,6 +8,12 @@ query), with when the scan began. Each message is the whole state, not a change:
 gets it at once and reconciles, so nothing is lost (calls that came meanwhile appear) and
 nothing is resurrected (a call decided meanwhile shows as decided, by whom). A page
 ignores a state older than itself (a call it lists may be newer than that scan).
+
+Under `SIGNOFF_INBOX_SCOPE=mine` each listener gets the state of the calls it may see: the
+waiting calls it may decide, and how the calls it could see were decided (`known`).
+
+A viewer may hold at most `MAX_STREAMS_PER_VIEWER` streams open at once (a tab each): one more
+is refused with 429 and a plain message, so nobody the inbox knows can tie it up with streams.
 """
 
 from __future__ import annotations
@@ -17,12 +23,15 @@ import contextlib
 import functools
 import json
 import time
-from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections import Counter, OrderedDict
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 from temporalio.client import Client
 
+from signoff.approval.names import name_key
 from signoff.cli.bulk import bounded
 from signoff.cli.talk import CommandError
 from signoff.inbox.calls import Decided, WaitingCall, every_waiting_call, how_decided
@@ -33,6 +42,11 @@ WATCHED = 5000
 """The most waiting calls the watcher follows (the list itself pages through any number)."""
 KEEPALIVE_SECONDS = 15.0
 FRESH_SECONDS = 0.2
+MAX_STREAMS_PER_VIEWER = 8
+"""Event streams one viewer may hold open at once (one per open tab; browsers allow six
+connections to a host over HTTP/1.1 anyway)."""
+Visible = Callable[[WaitingCall], bool]
+"""Which calls a listener may see (None: all)."""
 
 
 class Watcher:
@@ -42,10 +56,13 @@ class Watcher:
         self.client, self.interval, self.limit = client, interval, limit
         self.waiting: dict[str, WaitingCall] | None = None
         self.decided: OrderedDict[str, Decided] = OrderedDict()
+        self.known: OrderedDict[str, WaitingCall] = OrderedDict()
+        """Calls seen waiting, the latest `DECIDED_KEPT` more than the watched ones: who may
+        see how they were decided."""
         self.problem: str | None = None
         self.scanned_at = 0.0
         """When the last scan started (seconds since 1970): a page rendered later knows more."""
-        self._listeners: set[asyncio.Queue[dict[str, Any]]] = set()
+        self._listeners: dict[asyncio.Queue[dict[str, Any]], Visible | None] = {}
         self._task: asyncio.Task[None] | None = None
         self._scan_lock = asyncio.Lock()
 
@@ -56,19 +73,34 @@ class Watcher:
         while len(self.decided) > DECIDED_KEPT:
             self.decided.popitem(last=False)
 
-    def state(self) -> dict[str, Any]:
-        """The whole state: waiting keys with their votes, the decided with how; all inert."""
+    def recently_decided(self, visible: Visible | None = None) -> list[tuple[str, Decided]]:
+        """How calls that stopped waiting were decided, oldest first (those `visible` may see)."""
         waiting = self.waiting or {}
+        return [
+            (key, d)
+            for key, d in self.decided.items()
+            if key not in waiting and (visible is None or (key in self.known and visible(self.known[key])))
+        ]
+
+    def state(self, visible: Visible | None = None) -> dict[str, Any]:
+        """The whole state (of the calls `visible` may see): waiting keys with their votes, the
+        decided with how; all inert."""
+        waiting = {k: c for k, c in (self.waiting or {}).items() if visible is None or visible(c)}
         return {
             "waiting": {key: len(call.request.votes) for key, call in waiting.items()},
             "decided": {
-                key: {"text": neutralise(d.text), "approved": d.approved}
-                for key, d in self.decided.items()
-                if key not in waiting
+                key: {"text": neutralise(d.text), "approved": d.approved} for key, d in self.recently_decided(visible)
             },
             "problem": self.problem,
             "at": self.scanned_at,
         }
+
+    def _know(self, calls: dict[str, WaitingCall]) -> None:
+        for key, call in calls.items():
+            self.known[key] = call
+            self.known.move_to_end(key)
+        while len(self.known) > len(calls) + DECIDED_KEPT:
+            self.known.popitem(last=False)
 
     async def _how_decided(self, call: WaitingCall) -> Decided:
         return await how_decided(self.client, call.workflow_id, call.request.call_id, call.request.arguments_digest)
@@ -91,18 +123,20 @@ class Watcher:
             answers = await bounded([functools.partial(self._how_decided, c) for c in gone])
             for call, answer in zip(gone, answers, strict=True):
                 self.note(call.key, answer if isinstance(answer, Decided) else Decided("no longer waiting"))
+            self._know(now)
             self.waiting, self.scanned_at = now, started
 
-    async def listen(self) -> AsyncGenerator[dict[str, Any], None]:
-        """The state now, then each time it changes, until the listener goes away."""
+    async def listen(self, visible: Visible | None = None) -> AsyncGenerator[dict[str, Any], None]:
+        """The state (of the calls `visible` may see) now, then each time it changes, until
+        the listener goes away."""
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1)
-        self._listeners.add(queue)
+        self._listeners[queue] = visible
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._watch())
         try:
             if time.time() - self.scanned_at > FRESH_SECONDS:  # a new page: no state older than it
                 await self.scan()
-            last = self.state()
+            last = self.state(visible)
             yield last
             while True:
                 state = await queue.get()
@@ -110,16 +144,15 @@ class Watcher:
                     last = state
                     yield state
         finally:
-            self._listeners.discard(queue)
+            self._listeners.pop(queue, None)
 
     async def _watch(self) -> None:
         while self._listeners:
             await self.scan()
-            state = self.state()
-            for queue in list(self._listeners):
+            for queue, visible in list(self._listeners.items()):
                 with contextlib.suppress(asyncio.QueueEmpty):
                     queue.get_nowait()  # a slow listener needs only the newest state
-                queue.put_nowait(state)
+                queue.put_nowait(self.state(visible))
             await asyncio.sleep(self.interval)
         self._task = None
 
@@ -130,10 +163,10 @@ class Watcher:
                 await self._task
 
 
-async def event_stream(watcher: Watcher) -> AsyncIterator[str]:
+async def event_stream(watcher: Watcher, visible: Visible | None = None) -> AsyncIterator[str]:
     """`text/event-stream`: a `state` event per change, a comment every 15 s to keep proxies open."""
     yield "retry: 2000\n\n"
-    states = watcher.listen()
+    states = watcher.listen(visible)
     pending: asyncio.Task[dict[str, Any]] | None = None
     try:
         while True:
@@ -150,3 +183,39 @@ async def event_stream(watcher: Watcher) -> AsyncIterator[str]:
             with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
                 await pending
         await states.aclose()
+
+
+class StreamSlots:
+    """How many event streams each viewer holds open, at most `per_viewer` each."""
+
+    def __init__(self, per_viewer: int = MAX_STREAMS_PER_VIEWER) -> None:
+        self.per_viewer = per_viewer
+        self.open: Counter[str] = Counter()
+
+    def take(self, viewer: str) -> bool:
+        """A slot for one more stream of `viewer` (False: they hold `per_viewer` already)."""
+        key = name_key(viewer)
+        if self.open[key] >= self.per_viewer:
+            return False
+        self.open[key] += 1
+        return True
+
+    def give_back(self, viewer: str) -> None:
+        key = name_key(viewer)
+        self.open[key] -= 1
+        if self.open[key] <= 0:
+            del self.open[key]
+
+
+class HeldStream(StreamingResponse):
+    """A streaming response that gives its slot back when it ends, however it ends."""
+
+    def __init__(self, content: AsyncIterator[str], release: Callable[[], None]) -> None:
+        super().__init__(content, media_type="text/event-stream", headers={"x-accel-buffering": "no"})
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()

@@ -10,6 +10,7 @@ arguments (nothing hidden is in it, and nothing is lost).
 
 from __future__ import annotations
 
+import difflib
 import json
 from datetime import datetime
 from pathlib import Path
@@ -39,10 +40,29 @@ def pretty(value: Any) -> str:
     return neutralise(arguments_text(value, indent=2))
 
 
+def one_line(value: Any) -> str:
+    """Arguments on one line, inert, whole."""
+    return " ".join(neutralise(arguments_text(value)).split())
+
+
 def summary(value: Any, limit: int = SUMMARY_CHARS) -> str:
     """Arguments on one line, cut to `limit` characters (the call page shows them whole)."""
-    text = " ".join(neutralise(arguments_text(value)).split())
+    text = one_line(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def fits(value: Any, limit: int = SUMMARY_CHARS) -> bool:
+    """Whether `summary` shows the arguments whole (False: the list row cuts them)."""
+    return len(one_line(value)) <= limit
+
+
+def arguments_diff(before: Any, after: Any) -> list[tuple[str, str]]:
+    """The model's arguments against the edited ones, as `diff_lines` of a unified diff of
+    their pretty JSON, with every line of both in it (nothing of either is left out)."""
+    old, new = pretty(before).splitlines(), pretty(after).splitlines()
+    labels = "the model's arguments", "the edited arguments"
+    lines = difflib.unified_diff(old, new, *labels, n=len(old) + len(new), lineterm="")
+    return diff_lines("\n".join(lines))
 
 
 def editable(value: Any) -> str:
@@ -89,6 +109,7 @@ def environment() -> jinja2.Environment:
         inert=inert,
         pretty=pretty,
         summary=summary,
+        fits=fits,
         editable=editable,
         diff_lines=diff_lines,
         age=format_age,

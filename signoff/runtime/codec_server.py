@@ -12,6 +12,11 @@ query answers and the current details that say how to decide.
 - Auth: with a token, every request needs `Authorization: Bearer <token>` (`temporal
   --codec-auth "Bearer <token>"`). Without one, whoever reaches the port can decrypt:
   bind it to 127.0.0.1 (the default), or put it behind your proxy's login.
+- Hosts: as the inbox, it answers only a `Host` naming its listening address, the host of
+  `SIGNOFF_INBOX_URL` or one of `SIGNOFF_INBOX_ALLOWED_HOSTS` (421 otherwise:
+  `signoff.runtime.hosts`), so a page that DNS-rebinds its own name to 127.0.0.1 cannot call
+  it as same-origin; a request whose `Origin` is neither an allowed origin nor one of those
+  hosts is refused (403).
 - A payload that cannot be decrypted (another deployment's key) comes back as it was.
 """
 
@@ -30,6 +35,7 @@ from starlette.routing import Route
 from temporalio.api.common.v1 import Payloads
 
 from signoff.runtime.codec import CodecKeys, EncryptionCodec
+from signoff.runtime.hosts import AllowedHosts, HostCheck
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 """A request may hold many payloads of up to 2 MB each (Temporal's blob limit)."""
@@ -37,19 +43,29 @@ _NAMESPACE_HEADER = "X-Namespace"
 
 
 def codec_app(
-    keys: CodecKeys, *, origins: Sequence[str] = (), token: str | None = None, namespaces: Sequence[str] = ()
+    keys: CodecKeys,
+    *,
+    hosts: AllowedHosts,
+    origins: Sequence[str] = (),
+    token: str | None = None,
+    namespaces: Sequence[str] = (),
 ) -> Starlette:
     """The codec server's ASGI app.
 
     Args:
         keys: the deployment's codec keys (the last encrypts).
+        hosts: the `Host` values it answers for (`AllowedHosts.of` its socket and settings).
         origins: browser origins allowed to call (the Web UI's, e.g. `http://localhost:8233`).
         token: the bearer token every request must carry, or None for none.
         namespaces: the namespaces served (by `X-Namespace`); empty serves every one.
     """
     codec = EncryptionCodec(keys, strict=False)
+    allowed = frozenset(o.rstrip("/").lower() for o in origins)
 
     async def transform(request: Request) -> Response:
+        origin = request.headers.get("origin")
+        if origin is not None and origin.rstrip("/").lower() not in allowed and not hosts.admits_origin(origin):
+            return PlainTextResponse("requests from other sites are refused", status_code=403)
         refusal = _refusal(request, token, namespaces)
         if refusal is not None:
             return refusal
@@ -83,7 +99,7 @@ def codec_app(
         allow_headers=["Content-Type", _NAMESPACE_HEADER, "Authorization"],
         max_age=600,
     )
-    return Starlette(routes=routes, middleware=[cors])
+    return Starlette(routes=routes, middleware=[Middleware(HostCheck, hosts=hosts), cors])
 
 
 async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes | None:

@@ -101,7 +101,11 @@
   function connect() {
     const source = new EventSource("/events");
     source.onopen = () => setLive("live", true);
-    source.onerror = () => setLive("reconnecting…", false);
+    source.onerror = () => {
+      // CLOSED: the server refused the stream (too many open pages, say), and the browser will not retry
+      if (source.readyState === EventSource.CLOSED) setLive("live updates stopped: reload the page", false);
+      else setLive("reconnecting…", false);
+    };
     source.addEventListener("state", (event) => {
       const state = JSON.parse(event.data);
       if (state.problem) setLive(state.problem, false); else setLive("live", true);
