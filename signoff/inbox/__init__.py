@@ -5,8 +5,10 @@ client like the CLI: it lists waiting runs from visibility, reads their queries 
 decides through the validated update, each decision bound to the digest of what the
 person was shown, and signed for them with the inbox's own key where a policy wants
 verified approvers. Modules: `who` (who is asking), `calls` (what it reads), `decide`
-(what it sends), `signer` (its key), `live` (server-sent events), `guard` (CSRF, origins,
-headers), `view` (inert rendering), `app` (the routes).
+(what it sends), `signer` (its key), `live` (server-sent events, capped per viewer), `guard`
+(CSRF, origins, headers; the `Host` check is `signoff.runtime.hosts`, shared with the codec
+server), `scope` (what each viewer sees), `seen` (what they opened: cut rows), `view` (inert
+rendering), `app` (the routes).
 """
 
 from signoff.inbox.app import inbox_app
