@@ -16,10 +16,13 @@ from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.requests import Binding, ToolApprovalRequest, Vote
 from signoff.approval.signatures import DecisionClaim
 from signoff.approval.signing import new_key_pair
-from signoff.config.environment import Environment, parse_networks
+from signoff.config.environment import Environment, host_value, parse_networks
 from signoff.errors import ConfigError
 from signoff.inbox.calls import WaitingCall
 from signoff.inbox.decide import Decisions
+from signoff.inbox.live import StreamSlots
+from signoff.inbox.scope import Scope
+from signoff.inbox.seen import Opened
 from signoff.inbox.signer import InboxSigner
 from signoff.inbox.view import diff_lines, editable, pretty, summary
 from signoff.inbox.who import Viewer, WhoIsAsking
@@ -155,3 +158,68 @@ def test_the_page_offers_only_what_the_policy_would_let_the_viewer_do(tmp_path: 
     assert "already approved" in (plain.refusal(voted, bob) or "")
     assert plain.refusal(voted, bob, approving=False) is None  # may still deny
     assert not plain.may_edit(voted.request) and plain.may_edit(waiting(sre).request)
+
+
+def test_a_call_its_row_cuts_is_unseen_until_that_viewer_opened_it_as_it_is_now() -> None:
+    opened = Opened(kept=2)
+    long = waiting(ApprovalPolicy()).request.model_copy(update={"arguments": {"command": "x" * 200}})
+    call = WaitingCall("run-1", "ops", long.model_copy(update={"arguments_digest": "a" * 64}))
+    changed = WaitingCall("run-1", "ops", long.model_copy(update={"arguments_digest": "b" * 64}))
+    short = waiting(ApprovalPolicy())
+    assert not opened.unseen("alice", short)  # its row shows it whole
+    assert opened.unseen("alice", call) and "longer than its row" in (opened.refusal("alice", call) or "")
+    opened.note("Alice", call)
+    assert not opened.unseen("alice", call) and opened.refusal("ALICE", call) is None  # one person, any case
+    assert opened.unseen("bob", call) and opened.unseen("alice", changed)  # another person; another call
+    opened.note("bob", short)
+    opened.note("carol", short)
+    assert opened.unseen("alice", call)  # the oldest forgotten past `kept`
+
+
+def test_scope_mine_shows_a_viewer_the_calls_the_runs_rules_let_them_decide() -> None:
+    alice, bob = Viewer("alice", ("sre",), "proxy"), Viewer("bob", ("dev",), "proxy")
+    sre = waiting(ApprovalPolicy(approvers=("group:sre",)))
+    mine_signed, mine_plain, everyone = Scope("mine", signing=True), Scope("mine"), Scope()
+    assert mine_signed.shows(sre, alice) and not mine_signed.shows(sre, bob)
+    assert not mine_plain.shows(sre, alice)  # unsigned, a claimed group counts for nothing, as in the run
+    assert everyone.shows(sre, bob) and everyone.refusal(sre, bob) is None
+    assert "waits for you" in (mine_signed.refusal(sre, bob) or "")
+    own = waiting(ApprovalPolicy(separate_requester=True), requested_by="bob")
+    assert not mine_plain.shows(own, bob) and mine_plain.shows(own, alice)
+
+
+def test_stream_slots_hold_each_viewer_to_their_share() -> None:
+    slots = StreamSlots(per_viewer=2)
+    assert slots.take("alice") and slots.take("Alice") and not slots.take("ALICE")
+    assert slots.take("bob")
+    slots.give_back("alice")
+    assert slots.take("alice") and not slots.take("alice")
+    slots.give_back("bob")
+    assert "bob" not in slots.open
+
+
+@pytest.mark.parametrize(
+    ("given", "value"),
+    [
+        ("Inbox.Example.COM.", "inbox.example.com"),
+        ("inbox_1:8765", "inbox_1:8765"),
+        ("[0:0::1]:80", "[::1]:80"),
+        ("127.0.0.1:08765", "127.0.0.1:8765"),
+        ("https://inbox.example.com", None),
+        ("*.example.com", None),
+        ("inbox.example.com/path", None),
+        ("::1", None),
+        ("[::1]x", None),
+        ("host:0", None),
+        ("host:70000", None),
+        ("host:", None),
+        ("", None),
+        ("a b", None),
+        ("user@host", None),
+    ],
+)
+def test_a_host_value_has_one_spelling_or_is_none(given: str, value: str | None) -> None:
+    assert host_value(given) == value
+    if value is None and given:
+        with pytest.raises(ConfigError, match="SIGNOFF_INBOX_ALLOWED_HOSTS"):
+            Environment({"SIGNOFF_INBOX_ALLOWED_HOSTS": f"ok.example, {given}"}).inbox_allowed_hosts()
