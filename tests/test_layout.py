@@ -53,6 +53,9 @@ def test_the_wheel_installs_one_top_level_package(tmp_path: Path) -> None:
         "inbox/templates/call.html",
         "inbox/static/inbox.js",
         "inbox/static/inbox.css",
+        "inbox/static/favicon.ico",
+        "inbox/static/favicon.svg",
+        "inbox/templates/confirm.html",
     ):
         assert f"signoff/{part}" in names
 
