@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parent.parent
 
 
@@ -65,3 +67,39 @@ def test_spent_bench_runs_and_the_record_is_one_start_per_gated_call(tmp_path: P
     result = json.loads((tmp_path / "spent.json").read_text())
     assert set(result["stats"]) == {"recorded", "unrecorded"}
     assert result["rpcs_added"]["StartWorkflowExecution"] == 1  # the record; each run checked it left one
+
+
+def run_peers_bench(tmp_path: Path, *args: str) -> dict:
+    env = {**os.environ, "BENCH_RESULTS": str(tmp_path)}
+    tiny = ["--runs", "1", "--warmup", "0", "--parked", "2", "--crash-runs", "1", "--actions-runs", "1"]
+    command = [sys.executable, "-m", "bench.peers", *tiny, *args]
+    out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    return json.loads((tmp_path / "peers.json").read_text())
+
+
+def test_peers_bench_checks_every_run_of_signoff_and_the_floor_without_the_peers_extra(tmp_path: Path) -> None:
+    result = run_peers_bench(tmp_path, "--systems", "signoff,floor")
+    # One block and one metered run of each kind per system: 2 + 2 of each kind checked.
+    assert result["checked"] == {"auto": 4, "approved": 4, "denied": 4}
+    # The floor's runs bill what its workflow does: a start, one activity per model turn and
+    # tool call, one accepted update (the server's own count agreed, or the bench failed).
+    floor = {run: found["billable"] for run, found in result["stats"]["floor"]["actions"].items()}
+    assert floor == {"auto": 4, "approval": 5, "denial": 4}
+
+
+def test_peers_bench_runs_pydantic_ai_and_openai_agents_beside_signoff_and_checks_every_run(tmp_path: Path) -> None:
+    for module in ("pydantic_ai.durable_exec.temporal", "temporalio.openai_agents"):
+        pytest.importorskip(module, reason="the peers are an optional extra: pip install -e '.[peers]'")
+    result = run_peers_bench(tmp_path)
+    assert result["checked"] == {"auto": 8, "approved": 8, "denied": 8}
+    assert set(result["stats"]) == {
+        "signoff",
+        "pydantic_ai",
+        "openai_agents",
+        "floor",
+        "pydantic_ai@1s",
+        "openai_agents@1s",
+    }
+    for kind in ("pydantic_ai", "openai_agents"):
+        assert {"auto", "approval", "denial", "crash", "parked", "actions"} <= set(result["stats"][kind])
