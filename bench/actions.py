@@ -28,11 +28,10 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 
-import httpx
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from bench.common import BenchError
+from bench.common import BenchError, frontend_counter
 
 E = EventType
 # Actions per event, by the docs' "Usage Name" of each (one Action each unless said).
@@ -101,14 +100,7 @@ REPORT_EVERY = 1.0  # the dev server reports its metrics about once a second
 
 async def server_actions(metrics_url: str) -> Counter[str]:
     """The dev server's `action` counter so far, by action type."""
-    async with httpx.AsyncClient() as http:
-        text = (await http.get(metrics_url, timeout=30)).text
-    found: Counter[str] = Counter()
-    for line in text.splitlines():
-        if line.startswith("action{") and 'service_name="frontend"' in line:
-            action_type = line.split('action_type="', 1)[1].split('"', 1)[0]
-            found[action_type] += int(float(line.rsplit(" ", 1)[1]))
-    return found
+    return await frontend_counter(metrics_url, "action", "action_type")
 
 
 async def settled(metrics_url: str, timeout: float = 30.0) -> Counter[str]:

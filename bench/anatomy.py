@@ -18,12 +18,11 @@ import uuid
 from collections import Counter
 from typing import Any
 
-import httpx
 from google.protobuf.message import Message
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 
-from bench.common import bench_env, free_port, run, workers
+from bench.common import bench_env, free_port, frontend_counter, run, workers
 from bench.report import table, write_results
 from bench.runs import START, approve, finish, history_events, wait_paused
 from signoff.agent.defaults import default_agent
@@ -100,27 +99,16 @@ def anatomy(events: list[Any]) -> dict[str, Any]:
     return {"events": len(rows), "bytes": total, "rows": rows, "by_kind": dict(by_kind.most_common())}
 
 
-async def rpc_counts(metrics: str) -> Counter[str]:
-    async with httpx.AsyncClient() as http:
-        text = (await http.get(metrics, timeout=30)).text
-    counts: Counter[str] = Counter()
-    for line in text.splitlines():
-        if line.startswith("service_requests{") and 'service_name="frontend"' in line:
-            operation = line.split('operation="', 1)[1].split('"', 1)[0]
-            counts[operation] += int(float(line.rsplit(" ", 1)[1]))
-    return counts
-
-
 async def one(bench: Any, kind: str, queue: str, tool: str, gated: bool, metrics: str) -> dict[str, Any]:
     await asyncio.sleep(SETTLE)  # the server's counters are reported, not live: let earlier requests land
-    before = await rpc_counts(metrics)
+    before = await frontend_counter(metrics, "service_requests", "operation")
     handle = await START[kind](bench.client, queue, tool, 1)
     if gated:
         await wait_paused(bench.client, handle.id)
         await approve(handle, kind)
     await finish(handle, tool, 1)
     await asyncio.sleep(SETTLE)
-    rpcs = await rpc_counts(metrics) - before
+    rpcs = await frontend_counter(metrics, "service_requests", "operation") - before
     result = anatomy(await history_events(bench.client, handle.id))
     result["rpcs"] = {op: n for op, n in sorted(rpcs.items()) if op not in POLLS}
     return result

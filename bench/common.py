@@ -22,12 +22,14 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
@@ -155,6 +157,20 @@ async def _start_server(port: int, server_args: Sequence[str]) -> WorkflowEnviro
         dev_server_log_level="error",
         dev_server_extra_args=list(server_args),
     )
+
+
+async def frontend_counter(metrics_url: str, metric: str, label: str) -> Counter[str]:
+    """The dev server's counter `metric` (its frontend's, started with `--metrics-port`) by
+    `label`: `service_requests` by `operation`, `action` by `action_type`. The server reports
+    them about once a second, not live."""
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(metrics_url, timeout=30)).text
+    found: Counter[str] = Counter()
+    for line in text.splitlines():
+        if line.startswith(metric + "{") and 'service_name="frontend"' in line:
+            key = line.split(f'{label}="', 1)[1].split('"', 1)[0]
+            found[key] += int(float(line.rsplit(" ", 1)[1]))
+    return found
 
 
 # --- worker processes ------------------------------------------------------------------
