@@ -99,16 +99,21 @@ def anatomy(events: list[Any]) -> dict[str, Any]:
     return {"events": len(rows), "bytes": total, "rows": rows, "by_kind": dict(by_kind.most_common())}
 
 
+async def rpc_counts(metrics: str) -> Counter[str]:
+    """The dev server's frontend RPCs so far, by operation."""
+    return await frontend_counter(metrics, "service_requests", "operation")
+
+
 async def one(bench: Any, kind: str, queue: str, tool: str, gated: bool, metrics: str) -> dict[str, Any]:
     await asyncio.sleep(SETTLE)  # the server's counters are reported, not live: let earlier requests land
-    before = await frontend_counter(metrics, "service_requests", "operation")
+    before = await rpc_counts(metrics)
     handle = await START[kind](bench.client, queue, tool, 1)
     if gated:
         await wait_paused(bench.client, handle.id)
         await approve(handle, kind)
     await finish(handle, tool, 1)
     await asyncio.sleep(SETTLE)
-    rpcs = await frontend_counter(metrics, "service_requests", "operation") - before
+    rpcs = await rpc_counts(metrics) - before
     result = anatomy(await history_events(bench.client, handle.id))
     result["rpcs"] = {op: n for op, n in sorted(rpcs.items()) if op not in POLLS}
     return result
