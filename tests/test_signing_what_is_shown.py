@@ -152,18 +152,22 @@ async def test_a_token_the_inbox_signs_for_a_deputy_binds_only_the_deputys_run(
 # --- the CLI, with a person's own key -------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", ["approve", "sign"])
+@pytest.mark.parametrize(
+    "command", [["approve"], ["deny"], ["sign"], ["extend", "--seconds", "3600"]], ids=lambda c: c[0]
+)
 @pytest.mark.parametrize("served_queues", ["", "*"], ids=["own-queue-only", "any-queue"])
 async def test_the_cli_refuses_to_sign_with_a_persons_key_for_a_deputy(
-    client: Client, task_queue: str, tmp_path: Path, cli: Cli, command: str, served_queues: str
+    client: Client, task_queue: str, tmp_path: Path, cli: Cli, command: list[str], served_queues: str
 ) -> None:
-    """Finding 2: `signoff approve|sign DEPUTY call_1` with alice's own Ed25519 key: exit 1, why, nothing sent."""
+    """Finding 2: `signoff approve|deny|sign|extend DEPUTY call_1` with alice's own Ed25519 key:
+    exit 1, why, nothing sent."""
     alice = {"SIGNOFF_APPROVER_KEY_FILE": str(tmp_path / "alice.pem")}
     async with victim(client, task_queue, tmp_path, cli) as run:
         (wanted,) = await run.query("pending_approvals")
         async with deputy(client, run, wanted) as lying:
             queue = (await lying.describe()).task_queue
-            done = await cli(command, lying.id, "call_1", SIGNOFF_SERVED_TASK_QUEUES=served_queues, **alice)
+            verb, *flags = command
+            done = await cli(verb, lying.id, "call_1", *flags, SIGNOFF_SERVED_TASK_QUEUES=served_queues, **alice)
             sent = await lying.query(DeputyAgentRun.sent)
         await still_waiting(run, tmp_path / "PWNED")
     assert done.code == 1, done
