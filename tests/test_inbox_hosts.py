@@ -242,3 +242,22 @@ def test_allowed_hosts_name_the_socket_the_public_url_and_the_configured_names()
 
 if not Path(CHROMIUM).exists() and not os.environ.get("CI"):  # .ci/run installs it: there, a missing one fails
     pytestmark = pytest.mark.skip(reason=f"no chromium at {CHROMIUM}: apt-get install chromium (.ci/run does)")
+
+
+async def test_bound_to_every_address_it_prints_a_url_it_answers(stack: Stack) -> None:
+    """`signoff inbox --host 0.0.0.0` prints a loopback URL, never `http://0.0.0.0:PORT` (which it
+    answers 421), and says which names other machines may use."""
+    port = free_port()
+    proc = stack.procs.start(
+        f"inbox-any-{port}",
+        [sys.executable, str(REPO / "client.py"), "inbox", "--host", "0.0.0.0", "--port", str(port)],
+        clean_env(
+            TEMPORAL_ADDRESS=stack.client.service_client.config.target_host, SIGNOFF_INBOX_TRUSTED_PROXIES="127.0.0.1"
+        ),
+    )
+    await proc.wait_for_output("421 to any other")
+    (url,) = re.findall(r"signoff: inbox on (\S+)", proc.stdout())
+    assert url == f"http://127.0.0.1:{port}"
+    assert "SIGNOFF_INBOX_ALLOWED_HOSTS" in proc.stdout() and "0.0.0.0" not in proc.stdout()
+    async with httpx.AsyncClient() as http:
+        assert (await http.get(url, headers={"X-Forwarded-User": "alice"})).status_code == 200

@@ -132,12 +132,9 @@ async def cmd_inbox(args: argparse.Namespace, ctx: Context) -> int:
     with sock:
         server, what = inbox_server(client, ctx, sock, args.local_user)
         public = inbox_root(ctx.env)
-        url = public or f"http://{_url_host(args.host)}:{sock.getsockname()[1]}"
-        print(
-            f"signoff: inbox on {url} ({what})"
-            + ("" if public else f"\nsignoff: set {INBOX_URL_ENV}={url} for workers and the CLI to link to it"),
-            flush=True,
-        )
+        port = sock.getsockname()[1]
+        url = public or f"http://{_url_host(_reachable(args.host))}:{port}"
+        print(f"signoff: inbox on {url} ({what})" + ("" if public else _link_hint(args.host, url)), flush=True)
         try:
             await server.serve(sockets=[sock])
         except (OSError, SystemExit) as exc:
@@ -146,6 +143,22 @@ async def cmd_inbox(args: argparse.Namespace, ctx: Context) -> int:
         except asyncio.CancelledError:
             return 130
     return 0 if server.started else 1
+
+
+def _reachable(host: str) -> str:
+    """An address a browser can name: a wildcard bind (`0.0.0.0`, `::`) is reached, here, as
+    loopback; `0.0.0.0:PORT` names no address, and the inbox answers it 421."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1", "[::]": "::1"}.get(host, host)
+
+
+def _link_hint(host: str, url: str) -> str:
+    if _reachable(host) == host:
+        return f"\nsignoff: set {INBOX_URL_ENV}={url} for workers and the CLI to link to it"
+    return (
+        f"\nsignoff: listening on every address; from other machines it answers the host of"
+        f" {INBOX_URL_ENV} (set it to the URL people open, for workers and the CLI to link to it)"
+        " or a name in SIGNOFF_INBOX_ALLOWED_HOSTS, and 421 to any other"
+    )
 
 
 def _url_host(host: str) -> str:
