@@ -23,7 +23,7 @@ from bench.bench_agents import bench_agent, gated_noop, noop
 from bench.tool_calls import INSTRUCTIONS
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
-from signoff.loop.messages import ChatMessage, ToolCall
+from signoff.messages import ChatMessage, ToolCall
 
 SPECS = bench_agent().definition([]).specs
 # `ApprovalRequiredTool.inner` is any Tool; the bench's is the function tool `_gated`, callable.

@@ -14,7 +14,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from bench.floor import FloorChatInput, FloorInput, FloorResult, chat, tool
-    from signoff.loop.messages import ChatMessage, ToolCall
+    from signoff.messages import ChatMessage, ToolCall
 
 GATED = "gated_noop"
 

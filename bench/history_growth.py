@@ -19,7 +19,7 @@ from temporalio.api.enums.v1 import EventType
 from bench.common import bench_env, run, workers
 from bench.report import table, target, write_results
 from bench.runs import START, finish, history_events
-from signoff.loop.messages import ChatMessage, ToolCall
+from signoff.messages import ChatMessage, ToolCall
 
 TOOL = "noop"
 TARGET_RATIO = 2.0

@@ -37,7 +37,7 @@ from signoff.errors import (
 )
 from signoff.loop.agent_loop import AgentLoop, AwaitApproval, CallModel, DecisionError, Fail, Finish, RunTools
 from signoff.loop.limits import Limits
-from signoff.loop.messages import (
+from signoff.messages import (
     AgentEvent,
     ApprovalDecisionEvent,
     ApprovalRequestEvent,

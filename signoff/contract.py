@@ -22,8 +22,8 @@ from signoff.approval.requests import (
     checked_name,
 )
 from signoff.loop.limits import MAX_ROUNDS_LIMIT
-from signoff.loop.messages import ChatMessage, FinishReason, Usage
 from signoff.loop.state import DEFAULT_MAX_ROUNDS
+from signoff.messages import ChatMessage, FinishReason, Usage
 from signoff.text.wire import Compact
 
 WORKFLOW_TYPE = "AgentRun"

@@ -25,7 +25,7 @@ from temporalio.testing import WorkflowEnvironment
 from signoff.agent.builder import AgentBuilder, ChatClientAgent
 from signoff.approval.policy import ApprovalPolicy
 from signoff.contract import SEARCH_ATTRIBUTES
-from signoff.loop.messages import ToolCall
+from signoff.messages import ToolCall
 from signoff.runtime.storage import data_converter
 from signoff.testing import Script
 from signoff.tools.function import tool

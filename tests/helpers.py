@@ -24,7 +24,7 @@ from signoff.config.environment import Environment
 from signoff.config.settings import WorkerSettings
 from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
 from signoff.loop.limits import Limits
-from signoff.loop.messages import ToolCall
+from signoff.messages import ToolCall
 from signoff.runtime.connection import ConnectionSettings
 from signoff.runtime.deployment import DeploymentSettings
 from signoff.runtime.worker import build_worker

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from signoff.loop.messages import ToolCall
+from signoff.messages import ToolCall
 from signoff.runtime.devserver import is_listening
 from signoff.tools.mcp import MCPServer
 from tests.processes import clean_env, free_port, kill_group

@@ -13,7 +13,7 @@ from signoff.agent.session import AgentRunOptions, AgentSession, CancellationTok
 from signoff.approval.requests import ToolApprovalResponse
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
-from signoff.loop.messages import ApprovalRequestEvent, ChatMessage, FinishEvent, FinishReason, TextEvent
+from signoff.messages import ApprovalRequestEvent, ChatMessage, FinishEvent, FinishReason, TextEvent
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 from signoff.text.render import AgentResponseConverter
 from signoff.tools import ApprovalRequiredTool, RunCommand, WorkspaceScope, tool

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 import httpx
 
 from signoff.chat import ChatOptions, LLMConfig, OpenAIChatClient
-from signoff.loop.messages import (
+from signoff.messages import (
     ChatMessage,
     ChatResponse,
     FinishReason,

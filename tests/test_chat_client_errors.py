@@ -15,7 +15,7 @@ import pytest
 
 from signoff.chat import LLMConfig, OpenAIChatClient
 from signoff.errors import ProviderError, StreamError
-from signoff.loop.messages import ChatMessage
+from signoff.messages import ChatMessage
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 
 PROMPT = [ChatMessage.user("hi")]

@@ -16,7 +16,7 @@ import pytest
 
 from signoff.chat import LLMConfig, OpenAIChatClient
 from signoff.errors import ProviderError, StreamError
-from signoff.loop.messages import ChatMessage
+from signoff.messages import ChatMessage
 from signoff.testing import Reply, ScriptedModelServer
 
 KEY = "sk-proj-Q7vR2mX9pL4kT8wN3bZ6"

@@ -12,7 +12,7 @@ from signoff.chat import LLMConfig, OpenAIChatClient
 from signoff.chat.config import read_key_file
 from signoff.config.environment import Environment
 from signoff.errors import ConfigError
-from signoff.loop.messages import ChatMessage
+from signoff.messages import ChatMessage
 from signoff.testing import Reply, ScriptedModelServer
 
 KEY = "sk-file-9d8c7b6a5f4e3d2c"

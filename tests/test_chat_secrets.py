@@ -6,7 +6,7 @@ import pytest
 
 from signoff.chat import LLMConfig, OpenAIChatClient
 from signoff.errors import ProviderError
-from signoff.loop.messages import ChatMessage
+from signoff.messages import ChatMessage
 from signoff.testing import Reply, ScriptedModelServer
 
 KEY = "sk-test-7f3a9c1e5b"

@@ -13,7 +13,7 @@ import pytest
 
 from signoff.chat import LLMConfig, OpenAIChatClient
 from signoff.errors import ProviderError
-from signoff.loop.messages import ChatMessage, ToolCall, ToolSpec
+from signoff.messages import ChatMessage, ToolCall, ToolSpec
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest, demo_script
 
 RUN = ToolSpec(name="run_command")

@@ -24,7 +24,7 @@ import pytest
 from temporalio.client import Client
 
 from signoff.contract import AgentRunResult
-from signoff.loop.messages import FinishReason
+from signoff.messages import FinishReason
 from tests.cli_harness import CLIENT, cli_environ, read_until, served, spawn  # noqa: F401
 from tests.helpers import Reply, call, start_run, wait_pending
 from tests.test_cli_tty import Terminal

@@ -27,7 +27,7 @@ from signoff.cli.talk import parse_event
 from signoff.cli.text import format_age, shorten
 from signoff.config.environment import Environment
 from signoff.contract import AgentRunResult
-from signoff.loop.messages import ApprovalRequestEvent, ChatMessage, FinishReason, Usage
+from signoff.messages import ApprovalRequestEvent, ChatMessage, FinishReason, Usage
 from signoff.text.howto import decide_commands
 from signoff.text.links import ui_link
 

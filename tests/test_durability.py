@@ -16,7 +16,7 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from signoff.approval.requests import ToolApprovalResponse
 from signoff.contract import AgentRunResult
-from signoff.loop.messages import ChatMessage
+from signoff.messages import ChatMessage
 from signoff.runtime.devserver import is_listening
 from signoff.runtime.worker import connect
 from tests.helpers import (

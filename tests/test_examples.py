@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from signoff.loop.messages import ToolCall
+from signoff.messages import ToolCall
 from signoff.runtime.worker import load_agents
 from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, running_worker, start_run, wait_pending
 from tests.processes import REPO

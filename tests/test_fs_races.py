@@ -12,7 +12,7 @@ import pytest
 
 from signoff.approval.gate import gated_call_ids, snapshot_of
 from signoff.loop.limits import Limits
-from signoff.loop.messages import ToolCall
+from signoff.messages import ToolCall
 from signoff.tools import (
     ScopePolicy,
     ToolRegistry,

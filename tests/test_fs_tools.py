@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from signoff.loop.messages import ToolCall
+from signoff.messages import ToolCall
 from signoff.tools import (
     ApprovalRequiredTool,
     ListDir,

@@ -17,7 +17,7 @@ from signoff.activities.notify import NotifyConfig
 from signoff.approval.digest import arguments_digest
 from signoff.approval.identity import ApproverKeys
 from signoff.approval.policy import ApprovalPolicy
-from signoff.loop.messages import ToolCall
+from signoff.messages import ToolCall
 from tests.approver_keys import signed, write_secret
 from tests.governance import (
     deploy,

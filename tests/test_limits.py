@@ -18,7 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from signoff.contract import AgentRunResult, RunOptions
 from signoff.loop.limits import cap_text
-from signoff.loop.messages import ToolCall, Usage
+from signoff.messages import ToolCall, Usage
 from tests.conftest import start_dev_server
 from tests.helpers import (
     Reply,

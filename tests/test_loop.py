@@ -9,7 +9,7 @@ import pytest
 
 from signoff.approval.requests import ToolApprovalResponse as Decision
 from signoff.loop.agent_loop import AgentLoop, AwaitApproval, CallModel, DecisionError, Finish, RunTools
-from signoff.loop.messages import ChatMessage, ChatResponse, FinishReason, ToolCall
+from signoff.messages import ChatMessage, ChatResponse, FinishReason, ToolCall
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 TOOLS = {"run_command": "Run a shell command", "read_file": "Read a file"}

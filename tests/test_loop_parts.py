@@ -17,10 +17,10 @@ import signoff.loop.agent_loop
 from signoff.approval.requests import ToolApprovalResponse
 from signoff.loop.actions import DecisionError
 from signoff.loop.agent_loop import AgentLoop
-from signoff.loop.messages import ChatMessage, ToolCall
 from signoff.loop.resume import reopen, unanswered_calls
 from signoff.loop.rounds import Rounds
 from signoff.loop.state import CallStatus, LoopState
+from signoff.messages import ChatMessage, ToolCall
 
 LOOP = Path(signoff.loop.agent_loop.__file__).parent
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -22,7 +22,7 @@ from signoff.cli.calls import shown_call
 from signoff.cli.style import Style
 from signoff.contract import AgentRunResult
 from signoff.errors import ConfigError
-from signoff.loop.messages import ChatMessage
+from signoff.messages import ChatMessage
 from tests.governance import turns
 from tests.helpers import ScriptedModelServer, running_worker, start_run, wait_pending
 from tests.mcp_helpers import calls, http_server, mcp_call, stdio, tools_called

@@ -20,7 +20,7 @@ from signoff.agent.session import AgentRunOptions, AgentSession
 from signoff.approval.requests import ToolApprovalResponse
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
-from signoff.loop.messages import ApprovalRequestEvent, ChatMessage, FinishEvent, FinishReason, ToolSpec
+from signoff.messages import ApprovalRequestEvent, ChatMessage, FinishEvent, FinishReason, ToolSpec
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 from signoff.tools.mcp import MCPTool, MCPToolInfo
 from signoff.tools.mcp.sessions import MCPSessions

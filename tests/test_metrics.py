@@ -19,7 +19,7 @@ from temporalio.worker import Replayer
 from signoff.config.environment import Environment
 from signoff.contract import METRIC_DECISIONS, METRIC_PENDING, METRIC_TOKENS, METRIC_TOOL_CALLS, METRIC_WAIT, RunOptions
 from signoff.errors import ConfigError
-from signoff.loop.messages import Usage
+from signoff.messages import Usage
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.telemetry import PendingGauge, TelemetrySettings
 from signoff.runtime.worker import sandbox_runner

@@ -15,7 +15,7 @@ import pytest
 from temporalio.client import Client
 
 from signoff.contract import AgentRunResult
-from signoff.loop.messages import ChatMessage, ToolCall
+from signoff.messages import ChatMessage, ToolCall
 from tests.helpers import (
     Reply,
     ScriptedModelServer,

@@ -6,7 +6,7 @@ import pytest
 
 from signoff import AgentEvent
 from signoff.approval.requests import ApprovalRecord, ToolApprovalRequest
-from signoff.loop.messages import (
+from signoff.messages import (
     ApprovalDecisionEvent,
     ApprovalRequestEvent,
     TextEvent,

@@ -18,7 +18,7 @@ from temporalio.api.workflowservice.v1 import QueryWorkflowRequest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
 
 from signoff.approval.policy import ApprovalPolicy, PolicyBook
-from signoff.loop.messages import ToolCall
+from signoff.messages import ToolCall
 from tests.helpers import Reply, ScriptedModelServer, agents_for, call, running_worker, start_run, wait_pending
 from tests.waiting import assert_eventually
 

@@ -41,7 +41,7 @@ LOOP_MAY_IMPORT = {
     "signoff.loop.rounds",
     "signoff.loop.state",
     "signoff.loop.timers",
-    "signoff.loop.messages",
+    "signoff.messages",
     "signoff.approval.names",
     "signoff.approval.people",
     "signoff.approval.policy",

@@ -13,7 +13,7 @@ from signoff.agent.session import AgentRunOptions, AgentSession
 from signoff.approval.requests import ToolApprovalResponse
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
-from signoff.loop.messages import ApprovalRequestEvent, ChatMessage
+from signoff.messages import ApprovalRequestEvent, ChatMessage
 from signoff.tools.base import ToolResult
 from signoff.tools.context import Context
 from signoff.tools.files.scope import WorkspaceScope

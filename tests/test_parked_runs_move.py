@@ -28,8 +28,8 @@ from signoff.agent.builder import AgentBuilder, ChatClientAgent
 from signoff.approval.audit import verify_chain
 from signoff.approval.policy import ApprovalPolicy
 from signoff.contract import AgentRunResult, RunOptions
-from signoff.loop.messages import ChatMessage, ToolCall
 from signoff.loop.state import CallStatus, LoopState, PendingCall
+from signoff.messages import ChatMessage, ToolCall
 from signoff.runtime.deployment import DeploymentSettings
 from signoff.testing import replay_histories
 from signoff.tools.function import tool

@@ -13,7 +13,7 @@ from signoff.approval.people import Person
 from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.requests import GrantSpec, ToolApprovalRequest, ToolApprovalResponse, Vote
 from signoff.loop.agent_loop import AgentLoop, RunTools
-from signoff.loop.messages import ChatMessage, ChatResponse, FinishReason, ToolCall
+from signoff.messages import ChatMessage, ChatResponse, FinishReason, ToolCall
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 ALICE = Person(name="alice", groups=("sre",), verified=True)

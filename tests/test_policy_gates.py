@@ -20,7 +20,7 @@ from signoff.agent.builder import AgentBuilder, ChatClientAgent
 from signoff.approval.gate import snapshot_tool
 from signoff.approval.policy import ApprovalPolicy, OnTimeout, PolicyBook, tightened
 from signoff.errors import ConfigError
-from signoff.loop.messages import ToolCall
+from signoff.messages import ToolCall
 from signoff.tools.function import tool
 from tests.governance import ops_agent, turns
 from tests.helpers import ScriptedModelServer, running_worker, start_run, wait_pending, worker_settings

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from signoff.approval.policy import ApprovalPolicy
-from signoff.loop.messages import ToolCall
+from signoff.messages import ToolCall
 from signoff.tools import ToolRegistry, WorkspaceScope, WriteFile, tool
 from signoff.tools.preview import gather
 

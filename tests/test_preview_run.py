@@ -13,7 +13,7 @@ from signoff.agent.builder import AgentBuilder
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.contract import RunOptions
-from signoff.loop.messages import ApprovalRequestEvent, ChatMessage
+from signoff.messages import ApprovalRequestEvent, ChatMessage
 from signoff.tools import ApprovalRequiredTool, ReadFile, WorkspaceScope, WriteFile, default_tools
 from tests.helpers import (
     Reply,

@@ -20,7 +20,7 @@ import pytest
 from temporalio.client import Client
 
 from signoff.contract import AgentRunResult
-from signoff.loop.messages import ToolCall
+from signoff.messages import ToolCall
 from signoff.runtime.devserver import find_temporal_binary
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 from signoff.testing.demo import demo_script

@@ -12,7 +12,7 @@ from signoff.approval.gate import gated_call_ids, snapshot_of
 from signoff.approval.policy import ApprovalPolicy
 from signoff.errors import UsageError
 from signoff.loop.limits import Limits
-from signoff.loop.messages import ToolCall, ToolSpec
+from signoff.messages import ToolCall, ToolSpec
 from signoff.tools import (
     ApprovalRequiredTool,
     ReadFile,

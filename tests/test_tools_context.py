@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from signoff.errors import UsageError
-from signoff.loop.messages import ChatMessage
+from signoff.messages import ChatMessage
 from signoff.tools import (
     ContextProvider,
     ReadFile,

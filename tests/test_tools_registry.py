@@ -10,7 +10,7 @@ import pytest
 from signoff.approval.gate import gated_call_ids, snapshot_of
 from signoff.errors import UsageError
 from signoff.loop.limits import Limits
-from signoff.loop.messages import ToolCall, ToolSpec
+from signoff.messages import ToolCall, ToolSpec
 from signoff.tools import ApprovalRequiredTool, ToolRegistry, ToolResult, tool
 
 

@@ -6,8 +6,8 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from signoff.activities.memory import RunMemory
-from signoff.loop.messages import ChatMessage
 from signoff.loop.transcript import GENESIS_HEAD, Copy, Sender, chain, from_full
+from signoff.messages import ChatMessage
 
 USER = ChatMessage.user("hi")
 ANSWER = ChatMessage.assistant("let me look")

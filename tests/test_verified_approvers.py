@@ -18,7 +18,7 @@ from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.requests import ToolApprovalResponse
 from signoff.approval.signatures import requester_claim
 from signoff.contract import RunOptions
-from signoff.loop.messages import ChatMessage
+from signoff.messages import ChatMessage
 from signoff.runtime.devserver import find_temporal_binary
 from tests.approver_keys import signed, write_secret
 from tests.governance import (

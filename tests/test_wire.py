@@ -21,8 +21,8 @@ from signoff.agent.snapshot import RunSnapshot, SnapshotTool
 from signoff.approval.requests import ToolApprovalRequest
 from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
 from signoff.loop.limits import Limits
-from signoff.loop.messages import ChatMessage, ChatResponse, ToolCall, ToolSpec, Usage
 from signoff.loop.transcript import TranscriptDelta
+from signoff.messages import ChatMessage, ChatResponse, ToolCall, ToolSpec, Usage
 from signoff.runtime.storage import data_converter
 from tests.helpers import Reply, ScriptedModelServer, agents_for, call, running_worker, start_run, wait_pending
 

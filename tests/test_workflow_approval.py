@@ -9,7 +9,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 
 from signoff.approval.requests import ToolApprovalResponse
 from signoff.contract import AgentRunResult
-from signoff.loop.messages import ChatMessage
+from signoff.messages import ChatMessage
 from tests.helpers import (
     Reply,
     ScriptedModelServer,

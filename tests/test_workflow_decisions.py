@@ -12,7 +12,7 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 
 from signoff.contract import RunOptions
-from signoff.loop.messages import ChatMessage
+from signoff.messages import ChatMessage
 from tests.helpers import (
     Reply,
     ScriptedModelServer,

@@ -18,8 +18,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from bench.anatomy import default_snapshot
 from signoff.activities.models import ChatInput, ChatTurn, Requester, ToolInput
 from signoff.contract import AgentRunInput
-from signoff.loop.messages import ChatMessage, ChatResponse, ToolCall
 from signoff.loop.transcript import TranscriptDelta
+from signoff.messages import ChatMessage, ChatResponse, ToolCall
 from signoff.runtime.storage import data_converter
 
 

@@ -29,7 +29,7 @@ from signoff.chat.base import ChatOptions
 from signoff.errors import ProviderError
 from signoff.loop.answer import checked_answer, within_limit
 from signoff.loop.limits import size_over, too_large
-from signoff.loop.messages import ChatMessage
+from signoff.messages import ChatMessage
 from signoff.tools.preview.gather import previews
 from signoff.tools.registry import ToolRegistry
 

@@ -14,8 +14,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from signoff.contract import QUERY_MESSAGES
-from signoff.loop.messages import ChatMessage
 from signoff.loop.transcript import Copy, TranscriptDelta, from_full
+from signoff.messages import ChatMessage
 
 RUNS_REMEMBERED = 1000
 """As many as the worker's workflow cache holds by default: a resumed run that fell out

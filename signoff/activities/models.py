@@ -9,8 +9,8 @@ from pydantic import BaseModel, Field
 from signoff.agent.snapshot import RunSnapshot
 from signoff.approval.people import Person
 from signoff.approval.signatures import SignoffClaim
-from signoff.loop.messages import ChatMessage, ChatResponse, MCPUnavailableEvent, ToolCall
 from signoff.loop.transcript import TranscriptDelta
+from signoff.messages import ChatMessage, ChatResponse, MCPUnavailableEvent, ToolCall
 from signoff.text.notices import NoticeKind
 from signoff.text.wire import Compact
 

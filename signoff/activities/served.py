@@ -33,7 +33,7 @@ from signoff.chat.base import ChatClient
 from signoff.contract import QUERY_SNAPSHOT
 from signoff.errors import ConfigError
 from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET, Limits
-from signoff.loop.messages import ChatMessage, MCPUnavailableEvent
+from signoff.messages import ChatMessage, MCPUnavailableEvent
 from signoff.tools.base import Tool
 from signoff.tools.mcp.tool import OwnSessions, rebuilt_tools
 from signoff.tools.registry import ToolRegistry

@@ -30,7 +30,8 @@ from signoff.errors import RunFailedError, UsageError
 from signoff.loop.agent_loop import AgentLoop, AwaitApproval, CallModel, Fail, Finish, RunTools, unanswered_calls
 from signoff.loop.answer import checked_answer, within_limit
 from signoff.loop.limits import Limits
-from signoff.loop.messages import (
+from signoff.loop.state import DEFAULT_MAX_ROUNDS
+from signoff.messages import (
     AgentEvent,
     ChatMessage,
     ChatResponse,
@@ -41,7 +42,6 @@ from signoff.loop.messages import (
     TextEvent,
     ToolSpec,
 )
-from signoff.loop.state import DEFAULT_MAX_ROUNDS
 from signoff.tools.base import Tool, tool_spec
 from signoff.tools.context import ContextProvider
 from signoff.tools.dispatch import execute_call

@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from signoff.approval.requests import ToolApprovalResponse
-from signoff.loop.messages import ChatMessage
+from signoff.messages import ChatMessage
 
 
 class CancellationToken:

@@ -18,7 +18,7 @@ from pydantic import Field
 from signoff.approval.digest import canonical_json, sha256_hex
 from signoff.approval.policy import DEFAULT_POLICY, ApprovalPolicy, Gate
 from signoff.loop.limits import Limits
-from signoff.loop.messages import ToolSpec
+from signoff.messages import ToolSpec
 from signoff.text.wire import Compact
 from signoff.tools.mcp.listing import MCPToolInfo
 

@@ -21,7 +21,7 @@ from signoff.agent.snapshot import RunSnapshot, SnapshotTool
 from signoff.approval.policy import ApprovalPolicy, Gate, PolicyBook
 from signoff.approval.requests import parse_arguments
 from signoff.loop.limits import Limits
-from signoff.loop.messages import ToolCall
+from signoff.messages import ToolCall
 from signoff.tools.base import Tool, capabilities_of, tool_spec
 from signoff.tools.registry import ToolRegistry
 

@@ -7,7 +7,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from signoff.loop.messages import ChatMessage, ChatResponse, ToolSpec
+from signoff.messages import ChatMessage, ChatResponse, ToolSpec
 
 
 class ChatOptions(BaseModel):

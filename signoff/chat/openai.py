@@ -36,7 +36,7 @@ from signoff.chat.config import LLMConfig
 from signoff.chat.masking import mask_secret, masked_exception
 from signoff.chat.stream import MAX_ERROR_TEXT, Turn, error_text, loads, read_stream
 from signoff.errors import ProviderError, StreamError
-from signoff.loop.messages import (
+from signoff.messages import (
     ChatMessage,
     ChatResponse,
     ToolCall,

@@ -17,7 +17,7 @@ from httpx_sse import EventSource
 
 from signoff.chat.base import OnText
 from signoff.errors import StreamError
-from signoff.loop.messages import ChatMessage, ChatResponse, FinishReason, ToolCall, Usage
+from signoff.messages import ChatMessage, ChatResponse, FinishReason, ToolCall, Usage
 
 FINISH_REASONS = {
     "stop": FinishReason.STOP,

@@ -31,7 +31,7 @@ from signoff.cli.talk import CommandError, Handle
 from signoff.cli.who import Who
 from signoff.cli.workers import describe_run, no_worker
 from signoff.contract import AgentRunResult
-from signoff.loop.messages import ApprovalDecisionEvent, ApprovalRequestEvent
+from signoff.messages import ApprovalDecisionEvent, ApprovalRequestEvent
 from signoff.text.links import inbox_root
 
 if TYPE_CHECKING:

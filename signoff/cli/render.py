@@ -15,7 +15,7 @@ from signoff.approval.requests import ApprovalRecord
 from signoff.cli.style import Style
 from signoff.cli.text import compact, indent, safe, shorten, text_lines, value_lines
 from signoff.contract import AgentRunResult
-from signoff.loop.messages import (
+from signoff.messages import (
     AgentEvent,
     ApprovalDecisionEvent,
     ApprovalRequestEvent,

@@ -1,7 +1,7 @@
 """Talking to a run: typed queries and updates, and the errors a person can act on.
 
 Every answer is parsed into the contract's models (`signoff.contract`, `signoff.approval.requests`,
-`signoff.loop.messages`), so the rest of the CLI never reads untyped JSON. Names of queries
+`signoff.messages`), so the rest of the CLI never reads untyped JSON. Names of queries
 and updates come from `signoff.contract` only. What the server itself says of a run, which
 signers sign from instead of the run's word, is `run_facts`.
 """
@@ -39,7 +39,7 @@ from signoff.contract import (
     DecisionAck,
     RunStatus,
 )
-from signoff.loop.messages import AgentEvent
+from signoff.messages import AgentEvent
 from signoff.workflows.queries import AuditTrail
 
 QUERY_TIMEOUT = timedelta(seconds=5)

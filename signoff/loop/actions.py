@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from signoff.approval.requests import ToolApprovalRequest
-from signoff.loop.messages import FinishReason, ToolCall
+from signoff.messages import FinishReason, ToolCall
 
 
 @dataclass(frozen=True)

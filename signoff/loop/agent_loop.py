@@ -44,7 +44,11 @@ from signoff.approval.requests import ApprovalRecord, Grant, ToolApprovalRequest
 from signoff.loop.actions import Action, AwaitApproval, CallModel, DecisionError, Fail, Finish, RunTools
 from signoff.loop.decisions import DENIED_WITHOUT_REASON, Decisions
 from signoff.loop.limits import Limits, cap_text
-from signoff.loop.messages import (
+from signoff.loop.resume import reopen, starter, unanswered_calls
+from signoff.loop.rounds import Rounds
+from signoff.loop.state import DEFAULT_MAX_ROUNDS, CallStatus, LoopState
+from signoff.loop.timers import Timers
+from signoff.messages import (
     AgentEvent,
     ChatMessage,
     ChatResponse,
@@ -53,10 +57,6 @@ from signoff.loop.messages import (
     TextEvent,
     ToolCall,
 )
-from signoff.loop.resume import reopen, starter, unanswered_calls
-from signoff.loop.rounds import Rounds
-from signoff.loop.state import DEFAULT_MAX_ROUNDS, CallStatus, LoopState
-from signoff.loop.timers import Timers
 
 CANCELLED_REASON = "Run cancelled"
 __all__ = [

@@ -23,7 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from signoff.loop.messages import ChatMessage, ChatResponse, ToolCall
+from signoff.messages import ChatMessage, ChatResponse, ToolCall
 from signoff.text.strict_json import without_surrogates
 
 CALL_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")

@@ -8,7 +8,7 @@ once in a while rather than on every round.
 
 from __future__ import annotations
 
-from signoff.loop.messages import ChatMessage
+from signoff.messages import ChatMessage
 
 ELIDED_PREFIX = "[elided: "
 

@@ -15,9 +15,9 @@ from signoff.approval import audit, authority
 from signoff.approval.authority import Decider, Decision
 from signoff.approval.requests import ApprovalRecord, Grant, ToolApprovalResponse
 from signoff.loop.actions import DecisionError
-from signoff.loop.messages import ApprovalDecisionEvent, GrantEvent
 from signoff.loop.rounds import Rounds
 from signoff.loop.state import CallStatus, LoopState, PendingCall
+from signoff.messages import ApprovalDecisionEvent, GrantEvent
 
 DENIED_WITHOUT_REASON = "User denied"
 

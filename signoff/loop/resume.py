@@ -19,7 +19,7 @@ from signoff.approval.people import Person
 from signoff.approval.requests import ToolApprovalResponse
 from signoff.loop.actions import DecisionError
 from signoff.loop.answer import with_call_ids
-from signoff.loop.messages import ChatMessage, ToolCall
+from signoff.messages import ChatMessage, ToolCall
 
 
 @dataclass(frozen=True)

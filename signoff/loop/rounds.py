@@ -16,7 +16,8 @@ from signoff.approval.digest import arguments_digest, sha256_hex
 from signoff.approval.policy import DEFAULT_POLICY
 from signoff.approval.requests import Binding, ToolApprovalRequest, arguments_problem, parse_arguments
 from signoff.loop.budget import elide_to_budget
-from signoff.loop.messages import (
+from signoff.loop.state import CallStatus, LoopState, PendingCall
+from signoff.messages import (
     AgentEvent,
     ApprovalRequestEvent,
     ChatMessage,
@@ -27,7 +28,6 @@ from signoff.loop.messages import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from signoff.loop.state import CallStatus, LoopState, PendingCall
 
 
 class Rounds:

@@ -15,7 +15,7 @@ from signoff.approval.audit import GENESIS
 from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.requests import ApprovalRecord, Grant, ToolApprovalRequest
 from signoff.loop.limits import Limits
-from signoff.loop.messages import ChatMessage, FinishReason, ToolCall, Usage
+from signoff.messages import ChatMessage, FinishReason, ToolCall, Usage
 
 DEFAULT_MAX_ROUNDS = 10
 

@@ -15,9 +15,9 @@ from signoff.approval.policy import OnTimeout
 from signoff.approval.requests import MAX_SECONDS, ToolApprovalRequest, ToolApprovalResponse
 from signoff.loop.actions import DecisionError
 from signoff.loop.decisions import Decisions
-from signoff.loop.messages import ApprovalEscalatedEvent, ApprovalReminderEvent, DeadlineExtendedEvent
 from signoff.loop.rounds import Rounds
 from signoff.loop.state import CallStatus, LoopState, PendingCall
+from signoff.messages import ApprovalEscalatedEvent, ApprovalReminderEvent, DeadlineExtendedEvent
 
 
 class Timers:

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, Field
 
 from signoff.approval.digest import canonical_json, sha256_hex
-from signoff.loop.messages import ChatMessage
+from signoff.messages import ChatMessage
 from signoff.text.wire import Compact
 
 GENESIS_HEAD = "0" * 64

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from signoff.loop.messages import ChatMessage, ToolCall, Usage
+from signoff.messages import ChatMessage, ToolCall, Usage
 
 CallSpec = ToolCall | tuple[str, dict[str, Any] | str]
 """A tool call to send: a `ToolCall` (explicit id) or `(name, arguments)`."""

@@ -11,7 +11,7 @@ from itertools import zip_longest
 from typing import Any
 
 from signoff.chat.openai import message_from_openai, message_to_openai
-from signoff.loop.messages import ChatMessage, ToolCall, Usage
+from signoff.messages import ChatMessage, ToolCall, Usage
 from signoff.testing.script import Reply, Script, ScriptedRequest, _from_list
 
 

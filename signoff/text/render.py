@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from signoff.approval.requests import ApprovalRecord, Grant, parse_arguments
-from signoff.loop.messages import (
+from signoff.messages import (
     AgentEvent,
     ApprovalDecisionEvent,
     ApprovalEscalatedEvent,

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from signoff.approval.policy import ApprovalPolicy, Gate
 from signoff.errors import UsageError
-from signoff.loop.messages import ToolSpec
+from signoff.messages import ToolSpec
 
 Preview = Callable[[dict[str, Any]], "str | Awaitable[str | None] | None"]
 """A tool's preview: a call's arguments in, what the call would do out (None: nothing to say)."""

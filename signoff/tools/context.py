@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from signoff.errors import UsageError
-from signoff.loop.messages import ChatMessage
+from signoff.messages import ChatMessage
 from signoff.tools.base import Tool
 from signoff.tools.builtins import default_tools
 from signoff.tools.files.scope import ScopePolicy, WorkspaceScope

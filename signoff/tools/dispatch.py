@@ -10,7 +10,7 @@ from typing import Any
 
 from signoff.approval.requests import parse_arguments
 from signoff.loop.limits import cap_text
-from signoff.loop.messages import ToolCall
+from signoff.messages import ToolCall
 from signoff.tools.base import ToolResult, capabilities_of
 from signoff.tools.registry import ToolRegistry
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from signoff.errors import UsageError
-from signoff.loop.messages import ToolSpec
+from signoff.messages import ToolSpec
 from signoff.tools.base import Tool, capabilities_of, tool_spec
 
 

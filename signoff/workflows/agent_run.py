@@ -66,9 +66,9 @@ with workflow.unsafe.imports_passed_through():
     from signoff.loop.actions import Action, AwaitApproval, CallModel, DecisionError, Fail, Finish, RunTools
     from signoff.loop.agent_loop import AgentLoop, unanswered_calls
     from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET, Limits, size_over, too_large
-    from signoff.loop.messages import AgentEvent, ChatMessage, ToolCall
     from signoff.loop.resume import misplaced_answer
     from signoff.loop.transcript import Sender
+    from signoff.messages import AgentEvent, ChatMessage, ToolCall
     from signoff.workflows import instances, steps, upgrade, verify  # #20: upgrade = moving to a new version
     from signoff.workflows.intake import DecisionIntake
     from signoff.workflows.metrics import RunMetrics

@@ -40,7 +40,7 @@ from signoff.contract import (
     parse_responses,
 )
 from signoff.loop.agent_loop import AgentLoop, DecisionError
-from signoff.loop.messages import DecisionIgnoredEvent
+from signoff.messages import DecisionIgnoredEvent
 from signoff.runtime.filestore import unresolvable
 from signoff.text.neutral import neutralise
 from signoff.workflows import verify

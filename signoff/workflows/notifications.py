@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from signoff.activities import AgentActivities
     from signoff.activities.models import NotifyInput
     from signoff.agent.snapshot import NotifyPlan
-    from signoff.loop.messages import (
+    from signoff.messages import (
         AgentEvent,
         ApprovalDecisionEvent,
         ApprovalEscalatedEvent,

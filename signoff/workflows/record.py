@@ -19,7 +19,7 @@ from temporalio.common import SearchAttributeKey
 from signoff.approval.requests import ToolApprovalRequest
 from signoff.contract import SA_AGENT, SA_PENDING_TOOLS, SA_STATUS, STATUS_AWAITING, STATUS_RUNNING
 from signoff.loop.limits import rough_json_size
-from signoff.loop.messages import AgentEvent
+from signoff.messages import AgentEvent
 from signoff.workflows.details import describe_pending
 
 SIGNOFF_STATUS = SearchAttributeKey.for_keyword(SA_STATUS)

@@ -15,7 +15,7 @@ from typing import Any
 from temporalio.common import RetryPolicy
 
 from signoff.loop.agent_loop import AgentLoop
-from signoff.loop.messages import ToolCall
+from signoff.messages import ToolCall
 
 MODEL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=60), maximum_attempts=10

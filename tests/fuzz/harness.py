@@ -55,7 +55,7 @@ from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.config.settings import WorkerSettings
 from signoff.contract import AgentRunInput, AgentRunResult
-from signoff.loop.messages import ChatMessage, ToolCall
+from signoff.messages import ChatMessage, ToolCall
 from signoff.runtime.storage import PayloadStore, close_storage, data_converter
 from signoff.runtime.worker import build_worker
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest

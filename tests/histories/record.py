@@ -40,7 +40,7 @@ from signoff.approval.policy import ApprovalPolicy, OnTimeout
 from signoff.config.environment import Environment
 from signoff.contract import RunOptions
 from signoff.loop.limits import Limits
-from signoff.loop.messages import ChatMessage, ToolCall
+from signoff.messages import ChatMessage, ToolCall
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.deployment import DeploymentSettings
 from signoff.runtime.devserver import find_temporal_binary

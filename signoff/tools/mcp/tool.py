@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from signoff.loop.messages import MCPUnavailableEvent, ToolSpec
+from signoff.messages import MCPUnavailableEvent, ToolSpec
 from signoff.tools.base import ToolCapabilities, ToolResult
 from signoff.tools.mcp.config import MCPServer
 from signoff.tools.mcp.listing import MCPToolInfo, annotations_of, model_name

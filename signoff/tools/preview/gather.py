@@ -16,7 +16,7 @@ from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
 from signoff.approval.requests import parse_arguments
-from signoff.loop.messages import ToolCall
+from signoff.messages import ToolCall
 from signoff.tools.base import NO_CAPABILITIES, Preview, capabilities_of
 
 if TYPE_CHECKING:
