@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from signoff.approval.gate import gated_call_ids, snapshot_of
+from signoff.agent.gate import gated_call_ids, snapshot_of
 from signoff.loop.limits import Limits
 from signoff.messages import ToolCall
 from signoff.tools import (

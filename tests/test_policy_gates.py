@@ -17,7 +17,7 @@ import pytest
 from temporalio.client import Client
 
 from signoff.agent.builder import AgentBuilder, ChatClientAgent
-from signoff.approval.gate import snapshot_tool
+from signoff.agent.gate import snapshot_tool
 from signoff.approval.policy import ApprovalPolicy, OnTimeout, PolicyBook, tightened
 from signoff.errors import ConfigError
 from signoff.messages import ToolCall

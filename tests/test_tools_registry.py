@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from signoff.approval.gate import gated_call_ids, snapshot_of
+from signoff.agent.gate import gated_call_ids, snapshot_of
 from signoff.errors import UsageError
 from signoff.loop.limits import Limits
 from signoff.messages import ToolCall, ToolSpec

@@ -3,7 +3,7 @@
 The first turn of a run takes the agent's snapshot (listing its MCP servers' tools) and
 returns it, to be recorded in history, with the MCP servers it could not reach; later
 turns name it by digest. Which of the answer's calls need approval is
-decided here, worker-side, with the run's snapshot (`signoff.approval.gate`), and so is each
+decided here, worker-side, with the run's snapshot (`signoff.agent.gate`), and so is each
 gated call's preview (`signoff.tools.preview.gather`). What the model said is checked
 first (`signoff.loop.answer`: unique, well-formed call ids; texts that can be recorded),
 and only the calls within the per-turn limit are gated and previewed. An answer too large
@@ -22,9 +22,9 @@ from signoff.activities.memory import RunMemory
 from signoff.activities.models import ChatInput, ChatTurn, Requester
 from signoff.activities.served import ServedAgents, Taken
 from signoff.activities.tool import Callers
+from signoff.agent.gate import gated_call_ids
 from signoff.agent.snapshot import RunSnapshot
 from signoff.approval.authority import requester_problem
-from signoff.approval.gate import gated_call_ids
 from signoff.chat.base import ChatOptions
 from signoff.errors import ProviderError
 from signoff.loop.answer import checked_answer, within_limit

@@ -11,7 +11,7 @@ from signoff.activities.chat import check_requester
 from signoff.activities.heartbeat import heartbeating
 from signoff.activities.models import PrepareInput, PrepareOutput
 from signoff.activities.served import ServedAgents
-from signoff.approval.gate import gated_call_ids
+from signoff.agent.gate import gated_call_ids
 from signoff.tools.preview.gather import previews
 
 

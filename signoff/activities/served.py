@@ -5,7 +5,7 @@ first activity of the run and recorded in its history. The worker keeps the tool
 registry each snapshot was taken from, by digest, so later turns gate and run calls
 with the tools the run started with. A worker that has not seen the snapshot rebuilds
 the agent; if that gives another digest (its configuration changed since), it gates
-per-call tools conservatively (`signoff.approval.gate`).
+per-call tools conservatively (`signoff.agent.gate`).
 
 An agent with MCP servers lists their tools when a run starts, over the worker's
 sessions (`mcp_sessions`, closed when the worker shuts down). Listings change, so a
@@ -26,8 +26,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from signoff.agent.builder import AgentDefinition, ChatClientAgent
+from signoff.agent.gate import configured_gate, configured_policy
 from signoff.agent.snapshot import RunSnapshot
-from signoff.approval.gate import configured_gate, configured_policy
 from signoff.approval.policy import ApprovalPolicy, Gate, PolicyBook
 from signoff.chat.base import ChatClient
 from signoff.contract import QUERY_SNAPSHOT

@@ -41,9 +41,9 @@ from signoff.activities.identify import NO_KEYS, Verifier
 from signoff.activities.models import ToolInput, ToolOutput
 from signoff.activities.served import ServedAgents
 from signoff.activities.spent import SpentSignatures
+from signoff.agent.gate import needs_approval
 from signoff.approval.digest import arguments_digest
 from signoff.approval.evidence import CallToRun, Verdict, verdict
-from signoff.approval.gate import needs_approval
 from signoff.approval.identity import Identity
 from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.requests import parse_arguments

@@ -21,9 +21,9 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar, assert_never
 
+from signoff.agent.gate import gated_call_ids, snapshot_of
 from signoff.agent.session import AgentRunOptions, AgentSession, CancellationToken
 from signoff.agent.snapshot import RunSnapshot
-from signoff.approval.gate import gated_call_ids, snapshot_of
 from signoff.approval.policy import PolicyBook
 from signoff.chat.base import ChatClient, ChatOptions
 from signoff.errors import RunFailedError, UsageError

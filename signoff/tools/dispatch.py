@@ -1,7 +1,7 @@
 """Running one tool call, the same way for both drivers (in-process agent, tool activity).
 
 Runs touch the machine, so under Temporal they happen inside the tool activity and
-their answers are recorded in history. Which calls need approval is `signoff.approval.gate`.
+their answers are recorded in history. Which calls need approval is `signoff.agent.gate`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`ToolRegistry`: an agent's tools by name. Which of their calls need approval is the
-gate's to say (`signoff.approval.gate`), from the run's snapshot."""
+gate's to say (`signoff.agent.gate`), from the run's snapshot."""
 
 from __future__ import annotations
 

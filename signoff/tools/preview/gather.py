@@ -2,7 +2,7 @@
 
 Tools declare a preview in their capabilities (`ToolCapabilities.preview`, and where it
 runs, `preview_executor`). Both drivers ask `previews` for the calls the gate
-(`signoff.approval.gate`) holds, worker-side, when the model asks: the answers travel in
+(`signoff.agent.gate`) holds, worker-side, when the model asks: the answers travel in
 the approval requests. A preview is an aid, so none may hold up a request, and every one
 is bounded by `MAX_PREVIEW_CHARS`, the one size limit of a preview.
 """
