@@ -14,8 +14,8 @@ from typing import Any
 from temporalio import activity
 
 from signoff.contract import METRIC_TOKENS
-from signoff.loop.metrics import DESCRIPTIONS, tool_outcome
 from signoff.messages import ChatResponse
+from signoff.metrics import DESCRIPTIONS, tool_outcome
 
 try:
     from opentelemetry import trace

@@ -2,7 +2,7 @@
 
 - `SIGNOFF_METRICS_ADDRESS=host:port`: the worker's SDK runtime serves Prometheus metrics at
   `http://host:port/metrics`: the SDK's own (`temporal_*`: task latencies, slots, polls...)
-  and signoff's (`signoff.loop.metrics`). Only the worker binds it; the CLI never does.
+  and signoff's (`signoff.metrics`). Only the worker binds it; the CLI never does.
 - `SIGNOFF_OTEL=1`: workers and clients get Temporal's tracing interceptor; spans go to the
   OTLP/HTTP exporter, configured by the standard `OTEL_EXPORTER_OTLP_*` variables
   (`OTEL_EXPORTER_OTLP_ENDPOINT`, `..._TRACES_ENDPOINT`, `..._HEADERS`...), the service by
@@ -29,7 +29,7 @@ from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from signoff.config.environment import METRICS_ADDRESS_ENV, OTEL_ENV, Environment
 from signoff.contract import METRIC_PENDING, METRIC_WAIT, SA_STATUS, STATUS_AWAITING, WORKFLOW_TYPE
 from signoff.errors import ConfigError
-from signoff.loop.metrics import DESCRIPTIONS, WAIT_BUCKETS
+from signoff.metrics import DESCRIPTIONS, WAIT_BUCKETS
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider

@@ -14,8 +14,8 @@ from temporalio import workflow
 from temporalio.common import MetricCounter, MetricHistogramFloat
 
 from signoff.contract import METRIC_DECISIONS, METRIC_TOOL_CALLS, METRIC_WAIT
-from signoff.loop.metrics import DESCRIPTIONS, decision_outcome, tool_outcome, wait_seconds
 from signoff.messages import AgentEvent, ApprovalDecisionEvent, ToolResultEvent
+from signoff.metrics import DESCRIPTIONS, decision_outcome, tool_outcome, wait_seconds
 
 
 class RunMetrics:
