@@ -21,12 +21,12 @@ from signoff.approval.policy import PolicyBook
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.config.environment import Environment
-from signoff.config.settings import WorkerSettings
 from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
 from signoff.loop.limits import Limits
 from signoff.messages import ToolCall
 from signoff.runtime.connection import ConnectionSettings
 from signoff.runtime.deployment import DeploymentSettings
+from signoff.runtime.settings import WorkerSettings
 from signoff.runtime.worker import build_worker
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 from signoff.tools.files.scope import ScopePolicy, WorkspaceScope

@@ -90,7 +90,7 @@ def test_the_core_of_configuration_knows_nothing_of_temporal() -> None:
 
 
 def test_workflow_code_never_imports_the_environment() -> None:
-    assert not {"signoff.config.environment", "signoff.config.settings"} & set(workflow_code().modules)
+    assert not {"signoff.config.environment", "signoff.runtime.settings"} & set(workflow_code().modules)
 
 
 def test_every_secret_file_a_reader_is_tested_for_is_registered() -> None:

@@ -34,10 +34,10 @@ from signoff.approval.policy import PolicyBook
 from signoff.approval.requests import ApprovalRecord, Binding, ToolApprovalResponse
 from signoff.approval.signatures import decision_claim, requester_claim
 from signoff.approval.signing import SigningKey
-from signoff.config.settings import WorkerSettings
 from signoff.contract import AgentRunInput
 from signoff.loop.state import CallStatus, LoopState, PendingCall
 from signoff.messages import ChatMessage, ToolCall
+from signoff.runtime.settings import WorkerSettings
 from signoff.tools.base import ToolCapabilities, ToolResult
 from signoff.workflows.run_input import ContinuedRun
 from tests.approver_keys import signed, write_secret

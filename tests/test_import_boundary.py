@@ -5,7 +5,6 @@ The rule. signoff's top-level entries are on one of two sides:
 - The Temporal side, `TEMPORAL_SIDE`: the packages that talk to a Temporal server or run in
   a worker (the workflow, its activities, the worker and connection, the CLI, the inbox).
   They may import `temporalio`, and each of them does.
-  So is one module of a core package, `TEMPORAL_MODULES` (the worker's settings).
 - The core, `CORE`: everything else (the package itself, the loop, approvals, agents, text,
   config, tools, chat, the scripted model server, the contract's types and the errors). No
   core module imports `temporalio` or a Temporal-side module anywhere in its source, not even
@@ -32,9 +31,6 @@ import pytest
 ROOT = Path(__file__).parent.parent
 PACKAGE = ROOT / "signoff"
 TEMPORAL_SIDE = ("signoff.activities", "signoff.cli", "signoff.inbox", "signoff.runtime", "signoff.workflows")
-# One module of a core package is the Temporal side's: the worker's settings hold the types of the worker
-# and its activities (connection, deployment, notifications, the identify activity's verifier).
-TEMPORAL_MODULES = ("signoff.config.settings",)
 CORE = (
     "signoff",  # __init__.py, the public API
     "signoff.agent",
@@ -60,7 +56,7 @@ def module_name(path: Path) -> str:
 
 
 def side(name: str) -> str:
-    if any(name == t or name.startswith(t + ".") for t in TEMPORAL_SIDE + TEMPORAL_MODULES):
+    if any(name == t or name.startswith(t + ".") for t in TEMPORAL_SIDE):
         return "temporal"
     return "core"
 
@@ -181,7 +177,7 @@ for MODULE in sys.argv[3:]:
 def loaded() -> dict[str, dict[str, str]]:
     """For each core module that loads Temporal: what it loads first, and through which lines."""
     done = subprocess.run(
-        [sys.executable, "-c", WITNESS, json.dumps(TEMPORAL_SIDE + TEMPORAL_MODULES), str(ROOT), *CORE_MODULES],
+        [sys.executable, "-c", WITNESS, json.dumps(TEMPORAL_SIDE), str(ROOT), *CORE_MODULES],
         cwd=ROOT,
         capture_output=True,
         text=True,

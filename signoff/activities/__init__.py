@@ -55,7 +55,7 @@ from signoff.chat.base import ChatClient
 from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET
 
 if TYPE_CHECKING:  # the worker's settings hold the activities' types: they are read, not imported
-    from signoff.config.settings import WorkerSettings
+    from signoff.runtime.settings import WorkerSettings
 
 if __name__ != "signoff.activities":  # the repository's top-level `activities/` is a link to this folder
     raise ImportError(

@@ -39,7 +39,7 @@ from signoff.tools.mcp.tool import OwnSessions, rebuilt_tools
 from signoff.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:  # the worker's settings hold the activities' types: they are read, not imported
-    from signoff.config.settings import WorkerSettings
+    from signoff.runtime.settings import WorkerSettings
     from signoff.tools.mcp.sessions import MCPSessions
 
 SNAPSHOTS_REMEMBERED = 1000

@@ -3,7 +3,7 @@
 `Environment` is the only reader of the process environment in signoff. Each variable has
 its name here (a constant), its default, and the method that turns its text into a value,
 with the error that says what is wrong and what to do (`ConfigError`). Code elsewhere
-receives an `Environment` (or what the worker built from it, `config/settings.py`) and asks
+receives an `Environment` (or what the worker built from it, `runtime/settings.py`) and asks
 it for values; what a value *means* (a policy file's entries, a key file's keys, a URL's
 shape) is checked by the type it configures, whose messages name the variable.
 

@@ -1,7 +1,7 @@
 """The signoff worker: `python worker.py [--agents myapp.agents ...]`.
 
 Configured by the environment (CONTRACT.md), read once at start into one `WorkerSettings`
-(`signoff/config/settings.py`; each variable is `signoff/config/environment.py`'s); how it
+(`signoff/runtime/settings.py`; each variable is `signoff/config/environment.py`'s); how it
 connects (TLS, mTLS, API key, `temporal.toml` profiles, the payload store) is
 `runtime/connection.py`. With nothing configured and nothing listening on localhost:7233 it
 starts the embedded dev server.
@@ -34,7 +34,6 @@ from signoff.chat.base import ChatClient
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.config.environment import AGENTS_ENV, Environment
-from signoff.config.settings import WorkerSettings
 from signoff.contract import DEFAULT_TASK_QUEUE
 from signoff.errors import SignoffError, UsageError
 from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET
@@ -48,6 +47,7 @@ from signoff.runtime.connection import connect as connect_with
 from signoff.runtime.deployment import routing_note
 from signoff.runtime.guard import worker_client
 from signoff.runtime.hardening import harden_process
+from signoff.runtime.settings import WorkerSettings
 from signoff.runtime.storage import close_storage
 from signoff.runtime.telemetry import PendingGauge, flush_traces
 from signoff.runtime.tokens import SignedDecisionCheck

@@ -53,9 +53,9 @@ from temporalio.testing import WorkflowEnvironment
 from signoff.approval.identity import ApproverKeys
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
-from signoff.config.settings import WorkerSettings
 from signoff.contract import AgentRunInput, AgentRunResult
 from signoff.messages import ChatMessage, ToolCall
+from signoff.runtime.settings import WorkerSettings
 from signoff.runtime.storage import PayloadStore, close_storage, data_converter
 from signoff.runtime.worker import build_worker
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest

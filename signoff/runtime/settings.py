@@ -15,9 +15,9 @@ The worker (`signoff.runtime.worker`: `serve`, `build_worker`) and its activitie
 (`ConnectionSettings.load`), so it reaches the runs as the workers do (the same namespace,
 payload store and codec keys) without needing what only a worker needs.
 
-This module is the worker's side of configuration: its parts are the Temporal side's own
-types (the connection, the Worker Deployment version, the notification channels), so the
-core never imports it (`environment.py` and `secrets.py` are the core's).
+It lives with the worker, in `runtime/`: its parts are the Temporal side's own types (the
+connection, the Worker Deployment version, the notification channels), so the core never
+imports it (the variables themselves are `config/environment.py`'s, core).
 """
 
 from __future__ import annotations
