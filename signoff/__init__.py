@@ -55,7 +55,6 @@ from signoff.messages import (
     ToolSpec,
     Usage,
 )
-from signoff.text.render import AgentResponseConverter, render_event
 from signoff.tools import (
     ApprovalRequiredTool,
     ContextProvider,
@@ -74,6 +73,7 @@ from signoff.tools import (
     tool,
 )
 from signoff.tools.mcp import MCPServer, MCPTool
+from signoff.views.render import AgentResponseConverter, render_event
 
 AgentSnapshot = AgentDefinition
 """`AgentDefinition`'s earlier name (a public name, kept): "snapshot" now means only

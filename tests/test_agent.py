@@ -15,8 +15,8 @@ from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.messages import ApprovalRequestEvent, ChatMessage, FinishEvent, FinishReason, TextEvent
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
-from signoff.text.render import AgentResponseConverter
 from signoff.tools import ApprovalRequiredTool, RunCommand, WorkspaceScope, tool
+from signoff.views.render import AgentResponseConverter
 from tests.helpers import call
 
 RM = call("run_command", "call_1", command="rm -rf logs")

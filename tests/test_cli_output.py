@@ -28,8 +28,8 @@ from signoff.cli.text import format_age, shorten
 from signoff.config.environment import Environment
 from signoff.contract import AgentRunResult
 from signoff.messages import ApprovalRequestEvent, ChatMessage, FinishReason, Usage
-from signoff.text.howto import decide_commands
-from signoff.text.links import ui_link
+from signoff.views.howto import decide_commands
+from signoff.views.links import ui_link
 
 PLAIN = Style()
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)

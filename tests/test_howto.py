@@ -7,7 +7,7 @@ import shlex
 
 from signoff.approval.digest import arguments_digest
 from signoff.approval.requests import ToolApprovalRequest
-from signoff.text.howto import decide_commands, decision_input, temporal_commands
+from signoff.views.howto import decide_commands, decision_input, temporal_commands
 from signoff.workflows.details import describe_pending
 
 HOSTILE_ID = "c1'; rm -rf ~; echo '"

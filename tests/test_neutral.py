@@ -13,7 +13,7 @@ from signoff.messages import (
     ToolResultEvent,
 )
 from signoff.text.neutral import neutralise
-from signoff.text.render import AgentResponseConverter, render_event
+from signoff.views.render import AgentResponseConverter, render_event
 
 ATTACKS = {
     "clear screen": ("\x1b[2J\x1b[H", "\\x1b[2J\\x1b[H"),

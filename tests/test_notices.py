@@ -13,7 +13,7 @@ from signoff.activities.models import NotifyInput
 from signoff.activities.notify import NotifyConfig, channel_id, deliver
 from signoff.config.environment import Environment
 from signoff.errors import ConfigError
-from signoff.text.notices import notice_text
+from signoff.views.notices import notice_text
 from tests.processes import free_port
 from tests.receiver import Receiver
 

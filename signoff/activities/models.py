@@ -11,8 +11,8 @@ from signoff.approval.people import Person
 from signoff.approval.signatures import SignoffClaim
 from signoff.loop.transcript import TranscriptDelta
 from signoff.messages import ChatMessage, ChatResponse, MCPUnavailableEvent, ToolCall
-from signoff.text.notices import NoticeKind
 from signoff.text.wire import Compact
+from signoff.views.notices import NoticeKind
 
 TOOL_ACTIVITY = "signoff.tool"
 """The activity that runs one tool call; `signoff audit --verify` finds the calls run by it."""

@@ -40,10 +40,10 @@ from signoff.config.environment import NOTIFY_SECRET_FILE_ENV, NOTIFY_URLS_ENV, 
 from signoff.config.smallfile import read_small_file
 from signoff.errors import ConfigError
 from signoff.runtime.devserver import DEFAULT_ADDRESS
-from signoff.text.howto import decide_commands
-from signoff.text.links import inbox_link, inbox_root, ui_link, ui_root
-from signoff.text.notices import WAITING_KINDS, Notice, notice_text, slack_message
 from signoff.text.notify_signature import SIGNATURE_HEADER, signature
+from signoff.views.howto import decide_commands
+from signoff.views.links import inbox_link, inbox_root, ui_link, ui_root
+from signoff.views.notices import WAITING_KINDS, Notice, notice_text, slack_message
 
 EVENT_HEADER = "X-Signoff-Event"
 DELIVERY_HEADER = "X-Signoff-Delivery"

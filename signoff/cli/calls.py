@@ -21,8 +21,8 @@ from signoff.cli.text import (
     value_lines,
 )
 from signoff.contract import DecisionAck
-from signoff.text.howto import decide_commands
-from signoff.text.links import inbox_link
+from signoff.views.howto import decide_commands
+from signoff.views.links import inbox_link
 
 PAD = "    "
 LABEL = 10

@@ -18,7 +18,7 @@ from signoff.config.environment import CODEC_KEYS_ENV, CODEC_SERVER_TOKEN_FILE_E
 from signoff.config.smallfile import read_small_file
 from signoff.errors import ConfigError
 from signoff.runtime.codec import CodecKeys
-from signoff.text.links import DEFAULT_UI_BASE
+from signoff.views.links import DEFAULT_UI_BASE
 
 DEFAULT_PORT = 8081
 MAX_TOKEN_FILE_BYTES = 4096

@@ -36,8 +36,8 @@ from signoff.contract import AgentRunInput
 from signoff.errors import ConfigError
 from signoff.runtime.connection import ConnectError, open_client
 from signoff.runtime.devserver import EmbeddedServer
-from signoff.text.links import ui_root
 from signoff.tools.files.scope import WorkspaceScope
+from signoff.views.links import ui_root
 
 if TYPE_CHECKING:
     from signoff.cli.main import Context

@@ -32,7 +32,7 @@ from signoff.cli.who import Who
 from signoff.cli.workers import describe_run, no_worker
 from signoff.contract import AgentRunResult
 from signoff.messages import ApprovalDecisionEvent, ApprovalRequestEvent
-from signoff.text.links import inbox_root
+from signoff.views.links import inbox_root
 
 if TYPE_CHECKING:
     from signoff.cli.main import Context

@@ -15,7 +15,7 @@ from signoff.approval.derived import ServedRuns
 from signoff.cli.talk import CommandError
 from signoff.config.environment import INBOX_URL_ENV
 from signoff.errors import ConfigError
-from signoff.text.links import inbox_root, ui_root
+from signoff.views.links import inbox_root, ui_root
 
 if TYPE_CHECKING:
     import uvicorn

@@ -48,8 +48,8 @@ from signoff.errors import ConfigError
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.devserver import DEFAULT_ADDRESS
 from signoff.runtime.storage import storage_problem
-from signoff.text.links import ui_link
 from signoff.text.neutral import neutralise
+from signoff.views.links import ui_link
 
 
 @dataclasses.dataclass(frozen=True)

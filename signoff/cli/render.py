@@ -1,6 +1,6 @@
 """How a run's events and its result look in the terminal.
 
-The core says what each event is about (`signoff.text.render.describe`); this module only
+The core says what each event is about (`signoff.views.render.describe`); this module only
 lays that out with colours and symbols. Every value from the run is made inert
 (`cli.text`) as it is placed.
 """
@@ -21,7 +21,7 @@ from signoff.messages import (
     ApprovalRequestEvent,
     ToolCallEvent,
 )
-from signoff.text.render import EventView, describe
+from signoff.views.render import EventView, describe
 
 _SYMBOLS = {
     "info": ("info", "cyan"),

@@ -29,7 +29,7 @@ from signoff.contract import (
     AgentRunResult,
     RunOptions,
 )
-from signoff.text.links import inbox_root
+from signoff.views.links import inbox_root
 from signoff.workflows.run_input import format_validation_error
 
 if TYPE_CHECKING:

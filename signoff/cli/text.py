@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from signoff.text.neutral import neutralise
-from signoff.text.render import arguments_text
+from signoff.views.render import arguments_text
 
 MAX_SHOWN_LINES = 12
 MAX_SHOWN_CHARS = 1200

@@ -445,7 +445,7 @@ class Environment:
 
     def ui_url(self) -> str | None:
         """`SIGNOFF_UI_URL`: the Temporal Web UI's root (None: the embedded server's, else
-        `http://localhost:8233` for a local server; `signoff.text.links`)."""
+        `http://localhost:8233` for a local server; `signoff.views.links`)."""
         return self._values.get(UI_URL_ENV) or None
 
     def inbox_url(self) -> str | None:

@@ -29,7 +29,7 @@ from signoff.cli.runs import WAITING_QUERY
 from signoff.cli.talk import CommandError
 from signoff.contract import QUERY_MESSAGES, SA_AGENT, SA_PENDING_TOOLS
 from signoff.messages import ChatMessage
-from signoff.text.render import decided_by
+from signoff.views.render import decided_by
 from signoff.workflows.record import SIGNOFF_PENDING_TOOLS
 
 PAGE_RUNS = 50

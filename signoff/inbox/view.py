@@ -22,9 +22,9 @@ from signoff.approval.authority import allowed_approvers
 from signoff.approval.requests import ToolApprovalRequest
 from signoff.cli.calls import policy_text, votes_text
 from signoff.cli.text import format_age, format_deadline
-from signoff.text.links import inbox_path
 from signoff.text.neutral import neutralise
-from signoff.text.render import arguments_text
+from signoff.views.links import inbox_path
+from signoff.views.render import arguments_text
 
 HERE = Path(__file__).parent
 SUMMARY_CHARS = 160

@@ -1,1 +1,1 @@
-"""Text from strangers made inert, and what people read: events, how-to lines, notices, links."""
+"""Text from strangers made inert, strict JSON, the payloads' wire shape, a notification's signature."""

@@ -16,8 +16,8 @@ import re
 import shlex
 
 from signoff.approval.requests import ToolApprovalRequest
-from signoff.text.howto import decide_commands, decision_input, temporal_commands
 from signoff.text.neutral import neutralise
+from signoff.views.howto import decide_commands, decision_input, temporal_commands
 
 SHOWN_CHARS = 2_000
 

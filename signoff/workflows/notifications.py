@@ -41,7 +41,7 @@ with workflow.unsafe.imports_passed_through():
         ApprovalRequestEvent,
         NotificationFailedEvent,
     )
-    from signoff.text.notices import NoticeKind
+    from signoff.views.notices import NoticeKind
     from signoff.workflows.steps import root_message
 
 DRAIN = timedelta(seconds=30)
