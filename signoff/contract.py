@@ -53,6 +53,19 @@ METRIC_DECISIONS = "signoff_decisions_total"
 METRIC_TOOL_CALLS = "signoff_tool_calls_total"
 METRIC_TOKENS = "signoff_model_tokens_total"
 """Metrics a worker exposes on `SIGNOFF_METRICS_ADDRESS`, beside the SDK's own (`temporal_*`)."""
+INVALID_REFERENCE = "invalid_payload_reference"
+"""The one key of what a payload-store reference that cannot be resolved reads as
+(`signoff.runtime.filestore.not_a_payload`): a JSON object no model accepts."""
+SAME_STORE = "Every worker and client of a namespace must use the same SIGNOFF_PAYLOAD_STORE"
+
+
+def unresolvable(value: object) -> str | None:
+    """Why `value` is a payload that could not be resolved (`not_a_payload`), or None.
+
+    Pure, so that workflow code asks it without importing the payload store's file I/O."""
+    if isinstance(value, dict) and len(value) == 1 and isinstance(value.get(INVALID_REFERENCE), str):
+        return f"a payload-store reference that cannot be resolved ({value[INVALID_REFERENCE]})"
+    return None
 
 
 class RunOptions(Compact):

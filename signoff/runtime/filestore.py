@@ -28,15 +28,14 @@ from temporalio.converter import (
     StorageDriverStoreContext,
 )
 
+from signoff.contract import INVALID_REFERENCE, SAME_STORE
 from signoff.errors import ConfigError
 
 FILE_DRIVER_NAME = "signoff.file"
-INVALID_REFERENCE = "invalid_payload_reference"
 HASH_ALGORITHM = "sha256"
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _WRITE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-SAME_STORE = "Every worker and client of a namespace must use the same SIGNOFF_PAYLOAD_STORE"
 
 
 class PayloadStoreError(ConfigError):
@@ -150,13 +149,6 @@ def not_a_payload(reason: str) -> Payload:
     payload = Payload(metadata={"encoding": b"json/plain"})
     payload.data = json.dumps({INVALID_REFERENCE: reason[:1_000]}).encode()
     return payload
-
-
-def unresolvable(value: object) -> str | None:
-    """Why `value` is a payload that could not be resolved (`not_a_payload`), or None."""
-    if isinstance(value, dict) and len(value) == 1 and isinstance(value.get(INVALID_REFERENCE), str):
-        return f"a payload-store reference that cannot be resolved ({value[INVALID_REFERENCE]})"
-    return None
 
 
 def _sync_directory(directory: Path) -> None:

@@ -48,10 +48,9 @@ from temporalio.worker import (
 )
 
 from signoff.config.environment import Environment
-from signoff.contract import WORKFLOW_TYPE
+from signoff.contract import SAME_STORE, WORKFLOW_TYPE
 from signoff.errors import UsageError
 from signoff.runtime.codec import ENCODING, KEY_ID, CodecKeys, EncryptionCodec
-from signoff.runtime.filestore import SAME_STORE
 from signoff.runtime.guard import NO_STORE_DRIVER, guarded
 from signoff.runtime.storage import PayloadStore, data_converter, storage_problem
 from signoff.runtime.worker import sandbox_runner

@@ -44,10 +44,10 @@ from signoff.config.environment import (
     PAYLOAD_THRESHOLD_ENV,
     Environment,
 )
+from signoff.contract import SAME_STORE
 from signoff.errors import ConfigError
 from signoff.runtime.codec import PayloadDecryptError
 from signoff.runtime.filestore import (
-    SAME_STORE,
     FileStorageDriver,
     PayloadStoreError,
     make_private_dir,

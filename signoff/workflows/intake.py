@@ -38,10 +38,10 @@ from signoff.contract import (
     DecisionAck,
     GrantRevocation,
     parse_responses,
+    unresolvable,
 )
 from signoff.loop.agent_loop import AgentLoop, DecisionError
 from signoff.messages import DecisionIgnoredEvent
-from signoff.runtime.filestore import unresolvable
 from signoff.text.neutral import neutralise
 from signoff.workflows import verify
 from signoff.workflows.record import RunRecord

@@ -30,9 +30,8 @@ from signoff.activities import AgentActivities
 from signoff.activities.models import Requester, SealInput, SealOutput, UnsealInput, UnsealOutput
 from signoff.agent.snapshot import RunSnapshot
 from signoff.approval.digest import canonical_json, sha256_hex
-from signoff.contract import AgentRunInput
+from signoff.contract import SAME_STORE, AgentRunInput, unresolvable
 from signoff.loop.state import LoopState
-from signoff.runtime.filestore import SAME_STORE, unresolvable
 from signoff.workflows.refusal import INVALID_INPUT, Refusal
 
 __all__ = (
