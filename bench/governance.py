@@ -38,7 +38,7 @@ from bench.report import summary, table, write_results
 from bench.runs import START, approve, finish, history_events, wait_paused
 from signoff.approval.derived import ServedRuns
 from signoff.approval.signing import SigningKey, new_key_pair, signed_decision
-from signoff.cli import talk
+from signoff.operator import run_client
 
 TOOL, ROUNDS = "gated_noop", 1
 
@@ -59,8 +59,8 @@ class _Hook(BaseHTTPRequestHandler):
 async def signed_approval(client: Client, key: SigningKey, handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
     """The decision on the bench's gated call, signed as a signer signs it: for the call the run
     shows, in the run as the server describes it (`signoff.approval.derived`)."""
-    (request,) = await talk.pending(handle)
-    facts = await talk.run_facts(client, handle.id)
+    (request,) = await run_client.pending(handle)
+    facts = await run_client.run_facts(client, handle.id)
     return signed_decision(key, request, run=facts, served=ServedRuns(("*",)))
 
 

@@ -115,7 +115,7 @@ def signed(
     """A decision on a pending call (as the `pending_approvals` query returns it), signed with
     the key in `key_file` (an HS256 secret, or a person's PEM key) for exactly that call.
 
-    `run` is what the server says of the run (`signoff.cli.talk.run_facts`); by default the
+    `run` is what the server says of the run (`signoff.operator.run_client.run_facts`); by default the
     facts a genuine run's own binding names (an `AgentRun`, on a queue served): the tests that
     use this sign for runs of signoff's own workers, and the derivation itself, against runs
     that lie, is tested with real signers (tests/test_signing_what_is_shown.py)."""

@@ -23,13 +23,13 @@ from signoff.cli.render import (
     render_result,
 )
 from signoff.cli.style import Console, Style
-from signoff.cli.talk import parse_event
-from signoff.cli.text import format_age, shorten
 from signoff.config.environment import Environment
 from signoff.contract import AgentRunResult
 from signoff.messages import ApprovalRequestEvent, ChatMessage, FinishReason, Usage
+from signoff.operator.run_client import parse_event
 from signoff.views.howto import decide_commands
 from signoff.views.links import ui_link
+from signoff.views.text import format_age, shorten
 
 PLAIN = Style()
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)

@@ -13,9 +13,9 @@ from signoff.approval.digest import arguments_digest
 from signoff.approval.requests import ToolApprovalRequest
 from signoff.cli.calls import approval_block, approval_prompt, render_ack
 from signoff.cli.style import DEFAULT_WIDTH, Console, Style, inert, terminal_width
-from signoff.cli.text import CONTINUED, value_lines, wrap
 from signoff.config.environment import Environment
 from signoff.contract import DecidedCall, DecisionAck
+from signoff.views.text import CONTINUED, value_lines, wrap
 
 PLAIN = Style()
 LONG = "echo " + "a" * 431 + "; rm -rf data2"  # 450 characters, the dangerous part at the end

@@ -215,7 +215,7 @@ def test_what_the_readme_imports_from_signoff_is_exported() -> None:
 
 
 def _is_submodule(module: str, name: str) -> bool:
-    """`from signoff.cli import talk` imports a module, which no `__all__` lists."""
+    """`from signoff.operator import run_client` imports a module, which no `__all__` lists."""
     try:
         return importlib.util.find_spec(f"{module}.{name}") is not None
     except ModuleNotFoundError:  # `module` is not a package

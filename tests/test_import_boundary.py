@@ -3,10 +3,12 @@
 The rule. signoff's top-level entries are on one of two sides:
 
 - The Temporal side, `TEMPORAL_SIDE`: the packages that talk to a Temporal server or run in
-  a worker (the workflow, its activities, the worker and connection, the CLI, the inbox).
+  a worker (the workflow, its activities, the worker and connection, the operator's client, the
+  CLI, the inbox).
   They may import `temporalio`, and each of them does.
-- The core, `CORE`: everything else (the package itself, the loop, approvals, agents, text,
-  config, tools, chat, the scripted model server, the contract's types and the errors). No
+- The core, `CORE`: everything else (the package itself, the messages, the loop, approvals,
+  agents, text and views, config, tools, chat, metrics' names, the scripted model server, the
+  contract's types and the errors). No
   core module imports `temporalio` or a Temporal-side module anywhere in its source, not even
   inside a function (`test_core_sources_import_nothing_from_the_temporal_side`), and importing
   any core module loads neither of them, directly or through what it imports
@@ -30,7 +32,14 @@ import pytest
 
 ROOT = Path(__file__).parent.parent
 PACKAGE = ROOT / "signoff"
-TEMPORAL_SIDE = ("signoff.activities", "signoff.cli", "signoff.inbox", "signoff.runtime", "signoff.workflows")
+TEMPORAL_SIDE = (
+    "signoff.activities",
+    "signoff.cli",
+    "signoff.inbox",
+    "signoff.operator",
+    "signoff.runtime",
+    "signoff.workflows",
+)
 CORE = (
     "signoff",  # __init__.py, the public API
     "signoff.agent",
@@ -40,9 +49,12 @@ CORE = (
     "signoff.contract",
     "signoff.errors",
     "signoff.loop",
+    "signoff.messages",
+    "signoff.metrics",
     "signoff.testing",
     "signoff.text",
     "signoff.tools",
+    "signoff.views",
 )
 LAZY_DOORS = {
     "signoff/testing/__init__.py": {"signoff.runtime.replay"},

@@ -17,7 +17,7 @@ it checks itself (CONTRACT v4 "Signing what is shown"):
 
 Where the run's `binding` differs from any of these, or the run is not an `AgentRun` on a task
 queue your workers serve (`ServedRuns`), the signer refuses (`SigningRefused`) and says why.
-Pure: the facts come from the client layer (`signoff.cli.talk.run_facts`).
+Pure: the facts come from the client layer (`signoff.operator.run_client.run_facts`).
 """
 
 from __future__ import annotations

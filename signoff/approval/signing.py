@@ -151,7 +151,7 @@ def signed_decision(
     client (the Web UI's Send an Update, the `temporal` CLI).
 
     The claim is derived, never copied (`signoff.approval.derived`): from `run`, what the
-    server says of the run the request came from (`await signoff.cli.talk.run_facts(client,
+    server says of the run the request came from (`await signoff.operator.run_client.run_facts(client,
     workflow_id)`: its first run id, type and task queue), and from the request's call id,
     tool and arguments as you have them; the request's own `binding` must agree.
 

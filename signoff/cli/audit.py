@@ -21,16 +21,16 @@ from temporalio.service import RPCError
 
 from signoff.approval.audit import GENESIS, is_elided
 from signoff.approval.requests import ApprovalRecord
-from signoff.cli import talk
 from signoff.cli.audit_check import check_against_history, check_chain, check_signatures
-from signoff.cli.calls import row, votes_text
+from signoff.cli.calls import row
 from signoff.cli.history import run_chain
 from signoff.cli.render import render_record
 from signoff.cli.style import Style
-from signoff.cli.talk import CommandError
-from signoff.cli.text import safe, value_lines
 from signoff.contract import AgentRunResult
 from signoff.errors import ConfigError
+from signoff.operator import run_client
+from signoff.operator.run_client import CommandError
+from signoff.views.text import safe, value_lines, votes_text
 from signoff.workflows.queries import AuditTrail
 
 if TYPE_CHECKING:
@@ -45,9 +45,11 @@ async def _from_run(client: Client, workflow_id: str) -> AuditTrail:
             return AuditTrail(records=records, head=records[-1].hash if records else GENESIS)
     except (RPCError, WorkflowFailureError) as exc:
         raise CommandError(
-            talk.failure_text(exc) if isinstance(exc, WorkflowFailureError) else talk.rpc_text(exc, workflow_id)
+            run_client.failure_text(exc)
+            if isinstance(exc, WorkflowFailureError)
+            else run_client.rpc_text(exc, workflow_id)
         ) from None
-    return await talk.audit_trail(handle)
+    return await run_client.audit_trail(handle)
 
 
 def _from_file(path: str, workflow_id: str) -> AuditTrail:

@@ -10,43 +10,28 @@ meanwhile makes its run refuse, and the report says so per run.
 from __future__ import annotations
 
 import argparse
-import asyncio
-from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client
 
 from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse
-from signoff.cli import talk
 from signoff.cli.calls import render_ack
 from signoff.cli.input import terminal_asker
 from signoff.cli.runs import waiting_runs
 from signoff.cli.shown import show
 from signoff.cli.style import print_json
-from signoff.cli.talk import CommandError
-from signoff.cli.text import safe
 from signoff.cli.who import Who
 from signoff.contract import DecisionAck
+from signoff.operator import run_client
+from signoff.operator.run_client import CommandError
+from signoff.operator.waiting import bounded
+from signoff.views.text import safe
 
 if TYPE_CHECKING:
     from signoff.cli.main import Context
 
-AT_ONCE = 16
-"""Runs queried or decided concurrently."""
-T = TypeVar("T")
 Listed = list[tuple[str, list[ToolApprovalRequest]]]
-
-
-async def bounded(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T | BaseException]:
-    """Run `jobs` at most `AT_ONCE` at a time; each one's result or exception, in order."""
-    gate = asyncio.Semaphore(AT_ONCE)
-
-    async def one(job: Callable[[], Awaitable[T]]) -> T:
-        async with gate:
-            return await job()
-
-    return await asyncio.gather(*(one(job) for job in jobs), return_exceptions=True)
 
 
 def _wanted(request: ToolApprovalRequest, args: argparse.Namespace, now: datetime) -> bool:
@@ -59,7 +44,7 @@ def _wanted(request: ToolApprovalRequest, args: argparse.Namespace, now: datetim
 async def matching_calls(client: Client, args: argparse.Namespace) -> Listed:
     """The waiting runs the query matches, each with its pending calls that pass the filters."""
     ids = sorted({run.workflow_id for run in await waiting_runs(client, args.query) if not run.paused})
-    answers = await bounded([lambda i=i: talk.pending(client.get_workflow_handle(i)) for i in ids])  # type: ignore[misc]
+    answers = await bounded([lambda i=i: run_client.pending(client.get_workflow_handle(i)) for i in ids])  # type: ignore[misc]
     now = datetime.now(UTC)
     listed: Listed = []
     for workflow_id, answer in zip(ids, answers, strict=True):
@@ -96,12 +81,12 @@ async def _decide_each(
     ctx: Context, client: Client, listed: Listed, fields: dict[str, Any], who: Who, as_json: bool
 ) -> int:
     async def one_run(workflow_id: str, calls: list[ToolApprovalRequest]) -> DecisionAck:
-        run = await talk.run_facts(client, workflow_id) if any(who.signs(r) for r in calls) else None
+        run = await run_client.run_facts(client, workflow_id) if any(who.signs(r) for r in calls) else None
         responses = [
             who.decision(r, ToolApprovalResponse(call_id=r.call_id, arguments_digest=r.arguments_digest, **fields), run)
             for r in calls
         ]
-        return await talk.submit(client.get_workflow_handle(workflow_id), responses)
+        return await run_client.submit(client.get_workflow_handle(workflow_id), responses)
 
     jobs = [lambda w=w, calls=calls: one_run(w, calls) for w, calls in listed]
     refused, answers = 0, []

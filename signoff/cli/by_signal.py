@@ -15,11 +15,11 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from signoff.approval.requests import ToolApprovalResponse
-from signoff.cli import talk
 from signoff.cli.style import print_json
-from signoff.cli.talk import CommandError, Handle
-from signoff.cli.text import safe
 from signoff.cli.who import Who
+from signoff.operator import run_client
+from signoff.operator.run_client import CommandError, Handle
+from signoff.views.text import safe
 
 if TYPE_CHECKING:
     from signoff.cli.main import Context
@@ -57,7 +57,7 @@ async def send_by_signal(
     ctx: Context, args: argparse.Namespace, handle: Handle, responses: list[ToolApprovalResponse], why: str
 ) -> int:
     """Send `responses` by signal and say why, and how to see what came of them."""
-    await talk.signal(handle, responses)
+    await run_client.signal(handle, responses)
     if getattr(args, "json", False):
         sent = [r.model_dump(mode="json", exclude_none=True, exclude={"token"}) for r in responses]
         print_json({"sent_by_signal": True, "why": why, "decisions": sent})

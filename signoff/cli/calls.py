@@ -10,19 +10,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from signoff.approval.policy import DEFAULT_POLICY, ApprovalPolicy
-from signoff.approval.requests import ToolApprovalRequest, Vote
+from signoff.approval.requests import ToolApprovalRequest
 from signoff.cli.style import Style
-from signoff.cli.text import (
-    format_age,
-    format_deadline,
-    safe,
-    text_lines,
-    value_lines,
-)
 from signoff.contract import DecisionAck
 from signoff.views.howto import decide_commands
 from signoff.views.links import inbox_link
+from signoff.views.text import (
+    format_age,
+    format_deadline,
+    policy_text,
+    safe,
+    text_lines,
+    value_lines,
+    votes_text,
+)
 
 PAD = "    "
 LABEL = 10
@@ -53,25 +54,6 @@ def row(name: str, value: str | Sequence[str]) -> list[str]:
 def _value(name: str, value: object, width: int | None) -> list[str]:
     lead = f"{PAD}{name:<{LABEL}} "
     return row(name, value_lines(value, width, len(lead), " " * len(lead)))
-
-
-def policy_text(policy: ApprovalPolicy) -> str:
-    """`anyone may decide` or the rules that differ from it, e.g. `approvers: alice; quorum 2`."""
-    if policy == DEFAULT_POLICY:
-        return "anyone may decide"
-    rules = [f"approvers: {', '.join(policy.approvers) or 'anyone'}", f"quorum {policy.quorum}"]
-    rules += ["verified tokens only"] if policy.verified else []
-    rules += ["not the requester"] if policy.separate_requester else []
-    if policy.timeout_seconds:
-        rules.append(f"after {policy.timeout_seconds:g}s: {policy.on_timeout.value}")
-    if policy.escalate_after_seconds:
-        rules.append(f"escalates after {policy.escalate_after_seconds:g}s to {', '.join(policy.escalate_to)}")
-    return "; ".join(safe(rule) for rule in rules)
-
-
-def votes_text(votes: Sequence[Vote]) -> str:
-    """`alice (verified), bob`: who approved so far."""
-    return ", ".join(f"{safe(v.approver or '?')}{' (verified)' if v.verified else ''}" for v in votes)
 
 
 def call_rows(request: ToolApprovalRequest, width: int | None, now: datetime | None = None) -> list[str]:

@@ -13,10 +13,10 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
-from signoff.cli.talk import CommandError
 from signoff.config.environment import CODEC_KEYS_ENV, CODEC_SERVER_TOKEN_FILE_ENV, UI_URL_ENV, Environment
 from signoff.config.smallfile import read_small_file
 from signoff.errors import ConfigError
+from signoff.operator.run_client import CommandError
 from signoff.runtime.codec import CodecKeys
 from signoff.views.links import DEFAULT_UI_BASE
 

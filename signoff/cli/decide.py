@@ -17,19 +17,19 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from signoff.approval.requests import GrantSpec, ToolApprovalResponse
-from signoff.cli import talk
 from signoff.cli.binding import Plan, Refusal, Target, plan
 from signoff.cli.bulk import decide_by_query
 from signoff.cli.by_signal import send_by_signal, shown_responses
 from signoff.cli.calls import render_ack
-from signoff.cli.edits import check_edit
 from signoff.cli.input import terminal_asker
 from signoff.cli.shown import show
 from signoff.cli.style import Console, print_json
-from signoff.cli.talk import CommandError, Handle
-from signoff.cli.text import safe, value_lines
 from signoff.cli.who import Who
+from signoff.operator import run_client
+from signoff.operator.edits import check_edit
+from signoff.operator.run_client import CommandError, Handle
 from signoff.text import strict_json
+from signoff.views.text import safe, value_lines
 
 if TYPE_CHECKING:
     from signoff.cli.main import Context
@@ -93,8 +93,8 @@ async def cmd_decide(args: argparse.Namespace, ctx: Context) -> int:
     client = await ctx.connect()
     handle = client.get_workflow_handle(args.run)
     try:
-        pending = await talk.pending(handle)
-    except talk.Unanswered as silent:  # paused, or no worker: only what the operator was shown can be decided
+        pending = await run_client.pending(handle)
+    except run_client.Unanswered as silent:  # paused, or no worker: only what the operator was shown can be decided
         responses = shown_responses(ctx, args, fields, who, str(silent))
         return await send_by_signal(ctx, args, handle, responses, str(silent))
     try:
@@ -107,7 +107,7 @@ async def cmd_decide(args: argparse.Namespace, ctx: Context) -> int:
     targets = chosen.targets + _unseen(ctx, args, chosen)
     if not targets:
         raise CommandError(f"nothing decided in run {args.run}: no pending call was shown to you before", 2)
-    run = await talk.run_facts(client, args.run) if any(who.signs(t.request) for t in targets) else None
+    run = await run_client.run_facts(client, args.run) if any(who.signs(t.request) for t in targets) else None
     try:
         responses = [
             who.decision(t.request, ToolApprovalResponse(call_id=t.call_id, arguments_digest=t.digest, **fields), run)
@@ -119,8 +119,8 @@ async def cmd_decide(args: argparse.Namespace, ctx: Context) -> int:
     if run is not None:
         ctx.console.print(f"signed for run {safe(run.workflow_id)}: {safe(run.describe())}")
     try:
-        ack = await talk.submit(handle, responses)
-    except talk.UpdateNotTaken as exc:  # paused, too many updates in flight, no worker: a signal always lands
+        ack = await run_client.submit(handle, responses)
+    except run_client.UpdateNotTaken as exc:  # paused, too many updates in flight, no worker: a signal always lands
         return await send_by_signal(ctx, args, handle, responses, str(exc))
     except CommandError:
         await _explain_changed(ctx, handle, targets)
@@ -179,7 +179,7 @@ def _unseen(ctx: Context, args: argparse.Namespace, chosen: Plan) -> list[Target
 async def _explain_changed(ctx: Context, handle: Handle, targets: Sequence[Target]) -> None:
     """After a refusal: show, whole, each call that is no longer what the operator saw."""
     try:
-        now = {r.call_id: r for r in await talk.pending(handle)}
+        now = {r.call_id: r for r in await run_client.pending(handle)}
     except CommandError:
         return
     changed = [now[t.call_id] for t in targets if t.call_id in now and now[t.call_id].arguments_digest != t.digest]

@@ -29,11 +29,11 @@ from signoff.cli.follow import (
 from signoff.cli.inbox import inbox_beside
 from signoff.cli.runs import announce, start
 from signoff.cli.style import Console
-from signoff.cli.talk import CommandError, Handle
 from signoff.cli.who import Who
 from signoff.config.environment import Environment
 from signoff.contract import AgentRunInput
 from signoff.errors import ConfigError
+from signoff.operator.run_client import CommandError, Handle
 from signoff.runtime.connection import ConnectError, open_client
 from signoff.runtime.devserver import EmbeddedServer
 from signoff.tools.files.scope import WorkspaceScope

@@ -16,22 +16,21 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.service import RPCError
 
 from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse
-from signoff.cli import talk
 from signoff.cli.calls import approval_block, approval_prompt
 from signoff.cli.input import Answer, LineReader, parse_answer
 from signoff.cli.render import (
-    Seen,
     final_text_seqs,
     gated_call_seqs,
     render_event,
     render_result,
 )
 from signoff.cli.style import Console
-from signoff.cli.talk import CommandError, Handle
 from signoff.cli.who import Who
 from signoff.cli.workers import describe_run, no_worker
 from signoff.contract import AgentRunResult
 from signoff.messages import ApprovalDecisionEvent, ApprovalRequestEvent
+from signoff.operator import run_client
+from signoff.operator.run_client import CommandError, Handle, Seen
 from signoff.views.links import inbox_root
 
 if TYPE_CHECKING:
@@ -45,7 +44,7 @@ async def decide(handle: Handle, console: Console, request: ToolApprovalRequest,
     """Submit one answer, bound to the call as shown (signed, for a verified call, when a key
     is set); its decision event will show, a refusal shows now."""
     try:
-        run = await talk.handle_facts(handle) if who.signs(request) else None
+        run = await run_client.handle_facts(handle) if who.signs(request) else None
         response = who.decision(
             request,
             ToolApprovalResponse(
@@ -56,7 +55,7 @@ async def decide(handle: Handle, console: Console, request: ToolApprovalRequest,
             ),
             run,
         )
-        await talk.submit(handle, [response])
+        await run_client.submit(handle, [response])
     except CommandError as exc:
         console.print(console.style.paint(f"not accepted: {exc}", "red"))
 
@@ -65,7 +64,7 @@ async def wait_until_decided(handle: Handle, call_id: str) -> None:
     """Return once `call_id` is no longer pending (decided in the UI, another terminal...)."""
     while True:
         with contextlib.suppress(CommandError):  # a worker restarting: ask again
-            if call_id not in [r.call_id for r in await talk.pending(handle)]:
+            if call_id not in [r.call_id for r in await run_client.pending(handle)]:
                 return
         await asyncio.sleep(POLL_SECONDS)
 
@@ -96,7 +95,7 @@ class Follower:
 
     async def _events(self) -> list[Seen]:
         try:
-            events = await talk.events(self.handle, self.seq)
+            events = await run_client.events(self.handle, self.seq)
         except CommandError as exc:
             if not self.warned:
                 why = await self._why_silent(exc)
@@ -108,7 +107,7 @@ class Follower:
 
     async def _why_silent(self, exc: CommandError) -> str:
         """Why the run does not answer: no worker polls its task queue, it is paused, or what the query said."""
-        if self.client is not None and not isinstance(exc, talk.RunPaused):
+        if self.client is not None and not isinstance(exc, run_client.RunPaused):
             try:
                 info = await describe_run(self.client, self.handle.id)
             except CommandError:
@@ -136,7 +135,7 @@ class Follower:
     async def _request(self, announced: ToolApprovalRequest) -> None:
         console, ctx = self.console, self.ctx
         try:
-            request = next((r for r in await talk.pending(self.handle) if r.call_id == announced.call_id), None)
+            request = next((r for r in await run_client.pending(self.handle) if r.call_id == announced.call_id), None)
         except CommandError:
             request = None  # no worker to answer now: wait, and show what the event says
         if request is None:
@@ -236,10 +235,10 @@ async def follow_to_end(handle: Handle, ctx: Context, decider: Decider | None, c
     try:
         raw = await Follower(handle, ctx, decider, client).run()
     except WorkflowFailureError as exc:
-        ctx.console.print(style.paint(f"the run failed: {talk.failure_text(exc)}", "red", "bold"))
+        ctx.console.print(style.paint(f"the run failed: {run_client.failure_text(exc)}", "red", "bold"))
         return 1
     except RPCError as exc:
-        raise CommandError(talk.rpc_text(exc, handle.id)) from None
+        raise CommandError(run_client.rpc_text(exc, handle.id)) from None
     ctx.console.print("", *render_result(AgentRunResult.model_validate(raw), style, ctx.console.width))
     return 0
 

@@ -10,10 +10,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from signoff.approval.requests import Grant
-from signoff.cli import talk
 from signoff.cli.style import Style, print_json
-from signoff.cli.talk import CommandError
-from signoff.cli.text import format_deadline, safe
 from signoff.cli.who import Who
 from signoff.contract import (
     UPDATE_EXTEND_DEADLINE,
@@ -22,6 +19,9 @@ from signoff.contract import (
     DeadlineExtension,
     GrantRevocation,
 )
+from signoff.operator import run_client
+from signoff.operator.run_client import CommandError
+from signoff.views.text import format_deadline, safe
 from signoff.workflows.run_input import format_validation_error
 
 if TYPE_CHECKING:
@@ -34,14 +34,14 @@ async def cmd_extend(args: argparse.Namespace, ctx: Context) -> int:
     who = Who.from_args(args, ctx.env)
     client = await ctx.connect()
     handle = client.get_workflow_handle(args.run)
-    request = next((r for r in await talk.pending(handle) if r.call_id == args.call), None) if who.key else None
-    run = await talk.run_facts(client, args.run) if who.signs(request) else None
+    request = next((r for r in await run_client.pending(handle) if r.call_id == args.call), None) if who.key else None
+    run = await run_client.run_facts(client, args.run) if who.signs(request) else None
     approver, token = who.extension(request, args.seconds, run)
     try:
         ask = DeadlineExtension(call_id=args.call, seconds=args.seconds, approver=approver, token=token)
     except ValidationError as exc:
         raise CommandError(format_validation_error(exc), 2) from None
-    ack: DeadlineAck = await talk.update(
+    ack: DeadlineAck = await run_client.update(
         handle, UPDATE_EXTEND_DEADLINE, ask.model_dump(mode="json", exclude_none=True), DeadlineAck
     )
     if args.json:
@@ -76,7 +76,7 @@ def grant_lines(grants: list[Grant], style: Style, now: datetime | None = None) 
 
 async def cmd_grants(args: argparse.Namespace, ctx: Context) -> int:
     """List the run's grants (live and ended)."""
-    grants = await talk.grants((await ctx.connect()).get_workflow_handle(args.run))
+    grants = await run_client.grants((await ctx.connect()).get_workflow_handle(args.run))
     if args.json:
         ctx.console.print(json.dumps([g.model_dump(mode="json") for g in grants], indent=2, ensure_ascii=True))
     else:
@@ -88,7 +88,7 @@ async def cmd_revoke(args: argparse.Namespace, ctx: Context) -> int:
     """End a grant at once: later calls it would have matched wait for a person again."""
     handle = (await ctx.connect()).get_workflow_handle(args.run)
     payload = GrantRevocation(grant_id=args.grant_id).model_dump(mode="json")
-    grant: Grant = await talk.update(handle, UPDATE_REVOKE_GRANT, payload, Grant)
+    grant: Grant = await run_client.update(handle, UPDATE_REVOKE_GRANT, payload, Grant)
     ctx.console.print(
         f"revoked {safe(grant.grant_id)} ({'any call' if not grant.arguments_digest else 'calls'} "
         f"of {safe(grant.tool)})"

@@ -28,8 +28,8 @@ from temporalio.service import RPCError
 
 from signoff.activities.models import TOOL_ACTIVITY, ToolInput
 from signoff.approval.requests import ApprovalRecord
-from signoff.cli.talk import CommandError, rpc_text
 from signoff.contract import SIGNAL_APPROVAL, UPDATE_APPROVAL, UPDATE_EXTEND_DEADLINE, AgentRunResult
+from signoff.operator.run_client import CommandError, rpc_text
 from signoff.workflows.run_input import ContinuedRun
 
 MAX_RUNS = 10_000

@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from signoff.approval.derived import ServedRuns
-from signoff.cli.talk import CommandError
 from signoff.config.environment import INBOX_URL_ENV
 from signoff.errors import ConfigError
+from signoff.operator.run_client import CommandError
 from signoff.views.links import inbox_root, ui_root
 
 if TYPE_CHECKING:

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 from signoff.approval.derived import decision_claim_for
 from signoff.approval.requests import ToolApprovalResponse
 from signoff.approval.signing import new_key_pair
-from signoff.cli import talk
 from signoff.cli.decide import answer_fields
-from signoff.cli.talk import CommandError
-from signoff.cli.text import safe
 from signoff.cli.who import Who
 from signoff.config.environment import APPROVER_KEY_FILE_ENV, APPROVER_KID_ENV
 from signoff.errors import SigningRefused, UsageError
+from signoff.operator import run_client
+from signoff.operator.run_client import CommandError
+from signoff.views.text import safe
 
 if TYPE_CHECKING:
     from signoff.cli.main import Context
@@ -93,12 +93,12 @@ async def cmd_sign(args: argparse.Namespace, ctx: Context) -> int:
     who = Who.from_args(args, ctx.env)
     client = await ctx.connect()
     handle = client.get_workflow_handle(args.run)
-    request = next((r for r in await talk.pending(handle) if r.call_id == args.call), None)
+    request = next((r for r in await run_client.pending(handle) if r.call_id == args.call), None)
     if request is None:
         raise CommandError(f"no pending call {args.call!r} in run {args.run}", 1)
     if request.binding is None:
         raise CommandError(f"call {args.call!r} has no binding to sign (a run begun before signed decisions)", 1)
-    run = await talk.run_facts(client, args.run)
+    run = await run_client.run_facts(client, args.run)
     response = ToolApprovalResponse(call_id=request.call_id, arguments_digest=request.arguments_digest, **fields)
     try:
         claim = decision_claim_for(run, request, response, who.served)

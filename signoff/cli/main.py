@@ -10,7 +10,7 @@ One module per concept: `runs` (run, pending, watch, result), `decide` and `bulk
 (approve, deny), `audit`, `govern` (extend, grants, revoke), `demo_run`, `token`, `keys`
 (keys new, sign), `replay` and `who` (the name, token or key a decision is made with);
 `follow` follows a run; `render` and `calls` say how things look; `style` is the inert
-console; `shown` remembers what this operator saw; `talk` speaks to a run.
+console; `shown` remembers what this operator saw; `signoff.operator.run_client` speaks to a run.
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ from signoff.cli.replay import cmd_replay
 from signoff.cli.runs import cmd_pending, cmd_result, cmd_run, cmd_watch
 from signoff.cli.shown import ShownCalls
 from signoff.cli.style import Console
-from signoff.cli.talk import CommandError
 from signoff.cli.token import cmd_token
 from signoff.config.environment import Environment
 from signoff.errors import ConfigError
+from signoff.operator.run_client import CommandError
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.devserver import DEFAULT_ADDRESS
 from signoff.runtime.storage import storage_problem

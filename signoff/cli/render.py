@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from signoff.approval.requests import ApprovalRecord
 from signoff.cli.style import Style
-from signoff.cli.text import compact, indent, safe, shorten, text_lines, value_lines
 from signoff.contract import AgentRunResult
 from signoff.messages import (
     AgentEvent,
@@ -21,7 +19,9 @@ from signoff.messages import (
     ApprovalRequestEvent,
     ToolCallEvent,
 )
+from signoff.operator.run_client import Seen
 from signoff.views.render import EventView, describe
+from signoff.views.text import compact, indent, safe, shorten, text_lines, value_lines
 
 _SYMBOLS = {
     "info": ("info", "cyan"),
@@ -31,16 +31,6 @@ _SYMBOLS = {
     "warn": ("warn", "yellow"),
     "end": ("end", "blue"),
 }
-
-
-@dataclass(frozen=True)
-class Seen:
-    """One entry of the `events` query: its number and the event (None: a type this CLI
-    cannot read, e.g. from a newer worker)."""
-
-    seq: int
-    event: AgentEvent | None
-    kind: str
 
 
 def render_event(event: AgentEvent, style: Style, width: int | None = None) -> str:

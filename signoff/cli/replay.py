@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError
 
-from signoff.cli.talk import CommandError
 from signoff.contract import WORKFLOW_TYPE
+from signoff.operator.run_client import CommandError
 from signoff.runtime.fingerprint import workflow_code
 from signoff.runtime.replay import (
     HistoryFileError,

@@ -14,32 +14,26 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from signoff.cli import talk
 from signoff.cli.calls import PendingRow, render_pending
 from signoff.cli.follow import Prompter, follow_or_leave
 from signoff.cli.render import render_result
-from signoff.cli.talk import CommandError, Handle
 from signoff.cli.who import Who
 from signoff.cli.workers import RunInfo, describe_run, no_worker, run_info, waiting_for
 from signoff.contract import (
-    SA_STATUS,
-    STATUS_AWAITING,
     WORKFLOW_TYPE,
     AgentRunInput,
     AgentRunResult,
     RunOptions,
 )
+from signoff.operator import run_client
+from signoff.operator.run_client import CommandError, Handle
+from signoff.operator.waiting import WAITING_OR_PAUSED_QUERY, WAITING_QUERY
 from signoff.views.links import inbox_root
 from signoff.workflows.run_input import format_validation_error
 
 if TYPE_CHECKING:
     from signoff.cli.main import Context
 
-WAITING_QUERY = f'WorkflowType="{WORKFLOW_TYPE}" AND ExecutionStatus="Running" AND {SA_STATUS}="{STATUS_AWAITING}"'
-WAITING_OR_PAUSED_QUERY = WAITING_QUERY.replace(
-    'ExecutionStatus="Running"', '(ExecutionStatus="Running" OR ExecutionStatus="Paused")'
-)
-"""Servers before 1.30 know no `Paused` status and refuse this one: `waiting_runs` then asks `WAITING_QUERY`."""
 SUMMARY_CHARS = 80
 
 
@@ -115,8 +109,8 @@ async def _rows(
         return [PendingRow(workflow_id, note=f"({unserved})", tools=listed.tools)]
     handle = client.get_workflow_handle(workflow_id)
     try:
-        return [PendingRow(workflow_id, request) for request in await talk.pending(handle)]
-    except talk.RunPaused:
+        return [PendingRow(workflow_id, request) for request in await run_client.pending(handle)]
+    except run_client.RunPaused:
         tools = (listed or await describe_run(client, workflow_id)).tools
         return [PendingRow(workflow_id, note=PAUSED_NOTE, tools=tools, paused=True)]
     except CommandError:
@@ -220,9 +214,9 @@ async def cmd_result(args: argparse.Namespace, ctx: Context) -> int:
     try:
         raw = result.result()
     except WorkflowFailureError as exc:
-        raise CommandError(f"the run failed: {talk.failure_text(exc)}") from None
+        raise CommandError(f"the run failed: {run_client.failure_text(exc)}") from None
     except RPCError as exc:
-        raise CommandError(talk.rpc_text(exc, args.run)) from None
+        raise CommandError(run_client.rpc_text(exc, args.run)) from None
     if args.json:
         ctx.console.print(json.dumps(raw, indent=2, ensure_ascii=True))
     else:

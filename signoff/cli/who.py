@@ -23,9 +23,9 @@ from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse
 from signoff.approval.signatures import SignoffClaim, requester_claim
 from signoff.approval.signing import SigningKey
 from signoff.cli.args import default_approver, identity
-from signoff.cli.talk import CommandError
 from signoff.config.environment import APPROVER_KEY_FILE_ENV, Environment
 from signoff.errors import ConfigError, SigningRefused, UsageError
+from signoff.operator.run_client import CommandError
 
 DECISION_TTL = timedelta(minutes=10)
 """A signed decision is checked when it arrives; the tool activity, bound to one call, needs
@@ -88,7 +88,7 @@ class Who:
 
     def signs(self, request: ToolApprovalRequest | None) -> bool:
         """Whether a decision on `request` goes signed (a key, a verified call of a durable run):
-        then its run's facts are needed (`talk.run_facts`)."""
+        then its run's facts are needed (`run_client.run_facts`)."""
         return self.key is not None and request is not None and request.binding is not None and request.policy.verified
 
     def decision(
@@ -140,7 +140,7 @@ class Who:
 def _derived(derive: Callable[[RunFacts], SignoffClaim], run: RunFacts | None) -> SignoffClaim:
     """The claim `derive` makes from the run's facts; CommandError (exit 1) when it refuses."""
     if run is None:
-        raise CommandError("the run's facts are needed to sign (talk.run_facts): nothing signed", 1)
+        raise CommandError("the run's facts are needed to sign (run_client.run_facts): nothing signed", 1)
     try:
         return derive(run)
     except SigningRefused as exc:

@@ -20,9 +20,9 @@ from temporalio.client import Client
 from temporalio.converter import decode_typed_search_attributes
 from temporalio.service import RPCError
 
-from signoff.cli import talk
-from signoff.cli.talk import CommandError
-from signoff.cli.text import safe
+from signoff.operator import run_client
+from signoff.operator.run_client import CommandError
+from signoff.views.text import safe
 from signoff.workflows.record import SIGNOFF_PENDING_TOOLS
 
 POLLED_LATELY = timedelta(seconds=90)
@@ -57,7 +57,7 @@ async def describe_run(client: Client, workflow_id: str) -> RunInfo:
     try:
         response = await client.workflow_service.describe_workflow_execution(request)
     except RPCError as exc:
-        raise CommandError(f"{talk.rpc_text(exc, workflow_id)} (namespace {client.namespace})") from None
+        raise CommandError(f"{run_client.rpc_text(exc, workflow_id)} (namespace {client.namespace})") from None
     return run_info(response.workflow_execution_info)
 
 
@@ -81,14 +81,14 @@ async def no_worker(client: Client, task_queue: str) -> str | None:
     )
 
 
-async def waiting_for(client: Client, handle: talk.Handle, info: RunInfo) -> str:
+async def waiting_for(client: Client, handle: run_client.Handle, info: RunInfo) -> str:
     """What an open run waits for, in words: a decision on which calls, being unpaused, a worker..."""
     if info.paused:
         return "being unpaused (temporal workflow unpause)"
     if (problem := await no_worker(client, info.task_queue)) is not None:
         return f"a worker: {problem}"
     try:
-        pending = await talk.pending(handle)
+        pending = await run_client.pending(handle)
     except CommandError as exc:
         return f"its worker to answer ({exc})"
     if pending:

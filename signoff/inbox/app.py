@@ -23,7 +23,6 @@ import functools
 import json
 import re
 import time
-from argparse import ArgumentTypeError
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -40,9 +39,7 @@ from signoff.approval.derived import ServedRuns
 from signoff.approval.digest import arguments_digest
 from signoff.approval.names import same_name
 from signoff.approval.requests import GrantSpec
-from signoff.cli.edits import schema_problem, tool_schema
-from signoff.cli.talk import CommandError
-from signoff.cli.token import parse_duration
+from signoff.config.environment import read_duration
 from signoff.inbox.calls import CallView, Decided, Filters, WaitingCall, call_key, call_view, list_page, run_calls
 from signoff.inbox.decide import Action, Decisions, Result, Screen, Target
 from signoff.inbox.guard import CSRF_FIELD, CSRF_HEADER, Guard, SecurityHeaders
@@ -52,6 +49,8 @@ from signoff.inbox.seen import Opened
 from signoff.inbox.signer import InboxSigner
 from signoff.inbox.view import HERE, arguments_diff, environment
 from signoff.inbox.who import Viewer, WhoIsAsking
+from signoff.operator.edits import schema_problem, tool_schema
+from signoff.operator.run_client import CommandError
 from signoff.runtime.codec_server import read_body
 from signoff.runtime.hosts import AllowedHosts, HostCheck
 
@@ -468,8 +467,8 @@ def _grant(form: dict[str, list[str]]) -> GrantSpec | None:
         return None
     ttl, uses = _one(form, "grant_ttl").strip(), _one(form, "grant_uses").strip()
     try:
-        seconds = parse_duration(ttl).total_seconds() if ttl else None
-    except ArgumentTypeError as exc:
+        seconds = read_duration(ttl).total_seconds() if ttl else None
+    except ValueError as exc:
         raise ValueError(f"the grant's lifetime: {exc}") from None
     if uses and not uses.isdigit():
         raise ValueError(f"the grant's uses {uses!r} is not a whole number")

@@ -22,13 +22,12 @@ from temporalio.service import RPCError
 
 from signoff.approval.derived import RunFacts
 from signoff.approval.requests import ApprovalRecord, ToolApprovalRequest
-from signoff.cli import talk
-from signoff.cli.bulk import bounded
-from signoff.cli.edits import tool_schema
-from signoff.cli.runs import WAITING_QUERY
-from signoff.cli.talk import CommandError
 from signoff.contract import QUERY_MESSAGES, SA_AGENT, SA_PENDING_TOOLS
 from signoff.messages import ChatMessage
+from signoff.operator import run_client
+from signoff.operator.edits import tool_schema
+from signoff.operator.run_client import CommandError
+from signoff.operator.waiting import WAITING_QUERY, bounded
 from signoff.views.render import decided_by
 from signoff.workflows.record import SIGNOFF_PENDING_TOOLS
 
@@ -125,8 +124,8 @@ async def run_calls(client: Client, workflow_id: str, run: RunFacts | None = Non
     """The waiting calls of one run (CommandError when it cannot answer), with `run`, what the
     server says of it (asked here when not given)."""
     if run is None:
-        run = await talk.run_facts(client, workflow_id)
-    status = await talk.status(client.get_workflow_handle(workflow_id))
+        run = await run_client.run_facts(client, workflow_id)
+    status = await run_client.status(client.get_workflow_handle(workflow_id))
     return [WaitingCall(workflow_id, status.agent, r, status.requested_by, run) for r in status.pending]
 
 
@@ -146,7 +145,7 @@ async def list_page(client: Client, filters: Filters, token: bytes | None = None
         ) from None
     executions = list(listing.current_page or [])
     answers = await bounded(
-        [lambda e=e: run_calls(client, e.id, talk.facts_of(e.raw_info)) for e in executions]  # type: ignore[misc]
+        [lambda e=e: run_calls(client, e.id, run_client.facts_of(e.raw_info)) for e in executions]  # type: ignore[misc]
     )
     calls: list[WaitingCall] = []
     silent: list[tuple[str, list[str]]] = []
@@ -215,7 +214,7 @@ async def how_decided(client: Client, workflow_id: str, call_id: str, digest: st
             for other arguments is another call); None: the latest record of that call id.
     """
     try:
-        trail = await talk.audit_trail(client.get_workflow_handle(workflow_id))
+        trail = await run_client.audit_trail(client.get_workflow_handle(workflow_id))
     except CommandError as exc:
         return Decided(f"no longer waiting ({exc})")
     for record in reversed(trail.records):
@@ -253,10 +252,10 @@ async def call_view(client: Client, workflow_id: str, call_id: str) -> CallView:
     return CallView(workflow_id, call_id, call, schema, transcript, earlier, decided)
 
 
-async def recent_transcript(handle: talk.Handle) -> tuple[list[ChatMessage], int]:
+async def recent_transcript(handle: run_client.Handle) -> tuple[list[ChatMessage], int]:
     """The last messages of the run's transcript, and how many came before them."""
     try:
-        messages = _MESSAGES.validate_python(await talk.query(handle, QUERY_MESSAGES))
+        messages = _MESSAGES.validate_python(await run_client.query(handle, QUERY_MESSAGES))
     except (CommandError, ValueError):
         return [], 0
     return messages[-TRANSCRIPT_KEPT:], max(0, len(messages) - TRANSCRIPT_KEPT)

@@ -27,14 +27,14 @@ from signoff.approval.authority import grant_problem, refusal, vote_problem
 from signoff.approval.derived import ServedRuns, decision_claim_for
 from signoff.approval.people import Person
 from signoff.approval.requests import GrantSpec, ToolApprovalRequest, ToolApprovalResponse
-from signoff.cli import talk
-from signoff.cli.bulk import bounded
-from signoff.cli.edits import schema_problem, tool_schema
-from signoff.cli.talk import CommandError
 from signoff.errors import SigningRefused
 from signoff.inbox.calls import WaitingCall, how_decided, run_calls
 from signoff.inbox.signer import InboxSigner
 from signoff.inbox.who import Viewer
+from signoff.operator import run_client
+from signoff.operator.edits import schema_problem, tool_schema
+from signoff.operator.run_client import CommandError
+from signoff.operator.waiting import bounded
 
 Outcome = Literal["approved", "denied", "vote", "refused"]
 Screen = Callable[[WaitingCall], "str | None"]
@@ -126,7 +126,7 @@ class Decisions:
         except ValueError as exc:
             return Result(target, "refused", str(exc), call.request.name)
         try:
-            ack = await talk.submit(self.client.get_workflow_handle(target.workflow_id), [response])
+            ack = await run_client.submit(self.client.get_workflow_handle(target.workflow_id), [response])
         except CommandError as exc:
             return Result(target, "refused", str(exc), call.request.name)
         outcome = next((d.outcome for d in ack.decided if d.call_id == target.call_id), "approved")
@@ -206,7 +206,7 @@ class Decisions:
                 f"call {request.call_id!r} names no binding to sign (a worker older than signed "
                 "decisions asked for it): decide it with the CLI"
             )
-        run = call.run or await talk.run_facts(self.client, call.workflow_id)
+        run = call.run or await run_client.run_facts(self.client, call.workflow_id)
         token = self.signer.sign(viewer, decision_claim_for(run, request, response, self.served))
         return response.model_copy(update={"token": token})
 

@@ -20,11 +20,10 @@ import jinja2
 
 from signoff.approval.authority import allowed_approvers
 from signoff.approval.requests import ToolApprovalRequest
-from signoff.cli.calls import policy_text, votes_text
-from signoff.cli.text import format_age, format_deadline
 from signoff.text.neutral import neutralise
 from signoff.views.links import inbox_path
 from signoff.views.render import arguments_text
+from signoff.views.text import format_age, format_deadline, policy_text, votes_text
 
 HERE = Path(__file__).parent
 SUMMARY_CHARS = 160

@@ -16,9 +16,9 @@ import jsonschema
 from temporalio.client import Client
 
 from signoff.agent.snapshot import RunSnapshot
-from signoff.cli import talk
-from signoff.cli.talk import CommandError, Handle
 from signoff.contract import QUERY_SNAPSHOT
+from signoff.operator import run_client
+from signoff.operator.run_client import CommandError, Handle
 
 MAX_SCHEMA_ERRORS = 5
 
@@ -44,7 +44,7 @@ async def tool_schema(client: Client, workflow_id: str, tool: str) -> dict[str, 
 
 
 async def _schema(handle: Handle, tool: str) -> dict[str, Any] | None:
-    raw = await talk.query(handle, QUERY_SNAPSHOT)
+    raw = await run_client.query(handle, QUERY_SNAPSHOT)
     try:
         snapshot = RunSnapshot.model_validate(raw) if raw else None
     except ValueError:

@@ -9,6 +9,7 @@ signers sign from instead of the run's word, is `run_facts`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -27,7 +28,6 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from signoff.approval.derived import RunFacts
 from signoff.approval.requests import Grant, ToolApprovalRequest, ToolApprovalResponse
-from signoff.cli.render import Seen
 from signoff.contract import (
     QUERY_AUDIT,
     QUERY_EVENTS,
@@ -50,6 +50,16 @@ M = TypeVar("M")
 _EVENT: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
 _PENDING = TypeAdapter(list[ToolApprovalRequest])
 _GRANTS = TypeAdapter(list[Grant])
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One entry of the `events` query: its number and the event (None: a type this client
+    cannot read, e.g. from a newer worker)."""
+
+    seq: int
+    event: AgentEvent | None
+    kind: str
 
 
 class CommandError(Exception):

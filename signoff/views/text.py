@@ -1,4 +1,5 @@
-"""Small text formatters of the CLI: values made inert, laid out whole, wrapped, aged.
+"""Small text formatters of the CLI and the inbox: values made inert, laid out whole, wrapped,
+aged; a policy and its votes in words.
 
 What a person is asked to approve is never cut: `value_lines` gives all of it, pretty
 JSON when it does not fit on one line, wrapped to the terminal's width with the
@@ -8,9 +9,12 @@ then it says how much was left out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from signoff.approval.policy import DEFAULT_POLICY, ApprovalPolicy
+from signoff.approval.requests import Vote
 from signoff.text.neutral import neutralise
 from signoff.views.render import arguments_text
 
@@ -103,3 +107,22 @@ def format_deadline(expires_at: datetime | None, now: datetime | None = None) ->
     moment = _aware(expires_at).astimezone(UTC)
     left = (moment - (now or datetime.now(UTC))).total_seconds()
     return f"{moment:%Y-%m-%d %H:%M:%S}Z ({f'in {span(left)}' if left > 0 else 'passed'})"
+
+
+def policy_text(policy: ApprovalPolicy) -> str:
+    """`anyone may decide` or the rules that differ from it, e.g. `approvers: alice; quorum 2`."""
+    if policy == DEFAULT_POLICY:
+        return "anyone may decide"
+    rules = [f"approvers: {', '.join(policy.approvers) or 'anyone'}", f"quorum {policy.quorum}"]
+    rules += ["verified tokens only"] if policy.verified else []
+    rules += ["not the requester"] if policy.separate_requester else []
+    if policy.timeout_seconds:
+        rules.append(f"after {policy.timeout_seconds:g}s: {policy.on_timeout.value}")
+    if policy.escalate_after_seconds:
+        rules.append(f"escalates after {policy.escalate_after_seconds:g}s to {', '.join(policy.escalate_to)}")
+    return "; ".join(safe(rule) for rule in rules)
+
+
+def votes_text(votes: Sequence[Vote]) -> str:
+    """`alice (verified), bob`: who approved so far."""
+    return ", ".join(f"{safe(v.approver or '?')}{' (verified)' if v.verified else ''}" for v in votes)
