@@ -13,6 +13,10 @@ A URL written `slack+https://...` gets the notice as a Slack-compatible message 
 Kit: the text, and link buttons to the call's page in the inbox and to the Web UI) instead
 of the JSON body: Slack's incoming webhooks, and chat tools that take its format.
 
+With `SIGNOFF_SLACK_BOT_TOKEN_FILE` and `SIGNOFF_SLACK_CHANNEL`, the Slack app's channel is
+one more channel (`signoff.activities.slack`): each call's message is posted there once, with
+buttons to decide it, and updated in place as the call is reminded, escalated and settled.
+
 Headers: `X-Signoff-Event` (the notice's kind), `X-Signoff-Delivery`
 (`<workflow_id>/<run_id>/<event seq>`: the same on every retry, so receivers can drop
 duplicates) and, with `SIGNOFF_NOTIFY_SECRET_FILE`, `X-Signoff-Signature:
@@ -35,6 +39,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from signoff.activities.models import NotifyInput, NotifyOutput
+from signoff.activities.slack import SlackChannel
 from signoff.agent.snapshot import NotifyPlan
 from signoff.config.environment import NOTIFY_SECRET_FILE_ENV, NOTIFY_URLS_ENV, Environment
 from signoff.config.smallfile import read_small_file
@@ -86,6 +91,7 @@ class NotifyConfig:
             e.g. ` --address temporal.example.com:7233`.
         retry_seconds: how long Temporal retries one notice before it is recorded as failed.
         request_timeout: seconds one POST may take.
+        slack: the Slack app's channel (`SIGNOFF_SLACK_*`), one more channel; None: none.
 
     Raises:
         ConfigError: a URL is not an absolute http(s) URL.
@@ -99,6 +105,7 @@ class NotifyConfig:
     cli_options: str = ""
     retry_seconds: float = 300.0
     request_timeout: float = 10.0
+    slack: SlackChannel | None = None
 
     def __post_init__(self) -> None:
         for number, entry in enumerate(self.urls, 1):
@@ -115,7 +122,8 @@ class NotifyConfig:
     @property
     def plan(self) -> NotifyPlan:
         """What a run records: the channels' fingerprints and the retry budget."""
-        return NotifyPlan(channels=[channel_id(u) for u in self.urls], retry_seconds=self.retry_seconds)
+        channels = [channel_id(u) for u in self.urls] + ([self.slack.fingerprint] if self.slack else [])
+        return NotifyPlan(channels=channels, retry_seconds=self.retry_seconds)
 
     def url(self, channel: str) -> str | None:
         return next((u for u in self.urls if channel_id(u) == channel), None)
@@ -123,13 +131,16 @@ class NotifyConfig:
     def describe(self) -> str:
         """For the worker's startup line: hosts only."""
         signed = "signed" if self.secret else "unsigned"
-        return f"notifications to {', '.join(channel_label(u) for u in self.urls)} ({signed})"
+        channels = [f"{', '.join(channel_label(u) for u in self.urls)} ({signed})"] if self.urls else []
+        channels += [self.slack.describe()] if self.slack else []
+        return f"notifications to {' and '.join(channels)}"
 
     @classmethod
     def from_env(
         cls, env: Environment, address: str, namespace: str, ui_base: str | None = None
     ) -> NotifyConfig | None:
-        """`SIGNOFF_NOTIFY_URLS` and `SIGNOFF_NOTIFY_SECRET_FILE`; None when no URL is set.
+        """`SIGNOFF_NOTIFY_URLS`, `SIGNOFF_NOTIFY_SECRET_FILE` and the Slack app's channel
+        (`SIGNOFF_SLACK_BOT_TOKEN_FILE`, `SIGNOFF_SLACK_CHANNEL`); None when neither is set.
 
         Args:
             address, namespace: where the runs are, for links and commands.
@@ -137,7 +148,8 @@ class NotifyConfig:
                 `SIGNOFF_UI_URL` wins, and a local server's UI is assumed otherwise.
         """
         urls = env.notify_urls()
-        if not urls:
+        slack = SlackChannel.from_env(env)
+        if not urls and slack is None:
             return None
         path = env.notify_secret_file()
         options = "" if address == DEFAULT_ADDRESS else f" --address {address}"
@@ -149,6 +161,7 @@ class NotifyConfig:
             inbox_root=inbox_root(env),
             namespace=namespace,
             cli_options=options,
+            slack=slack,
         )
 
 
@@ -197,6 +210,15 @@ def compose(config: NotifyConfig, input: NotifyInput, workflow_id: str, run_id: 
 
 async def deliver(config: NotifyConfig | None, input: NotifyInput) -> NotifyOutput:
     """POST one notice to one channel; an ApplicationError says whether to retry."""
+    if config is not None and config.slack is not None and input.channel == config.slack.fingerprint:
+        info = activity.info()
+        workflow_id = info.workflow_id or ""
+        call_id = str((input.request or input.decision or {}).get("call_id", ""))
+        inbox_url = inbox_link(workflow_id, call_id, config.inbox_root) if call_id and config.inbox_root else None
+        status = await config.slack.deliver(
+            input.event, workflow_id, input.agent, input.request, input.decision, inbox_url
+        )
+        return NotifyOutput(status=status)
     url = config.url(input.channel) if config else None
     if config is None or url is None:
         raise ApplicationError(

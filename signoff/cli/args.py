@@ -14,6 +14,7 @@ from signoff.cli.codec import add_codec_parser
 from signoff.cli.demo import DEMO_PROMPT
 from signoff.cli.inbox import add_inbox_parser
 from signoff.cli.replay import add_replay_parser
+from signoff.cli.slack import add_slack_parser
 from signoff.cli.token import add_token_parser, parse_duration
 from signoff.config.environment import APPROVER_KEY_FILE_ENV, APPROVER_KID_ENV, APPROVER_TOKEN_ENV, Environment
 
@@ -225,4 +226,5 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sign(sub, common)
     add_replay_parser(sub, common)
     add_inbox_parser(sub, common)
+    add_slack_parser(sub)
     return parser

@@ -56,6 +56,7 @@ def inbox_server(
     import uvicorn
 
     from signoff.inbox import InboxSigner, WhoIsAsking, inbox_app
+    from signoff.inbox.slack import SlackSettings
     from signoff.runtime.hosts import AllowedHosts
 
     host, port = sock.getsockname()[:2]
@@ -70,6 +71,7 @@ def inbox_server(
         signer = InboxSigner.from_env(ctx.env)
         hosts = AllowedHosts.of((host, port), inbox_root(ctx.env), ctx.env.inbox_allowed_hosts())
         scope = ctx.env.inbox_scope()
+        slack = SlackSettings.from_env(ctx.env)
     except ConfigError as exc:
         raise CommandError(str(exc), 2) from None
     app = inbox_app(
@@ -82,6 +84,7 @@ def inbox_server(
         ui_root=ui_root(ctx.settings.address, ctx.ui_base, ctx.env),
         scope=scope,
         served=ServedRuns(ctx.env.served_task_queues()),
+        slack=slack,
     )
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2, proxy_headers=False)
     queues = ", ".join(ctx.env.served_task_queues())
@@ -91,6 +94,7 @@ def inbox_server(
         else "no signing key: verified policies cannot be met from it"
     )
     what = f"namespace {ctx.settings.namespace}; {who.describe()}; {signing}; scope {scope}; hosts {hosts.describe()}"
+    what += f"; {slack.describe()}" if slack else ""
     return uvicorn.Server(config), what
 
 

@@ -142,6 +142,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return asyncio.run(cmd_token(args, env))
     if args.command == "keys":
         return cmd_keys(args)
+    if args.command == "slack":  # the app's manifest: no server either
+        from signoff.cli.slack import cmd_slack
+
+        return cmd_slack(args, env)
     try:
         if args.command == "codec-server":  # its keys, no Temporal connection
             return cmd_codec_server(args, env)

@@ -117,6 +117,14 @@ INBOX_SIGNING_KID_ENV = "SIGNOFF_INBOX_SIGNING_KID"
 INBOX_ALLOWED_HOSTS_ENV = "SIGNOFF_INBOX_ALLOWED_HOSTS"
 INBOX_SCOPE_ENV = "SIGNOFF_INBOX_SCOPE"
 
+# Slack (the workers post and update the messages; the inbox's server takes the clicks).
+SLACK_BOT_TOKEN_FILE_ENV = "SIGNOFF_SLACK_BOT_TOKEN_FILE"
+SLACK_SIGNING_SECRET_FILE_ENV = "SIGNOFF_SLACK_SIGNING_SECRET_FILE"
+SLACK_CHANNEL_ENV = "SIGNOFF_SLACK_CHANNEL"
+SLACK_USERS_ENV = "SIGNOFF_SLACK_USERS"
+SLACK_API_URL_ENV = "SIGNOFF_SLACK_API_URL"
+DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+
 DATA_DIR = Path(".signoff")
 """The embedded dev server's directory (owner-only), relative to the worker's: its database,
 and the defaults of `SIGNOFF_PAYLOAD_STORE` and `SIGNOFF_STATE_KEY_FILE` when no Temporal
@@ -582,6 +590,30 @@ class Environment:
             ConfigError: an entry is not a host name or address with an optional port.
         """
         return tuple(parse_host(entry) for entry in self._text(INBOX_ALLOWED_HOSTS_ENV).split(",") if entry.strip())
+
+    def slack_bot_token_file(self) -> Path | None:
+        """`SIGNOFF_SLACK_BOT_TOKEN_FILE`: the Slack app's bot token (`xoxb-...`); None when unset."""
+        path = self._text(SLACK_BOT_TOKEN_FILE_ENV)
+        return Path(path) if path else None
+
+    def slack_signing_secret_file(self) -> Path | None:
+        """`SIGNOFF_SLACK_SIGNING_SECRET_FILE`: the Slack app's signing secret; None when unset."""
+        path = self._text(SLACK_SIGNING_SECRET_FILE_ENV)
+        return Path(path) if path else None
+
+    def slack_channel(self) -> str | None:
+        """`SIGNOFF_SLACK_CHANNEL`: the channel (id, e.g. `C0123ABCD`) requests are posted to."""
+        return self._text(SLACK_CHANNEL_ENV) or None
+
+    def slack_users_file(self) -> Path | None:
+        """`SIGNOFF_SLACK_USERS`: the file mapping Slack user ids to signoff subjects and groups."""
+        path = self._text(SLACK_USERS_ENV)
+        return Path(path) if path else None
+
+    def slack_api_url(self) -> str:
+        """`SIGNOFF_SLACK_API_URL`: Slack's Web API base URL, ending in `/` (default Slack's own)."""
+        url = self._text(SLACK_API_URL_ENV) or DEFAULT_SLACK_API_URL
+        return url if url.endswith("/") else url + "/"
 
     def inbox_scope(self) -> Literal["all", "mine"]:
         """`SIGNOFF_INBOX_SCOPE`: `all` (every waiting call of the namespace, the default) or

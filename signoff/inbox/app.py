@@ -9,6 +9,7 @@
 | `GET /events` | server-sent events: the state of the waiting calls, on each change |
 | `GET /rows?key=...` | rows of the list for calls that just arrived (the page's script asks) |
 | `GET /favicon.ico`, `GET /static/...`, `GET /healthz` | the inbox's own files; `ok` |
+| `POST /slack/interactions` | the Slack app's clicks and modals (`signoff.inbox.slack`), when it is set up |
 
 Every request first passes the `Host` check (`signoff.runtime.hosts`: 421 for a name the inbox
 does not answer for; `/healthz` answers any). `scope` (`signoff.inbox.scope`) limits what each
@@ -47,12 +48,14 @@ from signoff.inbox.live import MAX_STREAMS_PER_VIEWER, HeldStream, StreamSlots, 
 from signoff.inbox.scope import Scope, ScopeName
 from signoff.inbox.seen import Opened
 from signoff.inbox.signer import InboxSigner
+from signoff.inbox.slack import SlackInteractions, SlackSettings
 from signoff.inbox.view import HERE, arguments_diff, environment
 from signoff.inbox.who import Viewer, WhoIsAsking
 from signoff.operator.edits import schema_problem, tool_schema
 from signoff.operator.run_client import CommandError
 from signoff.runtime.codec_server import read_body
 from signoff.runtime.hosts import AllowedHosts, HostCheck
+from signoff.text.slack import INTERACTIONS_PATH
 
 MAX_FORM_BYTES = 4 * 1024 * 1024
 """Edited arguments may be large; a form past this is refused unread."""
@@ -89,6 +92,7 @@ def inbox_app(
     served: ServedRuns | None = None,
     scope: ScopeName = "all",
     streams_per_viewer: int = MAX_STREAMS_PER_VIEWER,
+    slack: SlackSettings | None = None,
 ) -> Starlette:
     """The inbox for the runs of `client`'s namespace.
 
@@ -106,6 +110,7 @@ def inbox_app(
             `signoff` queue; `SIGNOFF_SERVED_TASK_QUEUES`).
         scope: `all` (every waiting call) or `mine` (the calls each viewer may decide).
         streams_per_viewer: event streams one viewer may hold open at once.
+        slack: the Slack app (`SIGNOFF_SLACK_*`): serves `POST /slack/interactions`; None: no Slack.
     """
     inbox = Inbox(
         client,
@@ -130,6 +135,9 @@ def inbox_app(
         Route("/favicon.ico", lambda request: FileResponse(HERE / "static" / "favicon.ico"), methods=["GET"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
+    if slack is not None:
+        interactions = SlackInteractions(slack, inbox.decisions, public_url)
+        routes.append(Route(INTERACTIONS_PATH, interactions.endpoint, methods=["POST"]))
     middleware = [Middleware(SecurityHeaders), Middleware(HostCheck, hosts=hosts, open_paths=["/healthz"])]
     app = Starlette(routes=routes, middleware=middleware)
     app.state.inbox = inbox

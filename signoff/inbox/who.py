@@ -38,12 +38,13 @@ class Viewer:
     Attributes:
         name: who they are (the proxy's user header, or `--local-user`).
         groups: their groups (the proxy's groups header; none for a local user).
-        via: how the inbox knows: `proxy` or `local`.
+        via: how the inbox knows: `proxy`, `local`, or `slack` (a Slack user id mapped by
+            `SIGNOFF_SLACK_USERS`, in a request Slack signed).
     """
 
     name: str
     groups: tuple[str, ...] = ()
-    via: Literal["proxy", "local"] = "local"
+    via: Literal["proxy", "local", "slack"] = "local"
 
 
 def _header_name(value: str, env: str) -> str:

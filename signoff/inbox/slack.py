@@ -1,0 +1,443 @@
+"""The Slack app in the inbox's server: `POST /slack/interactions`, where Slack sends the clicks.
+
+With `SIGNOFF_SLACK_SIGNING_SECRET_FILE` and `SIGNOFF_SLACK_BOT_TOKEN_FILE` set, the inbox's
+server takes the clicks on the buttons of the messages the workers post (`signoff.text.slack`,
+`signoff.activities.slack`), with Slack's own framework (`slack_bolt`, its Web API client
+pointed at `SIGNOFF_SLACK_API_URL`):
+
+| what Slack sends | what happens |
+| --- | --- |
+| *Approve* / *Deny* (`block_actions`) | that person's decision on the one request the button names |
+| *Review* (`block_actions`) | `views.open`: a modal for that person: the whole call, preview, policy, votes |
+| the modal's submission (`view_submission`) | their decision: approve (maybe edited) or deny, with a reason |
+
+**Who clicked.** Nothing in a request counts before its signature does: `X-Slack-Signature`
+is the HMAC-SHA256 (`v0`) of `v0:<X-Slack-Request-Timestamp>:<body>` with the app's signing
+secret, the timestamp within 5 minutes of now, and a signature seen before (a replayed
+request) is refused: all with HTTP 401, before Slack's framework or any Temporal call. Then
+only the user *id* in the payload counts, mapped through `SIGNOFF_SLACK_USERS`
+(`signoff.inbox.slack_users`) to a signoff subject and groups; a display name never does.
+
+**What is decided.** The button names a request (run, call, arguments digest, request
+instance); the server reads the call as it waits now, and decides it only if it is that one,
+its deadline has not passed, and the person may decide it (the call's policy: approvers,
+quorum, `separate_requester`, as the run applies it). Otherwise the person gets a private
+(`chat.postEphemeral`) message saying why, and nothing is sent to the run. The decision goes
+through the inbox's own `Decisions` (`signoff.inbox.decide`): signed for that subject with the
+inbox's signing key (`SIGNOFF_INBOX_SIGNING_KEY_FILE`) by the same signer, with the claim
+derived from the call as shown and the server's facts (`signoff.approval.derived`). So the
+tool's activity verifies it as any signed decision, and a quorum counts a Slack approval, an
+inbox approval and a CLI approval alike (one per subject).
+
+**The message** is updated (`chat.update`) at once with what came of the click; the workers'
+notices update it too when the call is settled anywhere else.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+
+from signoff.activities.slack import INSTALL, read_secret_file
+from signoff.config.environment import (
+    SLACK_BOT_TOKEN_FILE_ENV,
+    SLACK_SIGNING_SECRET_FILE_ENV,
+    SLACK_USERS_ENV,
+    Environment,
+)
+from signoff.errors import ConfigError
+from signoff.inbox.calls import WaitingCall, run_calls
+from signoff.inbox.decide import Action, Decisions, Result, Target
+from signoff.inbox.slack_users import SlackUsers
+from signoff.runtime.codec_server import read_body
+from signoff.text.links import inbox_link
+from signoff.text.notices import NoticeKind
+from signoff.text.slack import (
+    ACTION_APPROVE,
+    ACTION_DENY,
+    ACTION_REVIEW,
+    INTERACTIONS_PATH,
+    REASON_CHARS,
+    REVIEW_VIEW,
+    CallRef,
+    request_message,
+    result_view,
+    review_view,
+    settled_message,
+)
+
+if TYPE_CHECKING:
+    from slack_bolt.async_app import AsyncApp
+
+WINDOW_SECONDS = 300
+"""Slack's: a request signed longer ago than this (or ahead of now by as much) is refused."""
+MAX_BODY_BYTES = 1024 * 1024
+MAX_REMEMBERED = 100_000
+
+
+@dataclass(frozen=True)
+class SlackSettings:
+    """The Slack app's settings on the inbox's server (`SIGNOFF_SLACK_*`)."""
+
+    token: str = field(repr=False)
+    signing_secret: str = field(repr=False)
+    users: SlackUsers
+    api_url: str
+
+    @classmethod
+    def from_env(cls, env: Environment) -> SlackSettings | None:
+        """The settings, or None when neither the token nor the signing secret is set.
+
+        Raises:
+            ConfigError: only one of them is set, a file cannot be read, there is no users
+                file, or Slack's framework is not installed.
+        """
+        token_file, secret_file = env.slack_bot_token_file(), env.slack_signing_secret_file()
+        if token_file is None and secret_file is None:
+            return None
+        if token_file is None or secret_file is None:
+            missing = SLACK_BOT_TOKEN_FILE_ENV if token_file is None else SLACK_SIGNING_SECRET_FILE_ENV
+            raise ConfigError(
+                f"the Slack app needs both {SLACK_BOT_TOKEN_FILE_ENV} and {SLACK_SIGNING_SECRET_FILE_ENV}: "
+                f"set {missing} too"
+            )
+        users_file = env.slack_users_file()
+        if users_file is None:
+            raise ConfigError(
+                f"the Slack app needs {SLACK_USERS_ENV}: a JSON or TOML file mapping Slack user ids to "
+                'signoff subjects, e.g. {"U012ABCDEF": {"sub": "alice", "groups": ["sre"]}}'
+            )
+        try:
+            import slack_bolt  # noqa: F401
+        except ImportError:
+            raise ConfigError(f"the Slack app needs Slack's framework: {INSTALL}") from None
+        return cls(
+            read_secret_file(token_file, SLACK_BOT_TOKEN_FILE_ENV),
+            read_secret_file(secret_file, SLACK_SIGNING_SECRET_FILE_ENV),
+            SlackUsers(users_file),
+            env.slack_api_url(),
+        )
+
+    def describe(self) -> str:
+        return f"Slack app on {INTERACTIONS_PATH} ({len(self.users)} mapped Slack users)"
+
+
+class Replays:
+    """Signatures seen within the window: a request seen once is never taken again."""
+
+    def __init__(self, window: float = WINDOW_SECONDS, most: int = MAX_REMEMBERED) -> None:
+        self.window, self.most = window, most
+        self._seen: OrderedDict[str, float] = OrderedDict()
+
+    def first(self, signature: str, now: float) -> bool:
+        """Whether `signature` is seen for the first time (and remember it)."""
+        while self._seen and next(iter(self._seen.values())) < now:
+            self._seen.popitem(last=False)
+        if signature in self._seen:
+            return False
+        if len(self._seen) >= self.most:  # full of live entries: refuse rather than forget one
+            return False
+        self._seen[signature] = now + 2 * self.window + 1
+        return True
+
+
+def signature_problem(secret: str, body: bytes, timestamp: str, signature: str, now: float) -> str | None:
+    """Why a request is not one Slack signed just now with `secret` (None: it is)."""
+    if not timestamp.isdigit() or len(timestamp) > 12:
+        return "no X-Slack-Request-Timestamp"
+    if abs(now - int(timestamp)) > WINDOW_SECONDS:
+        return "X-Slack-Request-Timestamp is not within 5 minutes of now"
+    base = b"v0:" + timestamp.encode() + b":" + body
+    expected = "v0=" + hmac.new(secret.encode(), base, "sha256").hexdigest()
+    if not hmac.compare_digest(expected.encode(), signature.encode("utf-8", "replace")):
+        return "X-Slack-Signature does not match"
+    return None
+
+
+class SlackInteractions:
+    """The Slack app: verifies each request, then lets `slack_bolt` route it to the handlers."""
+
+    def __init__(self, settings: SlackSettings, decisions: Decisions, inbox_root: str | None = None) -> None:
+        from slack_bolt.async_app import AsyncApp
+        from slack_sdk.web.async_client import AsyncWebClient
+
+        self.settings, self.decisions, self.inbox_root = settings, decisions, inbox_root
+        self.replays = Replays()
+        self.client = AsyncWebClient(token=settings.token, base_url=settings.api_url, timeout=10)
+        self.app: AsyncApp = AsyncApp(
+            client=self.client,
+            signing_secret=settings.signing_secret,
+            process_before_response=True,  # answered once decided: the message and the modal say what came of it
+            url_verification_enabled=False,
+            ssl_check_enabled=False,
+        )
+        self._register()
+
+    async def endpoint(self, request: Request) -> Response:
+        """`POST /slack/interactions`."""
+        from slack_bolt.adapter.starlette.async_handler import to_async_bolt_request, to_starlette_response
+
+        body = await read_body(request, MAX_BODY_BYTES)
+        if body is None:
+            return PlainTextResponse(f"at most {MAX_BODY_BYTES} bytes", status_code=413)
+        timestamp = request.headers.get("x-slack-request-timestamp", "")
+        signature = request.headers.get("x-slack-signature", "")
+        now = time.time()
+        problem = signature_problem(self.settings.signing_secret, body, timestamp, signature, now)
+        if problem is None and not self.replays.first(signature, now):
+            problem = "this request was taken already (a replay)"
+        if problem is not None:
+            return PlainTextResponse(f"not a request Slack signed for this app: {problem}", status_code=401)
+        answer = await self.app.async_dispatch(to_async_bolt_request(request, body))
+        return to_starlette_response(answer)
+
+    # --- the handlers ----------------------------------------------------------------------
+
+    def _register(self) -> None:
+        async def approve(ack: Any, body: dict[str, Any]) -> None:
+            await ack()
+            await self._decide_click(body, Action(approved=True))
+
+        async def deny(ack: Any, body: dict[str, Any]) -> None:
+            await ack()
+            await self._decide_click(body, Action(approved=False))
+
+        async def review(ack: Any, body: dict[str, Any]) -> None:
+            await ack()
+            await self._review(body)
+
+        async def submitted(ack: Any, body: dict[str, Any]) -> None:
+            await self._submitted(ack, body)
+
+        self.app.action(ACTION_APPROVE)(approve)
+        self.app.action(ACTION_DENY)(deny)
+        self.app.action(ACTION_REVIEW)(review)
+        self.app.view(REVIEW_VIEW)(submitted)
+
+    async def _decide_click(self, body: dict[str, Any], action: Action) -> None:
+        click = Click.of(body)
+        if click.ref is None:
+            await self._tell(click, "This button names no call signoff knows: nothing was decided.")
+            return
+        person = self.settings.users.person(click.user)
+        if person is None:
+            await self._tell(click, _unmapped(click.user))
+            return
+        result = await self.decisions.decide(person.viewer(), click.target, action, _screen(click.ref))
+        await self._tell(click, _result_text(result))
+        if result.outcome != "refused":
+            await self.refresh(click.ref, click.channel, click.ts)
+
+    async def _review(self, body: dict[str, Any]) -> None:
+        click = Click.of(body)
+        if click.ref is None:
+            await self._tell(click, "This button names no call signoff knows.")
+            return
+        person = self.settings.users.person(click.user)
+        if person is None:
+            await self._tell(click, _unmapped(click.user))
+            return
+        call = await self._current(click.ref)
+        if isinstance(call, str):
+            await self._tell(click, call)
+            return
+        viewer = person.viewer()
+        approving = self.decisions.refusal(call, viewer)
+        if approving is not None and self.decisions.refusal(call, viewer, approving=False) is not None:
+            await self._tell(click, f"You cannot decide this call: {approving}")
+            return
+        view = review_view(
+            click.ref,
+            {"channel": click.channel or "", "ts": click.ts or ""},
+            call.request.model_dump(mode="json"),
+            may_edit=approving is None and self.decisions.may_edit(call.request),
+            requested_by=call.requested_by,
+        )
+        await self.client.views_open(trigger_id=body.get("trigger_id", ""), view=view)
+
+    async def _submitted(self, ack: Any, body: dict[str, Any]) -> None:
+        view = body.get("view") or {}
+        try:
+            meta = json.loads(view.get("private_metadata") or "{}")
+        except ValueError:
+            meta = {}
+        ref = CallRef.parse(meta.get("ref")) if isinstance(meta, dict) else None
+        user = str((body.get("user") or {}).get("id", ""))
+        person = self.settings.users.person(user)
+        if ref is None or person is None:
+            why = _unmapped(user) if person is None else "This view names no call signoff knows."
+            await ack(response_action="errors", errors={"decision": why[:150]})
+            if person is None and meta.get("channel"):
+                await self._ephemeral(str(meta["channel"]), user, why)
+            return
+        values = (view.get("state") or {}).get("values") or {}
+        choice = _field(values, "decision", "selected_option")
+        reason = _field(values, "reason", "value")
+        edited = _field(values, "arguments", "value")
+        if choice not in ("approve", "deny"):
+            await ack(response_action="errors", errors={"decision": "choose approve or deny"})
+            return
+        if isinstance(reason, str) and len(reason) > REASON_CHARS:
+            await ack(response_action="errors", errors={"reason": f"at most {REASON_CHARS} characters"})
+            return
+        arguments: dict[str, Any] | None = None
+        if choice == "approve" and isinstance(edited, str) and edited.strip():
+            try:
+                parsed = json.loads(edited)
+            except ValueError as exc:
+                await ack(response_action="errors", errors={"arguments": f"not valid JSON: {exc}"[:150]})
+                return
+            if not isinstance(parsed, dict):
+                await ack(response_action="errors", errors={"arguments": "must be a JSON object"})
+                return
+            arguments = parsed
+        action = Action(approved=choice == "approve", reason=(reason or "").strip() or None, arguments=arguments)
+        target = Target(ref.workflow_id, ref.call_id, ref.digest)
+        result = await self.decisions.decide(person.viewer(), target, action, _screen(ref))
+        await ack(response_action="update", view=result_view(_result_text(result)))
+        if result.outcome != "refused":
+            await self.refresh(ref, meta.get("channel") or None, meta.get("ts") or None)
+
+    # --- what it reads and says -------------------------------------------------------------
+
+    async def _current(self, ref: CallRef) -> WaitingCall | str:
+        """The call `ref` names as it waits now, or why it cannot be reviewed."""
+        from signoff.cli.talk import CommandError
+        from signoff.inbox.calls import how_decided
+
+        try:
+            calls = await run_calls(self.decisions.client, ref.workflow_id)
+        except CommandError as exc:
+            return f"signoff cannot read that run: {exc}"
+        call = next((c for c in calls if c.request.call_id == ref.call_id), None)
+        if call is None:
+            decided = await how_decided(self.decisions.client, ref.workflow_id, ref.call_id, ref.digest)
+            return f"This call no longer waits: {decided.text}."
+        return _screen(ref)(call) or call
+
+    async def refresh(self, ref: CallRef, channel: str | None, ts: str | None) -> None:
+        """Update the message of `ref` to what the call is now (waiting with its votes, or settled)."""
+        from signoff.cli import talk
+        from signoff.cli.talk import CommandError
+
+        if not channel or not ts:
+            return
+        client = self.decisions.client
+        try:
+            calls = await run_calls(client, ref.workflow_id)
+            call = next((c for c in calls if c.request.call_id == ref.call_id), None)
+            if call is not None and call.request.arguments_digest == ref.digest:
+                inbox = inbox_link(ref.workflow_id, ref.call_id, self.inbox_root)
+                message = request_message(
+                    ref.workflow_id, call.agent, call.request.model_dump(mode="json"), inbox_url=inbox
+                )
+            else:
+                handle = client.get_workflow_handle(ref.workflow_id)
+                trail = await talk.audit_trail(handle)
+                record = next(
+                    (
+                        r
+                        for r in reversed(trail.records)
+                        if r.call_id == ref.call_id and r.arguments_digest in ("", ref.digest)
+                    ),
+                    None,
+                )
+                if record is None:
+                    return
+                agent = (await talk.status(handle)).agent
+                kind: NoticeKind = "approval_timed_out" if record.timed_out else "approval_decided"
+                message = settled_message(ref.workflow_id, agent, record.model_dump(mode="json"), kind, ref)
+        except CommandError:
+            return
+        await _quietly(self.client.chat_update(channel=channel, ts=ts, **message))
+
+    async def _tell(self, click: Click, text: str) -> None:
+        if click.channel:
+            await self._ephemeral(click.channel, click.user, text)
+
+    async def _ephemeral(self, channel: str, user: str, text: str) -> None:
+        await _quietly(self.client.chat_postEphemeral(channel=channel, user=user, text=text))
+
+
+@dataclass(frozen=True)
+class Click:
+    """A click on one of the message's buttons: who, where, and the request it names."""
+
+    user: str
+    channel: str | None
+    ts: str | None
+    ref: CallRef | None
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> Click:
+        container = body.get("container") or {}
+        channel = (body.get("channel") or {}).get("id") or container.get("channel_id")
+        ts = container.get("message_ts") or (body.get("message") or {}).get("ts")
+        actions = body.get("actions") or [{}]
+        value = actions[0].get("value") if isinstance(actions[0], dict) else None
+        user = str((body.get("user") or {}).get("id", ""))
+        return cls(user, channel, ts, CallRef.parse(value))
+
+    @property
+    def target(self) -> Target:
+        assert self.ref is not None
+        return Target(self.ref.workflow_id, self.ref.call_id, self.ref.digest)
+
+
+def _screen(ref: CallRef) -> Any:
+    """The Slack app's own refusals of a call as it waits now: another request of that call
+    (asked again since the message was posted), or a deadline that passed."""
+
+    def check(call: WaitingCall) -> str | None:
+        request = call.request
+        if request.arguments_digest != ref.digest:
+            return (
+                "This call changed since the message was posted (its arguments are not the ones it names): "
+                "nothing was decided."
+            )
+        instance = request.binding.request if request.binding else None
+        if ref.request and instance and instance != ref.request:
+            return "This message is for an earlier request of that call: nothing was decided."
+        if request.expires_at is not None and request.expires_at <= datetime.now(UTC):
+            return f"This call's deadline passed ({request.expires_at.isoformat()}): nothing was decided."
+        return None
+
+    return check
+
+
+def _unmapped(user: str) -> str:
+    return (
+        f"Your Slack account ({user}) is not one signoff knows ({SLACK_USERS_ENV} maps Slack user ids to "
+        "signoff's people): nothing was decided. Ask whoever runs signoff to add you."
+    )
+
+
+def _result_text(result: Result) -> str:
+    if result.outcome == "refused":
+        return f"Nothing was decided: {result.message}"
+    return f"{result.tool or 'The call'}: {result.message}."
+
+
+def _field(values: dict[str, Any], block: str, key: str) -> Any:
+    value = ((values.get(block) or {}).get(block) or {}).get(key)
+    if key == "selected_option":
+        return (value or {}).get("value") if isinstance(value, dict) else None
+    return value
+
+
+async def _quietly(call: Any) -> None:
+    """A Web API call whose failure changes nothing decided (the message, a private note)."""
+    from slack_sdk.errors import SlackClientError
+
+    try:
+        await call
+    except (SlackClientError, OSError, TimeoutError):
+        pass

@@ -1,0 +1,332 @@
+"""Deciding in Slack, signed per person, against real runs parked on verified policies.
+
+The stack: the session's dev server; an in-process worker whose notices go to a stand-in for
+Slack's Web API over real HTTP (`tests.slack_fake`, through `slack_sdk`); `signoff inbox` as a
+real process with the Slack app on (`SIGNOFF_SLACK_*`), signing with its own Ed25519 key
+(a service key in the workers' JWKS, beside bob's personal key for the CLI). Interaction
+requests are signed as Slack signs them and posted to the inbox's `/slack/interactions`.
+
+`deploy` needs one verified approver of group `sre` (alice); `restart` needs three verified
+approvals among alice, bob and carol (Slack, the CLI and the inbox). Every test ends by
+checking that no argument text reached any message sent for the channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+from cryptography.hazmat.primitives import serialization
+from temporalio.client import Client, WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from signoff.activities.notify import NotifyConfig
+from signoff.activities.slack import SlackChannel
+from signoff.approval.identity import ApproverKeys
+from signoff.approval.policy import ApprovalPolicy
+from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
+from signoff.testing import ScriptedModelServer
+from signoff.text.slack import ACTION_APPROVE, ACTION_DENY, ACTION_REVIEW
+from tests.approver_keys import ed25519_key, jwk, write_jwks
+from tests.cli_harness import cli_env, finish, spawn
+from tests.governance import ops_agent
+from tests.helpers import running_worker
+from tests.inbox_harness import script
+from tests.processes import REPO, Processes, clean_env, free_port
+from tests.slack_fake import CHANNEL, SIGNING_SECRET, TOKEN, FakeSlack, buttons, click, signed, submission, text_of
+from tests.waiting import assert_eventually
+
+SECRET_ARG = "prod-eu-7f3a-SECRET"
+"""In every call's arguments: must never reach the channel."""
+USERS = {
+    "UALICE01": {"sub": "alice", "groups": ["sre"]},
+    "UBOB0001": {"sub": "bob", "groups": []},
+    "UCAROL01": {"sub": "carol", "groups": []},
+}
+DEPLOY = ApprovalPolicy(verified=True, approvers=("group:sre",))
+RESTART = ApprovalPolicy(verified=True, approvers=("alice", "bob", "carol"), quorum=3)
+
+
+@dataclass
+class Stack:
+    client: Client
+    queue: str
+    slack: FakeSlack
+    inbox: str
+    cli_env: dict[str, str]
+    http: httpx.AsyncClient
+
+    async def start(self, calls: list[tuple[str, dict[str, Any]]]) -> WorkflowHandle[Any, AgentRunResult]:
+        prompt = f"please, calls: {json.dumps(calls)}"
+        return await self.client.start_workflow(
+            "AgentRun",
+            AgentRunInput(agent="ops", prompt=prompt, options=RunOptions()),
+            id=f"slack-{uuid.uuid4().hex[:10]}",
+            task_queue=self.queue,
+            result_type=AgentRunResult,
+        )
+
+    async def message(self, handle: WorkflowHandle[Any, Any], call_id: str) -> dict[str, Any]:
+        """The channel's message of the call, once the worker posted it."""
+
+        async def posted() -> dict[str, Any]:
+            message = self.slack.message_of(handle.id, call_id)
+            assert message is not None, self.slack.calls
+            return message
+
+        return await assert_eventually(posted, 30)
+
+    async def post(self, payload: dict[str, Any], **signing: Any) -> httpx.Response:
+        body, headers = signed(payload, **signing)
+        return await self.http.post("/slack/interactions", content=body, headers=headers)
+
+    async def press(self, user: str, action: str, message: dict[str, Any]) -> httpx.Response:
+        return await self.post(click(user, action, buttons(message)[action], message))
+
+    def assert_no_arguments_sent(self) -> None:
+        for payload in self.slack.payloads():
+            assert SECRET_ARG not in payload and "staging-SECRET" not in payload, payload
+
+
+def write_private(path: Path, key: Any) -> Path:
+    path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return path
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def stack(env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
+    tmp = tmp_path_factory.mktemp("slack")
+    inbox_key, bob_key = ed25519_key(), ed25519_key()
+    write_private(tmp / "inbox.pem", inbox_key)
+    write_private(tmp / "bob.pem", bob_key)
+    write_jwks(tmp / "jwks.json", jwk(inbox_key, "inbox", signoff_service=True), jwk(bob_key, "bob", sub="bob"))
+    (tmp / "token").write_text(TOKEN + "\n")
+    (tmp / "secret").write_text(SIGNING_SECRET + "\n")
+    (tmp / "users.json").write_text(json.dumps(USERS))
+    queue = f"slack-{uuid.uuid4().hex[:8]}"
+    address = env.client.service_client.config.target_host
+    procs = Processes(tmp)
+    port = free_port()
+    with FakeSlack() as slack, ScriptedModelServer(script) as model:
+        notify = NotifyConfig(urls=(), slack=SlackChannel(TOKEN, CHANNEL, slack.url), retry_seconds=20)
+        agents = {"ops": ops_agent(deploy=DEPLOY, restart=RESTART)}
+        verifier = ApproverKeys.load(tmp / "jwks.json")
+        try:
+            async with running_worker(env.client, queue, model, agents, verifier=verifier, notify=notify):
+                inbox = procs.start(
+                    "inbox",
+                    [sys.executable, str(REPO / "client.py"), "inbox", "--port", str(port), "--local-user", "carol"],
+                    clean_env(
+                        TEMPORAL_ADDRESS=address,
+                        SIGNOFF_TASK_QUEUE=queue,
+                        SIGNOFF_INBOX_SIGNING_KEY_FILE=tmp / "inbox.pem",
+                        SIGNOFF_INBOX_SIGNING_KID="inbox",
+                        SIGNOFF_SLACK_BOT_TOKEN_FILE=tmp / "token",
+                        SIGNOFF_SLACK_SIGNING_SECRET_FILE=tmp / "secret",
+                        SIGNOFF_SLACK_USERS=tmp / "users.json",
+                        SIGNOFF_SLACK_API_URL=slack.url,
+                    ),
+                )
+                await inbox.wait_for_output("signoff: inbox on")
+                cli = cli_env(address, queue, tmp / "state") | {
+                    "SIGNOFF_APPROVER_KEY_FILE": str(tmp / "bob.pem"),
+                    "SIGNOFF_APPROVER_KID": "bob",
+                }
+                url = f"http://127.0.0.1:{port}"
+                async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+                    yield Stack(env.client, queue, slack, url, cli, http)
+        finally:
+            procs.cleanup()
+            print(procs.report())
+
+
+def tool_messages(result: AgentRunResult) -> list[str]:
+    return [m.content or "" for m in result.messages if m.role == "tool"]
+
+
+async def test_approve_in_slack_runs_the_call_once_signed_for_the_mapped_person(stack: Stack) -> None:
+    handle = await stack.start([("deploy", {"target": SECRET_ARG})])
+    message = await stack.message(handle, "call_1")
+    assert set(buttons(message)) == {ACTION_REVIEW, ACTION_APPROVE, ACTION_DENY}
+    said = text_of(message)
+    assert "deploy" in said and "ops" in said and handle.id in said and "group:sre" in said
+    assert SECRET_ARG not in said
+
+    answer = await stack.press("UALICE01", ACTION_APPROVE, message)
+    assert answer.status_code == 200, answer.text
+    result = await asyncio.wait_for(handle.result(), 60)
+    assert tool_messages(result) == [f"deployed {SECRET_ARG}"]
+    (record,) = result.approvals
+    assert (record.approver, record.verified, record.approved) == ("alice", True, True)
+
+    async def updated() -> None:
+        now = stack.slack.message_of(handle.id, "call_1")
+        assert now is not None and "approved by alice (verified)" in text_of(now) and not buttons(now)
+
+    await assert_eventually(updated, 30)
+    assert any("approved" in text for text in stack.slack.ephemerals("UALICE01"))
+    again = await stack.press("UALICE01", ACTION_APPROVE, message)  # the button of a settled call
+    assert again.status_code == 200
+    await assert_eventually(lambda: _said(stack, "UALICE01", "no longer waits"), 30)
+    assert tool_messages(await handle.result()) == [f"deployed {SECRET_ARG}"]  # ran once
+    stack.assert_no_arguments_sent()
+
+
+async def _said(stack: Stack, user: str, words: str) -> None:
+    assert any(words in text for text in stack.slack.ephemerals(user)), stack.slack.ephemerals(user)
+
+
+async def test_unmapped_users_and_non_approvers_get_a_private_refusal_and_nothing_is_decided(stack: Stack) -> None:
+    handle = await stack.start([("deploy", {"target": SECRET_ARG})])
+    message = await stack.message(handle, "call_1")
+    stranger = click("UMALLORY1", ACTION_APPROVE, buttons(message)[ACTION_APPROVE], message)
+    stranger["user"] |= {"username": "alice", "name": "alice"}  # a display name never counts
+    assert (await stack.post(stranger)).status_code == 200
+    await assert_eventually(lambda: _said(stack, "UMALLORY1", "not one signoff knows"), 30)
+    assert (await stack.press("UBOB0001", ACTION_APPROVE, message)).status_code == 200
+    await assert_eventually(lambda: _said(stack, "UBOB0001", "Nothing was decided"), 30)
+    assert (await stack.press("UBOB0001", ACTION_REVIEW, message)).status_code == 200
+    await assert_eventually(lambda: _said(stack, "UBOB0001", "You cannot decide this call"), 30)
+    assert not [v for v in stack.slack.of("views.open") if handle.id in json.dumps(v)]
+    pending = await handle.query("pending_approvals")
+    assert [p["call_id"] for p in pending] == ["call_1"] and not pending[0]["votes"]
+    await handle.terminate("test over")
+    stack.assert_no_arguments_sent()
+
+
+async def test_forged_stale_and_replayed_requests_are_refused_before_anything_runs(stack: Stack) -> None:
+    handle = await stack.start([("deploy", {"target": SECRET_ARG})])
+    message = await stack.message(handle, "call_1")
+    approve = click("UALICE01", ACTION_APPROVE, buttons(message)[ACTION_APPROVE], message)
+    forged = await stack.post(approve, secret="not-the-signing-secret")
+    stale = await stack.post(approve, at=int(time.time()) - 400)
+    body, headers = signed(approve)
+    unsigned = await stack.http.post(
+        "/slack/interactions", content=body, headers={"Content-Type": headers["Content-Type"]}
+    )
+    bad_time = await stack.http.post(
+        "/slack/interactions", content=body, headers=headers | {"X-Slack-Request-Timestamp": "soon"}
+    )
+    assert [r.status_code for r in (forged, stale, unsigned, bad_time)] == [401, 401, 401, 401]
+    review = click("UALICE01", ACTION_REVIEW, buttons(message)[ACTION_REVIEW], message)
+    body, headers = signed(review)
+    first = await stack.http.post("/slack/interactions", content=body, headers=headers)
+    replayed = await stack.http.post("/slack/interactions", content=body, headers=headers)
+    assert (first.status_code, replayed.status_code) == (200, 401)
+    assert "replay" in replayed.text
+    opened = [v for v in stack.slack.of("views.open") if handle.id in json.dumps(v)]
+    assert len(opened) == 1  # the replay opened nothing
+    modal = json.dumps(opened[0])
+    assert SECRET_ARG in modal  # the reviewer, privately, sees the whole call
+    pending = await handle.query("pending_approvals")
+    assert [p["call_id"] for p in pending] == ["call_1"]
+    await handle.terminate("test over")
+    stack.assert_no_arguments_sent()
+
+
+async def _modal(stack: Stack, handle: WorkflowHandle[Any, Any], user: str) -> dict[str, Any]:
+    message = await stack.message(handle, "call_1")
+    assert (await stack.press(user, ACTION_REVIEW, message)).status_code == 200
+    opened = [v["view"] for v in stack.slack.of("views.open") if handle.id in json.dumps(v)]
+    assert opened, "views.open was not called"
+    view: Any = opened[-1]
+    return json.loads(view) if isinstance(view, str) else view
+
+
+async def test_deny_with_a_reason_in_the_modal_reaches_the_model(stack: Stack) -> None:
+    handle = await stack.start([("deploy", {"target": SECRET_ARG})])
+    view = await _modal(stack, handle, "UALICE01")
+    sent = await stack.post(submission("UALICE01", view, {"decision": "deny", "reason": "back up the database first"}))
+    assert sent.status_code == 200 and sent.json()["response_action"] == "update", sent.text
+    result = await asyncio.wait_for(handle.result(), 60)
+    assert tool_messages(result) == ["Rejected: back up the database first"]
+    assert (result.approvals[0].approver, result.approvals[0].verified) == ("alice", True)
+
+    async def updated() -> None:
+        now = stack.slack.message_of(handle.id, "call_1")
+        assert now is not None and "denied by alice (verified)" in text_of(now) and not buttons(now)
+
+    await assert_eventually(updated, 30)
+    stack.assert_no_arguments_sent()
+
+
+async def test_an_edit_in_the_modal_runs_the_edited_arguments(stack: Stack) -> None:
+    handle = await stack.start([("deploy", {"target": SECRET_ARG})])
+    view = await _modal(stack, handle, "UALICE01")
+    edited = json.dumps({"target": "staging-SECRET"})
+    bad = await stack.post(submission("UALICE01", view, {"decision": "approve", "arguments": "{not json"}))
+    assert bad.json()["response_action"] == "errors" and "arguments" in bad.json()["errors"]
+    sent = await stack.post(submission("UALICE01", view, {"decision": "approve", "arguments": edited}))
+    assert sent.status_code == 200, sent.text
+    result = await asyncio.wait_for(handle.result(), 60)
+    assert tool_messages(result) == ["deployed staging-SECRET"]
+    assert result.approvals[0].edited_arguments == {"target": "staging-SECRET"}
+    stack.assert_no_arguments_sent()
+
+
+async def test_a_quorum_counts_slack_the_inbox_and_the_cli_and_the_message_follows_the_cli(stack: Stack) -> None:
+    handle = await stack.start([("restart", {"service": SECRET_ARG})])
+    message = await stack.message(handle, "call_1")
+    assert "3 approvals needed (0 so far)" in text_of(message)
+    assert (await stack.press("UALICE01", ACTION_APPROVE, message)).status_code == 200
+
+    async def votes(count: int) -> None:
+        (pending,) = await handle.query("pending_approvals")
+        assert len(pending["votes"]) == count, pending["votes"]
+
+    await assert_eventually(lambda: votes(1), 30)
+    now = stack.slack.message_of(handle.id, "call_1")
+    assert now is not None and "(1 so far)" in text_of(now) and buttons(now)
+
+    # carol in the inbox (the page's own form, as her browser sends it)
+    page = await stack.http.get("/call", params={"run": handle.id, "id": "call_1"})
+    form = dict(re.findall(r'<input type="hidden" name="(csrf|run|id|digest)" value="([^"]*)">', page.text))
+    decided = await stack.http.post("/call/decide", data={**form, "action": "approve"})
+    assert 'data-outcome="vote"' in decided.text, decided.text
+    await assert_eventually(lambda: votes(2), 30)
+
+    # bob in the CLI, with his own key
+    pending = (await handle.query("pending_approvals"))[0]
+    done = await finish(
+        await spawn(stack.cli_env, "approve", handle.id, "call_1", "--digest", pending["arguments_digest"])
+    )
+    assert done.code == 0, done
+    result = await asyncio.wait_for(handle.result(), 60)
+    assert tool_messages(result) == [f"restarted {SECRET_ARG}"]
+    voters = sorted(str(v.approver) for v in result.approvals[0].votes)
+    assert voters == ["alice", "bob", "carol"] and all(v.verified for v in result.approvals[0].votes)
+
+    async def updated() -> None:
+        now = stack.slack.message_of(handle.id, "call_1")
+        assert now is not None and "approved by bob (verified)" in text_of(now) and not buttons(now)
+
+    await assert_eventually(updated, 15)
+    stack.assert_no_arguments_sent()
+
+
+async def test_one_person_counts_once_across_slack_and_the_inbox(stack: Stack) -> None:
+    handle = await stack.start([("restart", {"service": SECRET_ARG})])
+    message = await stack.message(handle, "call_1")
+    assert (await stack.press("UCAROL01", ACTION_APPROVE, message)).status_code == 200
+    page = await stack.http.get("/call", params={"run": handle.id, "id": "call_1"})
+    assert "already" in page.text.lower() or 'data-outcome="vote"' not in page.text
+    form = dict(re.findall(r'<input type="hidden" name="(csrf|run|id|digest)" value="([^"]*)">', page.text))
+    if form:
+        decided = await stack.http.post("/call/decide", data={**form, "action": "approve"})
+        assert 'data-outcome="vote"' not in decided.text
+    (pending,) = await handle.query("pending_approvals")
+    assert [v["approver"] for v in pending["votes"]] == ["carol"]
+    await handle.terminate("test over")
