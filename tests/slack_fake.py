@@ -59,7 +59,7 @@ class FakeSlack:
                 pass
 
             def do_GET(self) -> None:
-                self._answer(parse_qs(urlsplit(self.path).query))
+                self._answer(_single(parse_qs(urlsplit(self.path).query)))
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -68,12 +68,10 @@ class FakeSlack:
                 if "json" in kind:
                     args: Any = json.loads(raw or "{}")
                 else:
-                    args = parse_qs(raw)
-                    args |= parse_qs(urlsplit(self.path).query)
+                    args = _single(parse_qs(raw) | parse_qs(urlsplit(self.path).query))
                 self._answer(args)
 
             def _answer(self, args: dict[str, Any]) -> None:
-                args = {k: (v[0] if isinstance(v, list) and len(v) == 1 else v) for k, v in args.items()}
                 method = urlsplit(self.path).path.removeprefix("/api/")
                 status, answer = fake.answer(method, args, self.headers.get("Authorization", ""))
                 body = json.dumps(answer).encode()
@@ -151,6 +149,10 @@ class FakeSlack:
 
     def ephemerals(self, user: str) -> list[str]:
         return [str(a.get("text")) for a in self.of("chat.postEphemeral") if a.get("user") == user]
+
+
+def _single(form: dict[str, list[str]]) -> dict[str, Any]:
+    return {k: v[0] if len(v) == 1 else v for k, v in form.items()}
 
 
 def _kept(args: dict[str, Any]) -> dict[str, Any]:

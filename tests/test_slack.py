@@ -47,6 +47,8 @@ from tests.processes import REPO, Processes, clean_env, free_port
 from tests.slack_fake import CHANNEL, SIGNING_SECRET, TOKEN, FakeSlack, buttons, click, signed, submission, text_of
 from tests.waiting import assert_eventually
 
+CALL = "call_1_1"
+"""The scripted model's first call, as the run names it."""
 SECRET_ARG = "prod-eu-7f3a-SECRET"
 """In every call's arguments: must never reach the channel."""
 USERS = {
@@ -159,7 +161,7 @@ def tool_messages(result: AgentRunResult) -> list[str]:
 
 async def test_approve_in_slack_runs_the_call_once_signed_for_the_mapped_person(stack: Stack) -> None:
     handle = await stack.start([("deploy", {"target": SECRET_ARG})])
-    message = await stack.message(handle, "call_1")
+    message = await stack.message(handle, CALL)
     assert set(buttons(message)) == {ACTION_REVIEW, ACTION_APPROVE, ACTION_DENY}
     said = text_of(message)
     assert "deploy" in said and "ops" in said and handle.id in said and "group:sre" in said
@@ -173,7 +175,7 @@ async def test_approve_in_slack_runs_the_call_once_signed_for_the_mapped_person(
     assert (record.approver, record.verified, record.approved) == ("alice", True, True)
 
     async def updated() -> None:
-        now = stack.slack.message_of(handle.id, "call_1")
+        now = stack.slack.message_of(handle.id, CALL)
         assert now is not None and "approved by alice (verified)" in text_of(now) and not buttons(now)
 
     await assert_eventually(updated, 30)
@@ -191,7 +193,7 @@ async def _said(stack: Stack, user: str, words: str) -> None:
 
 async def test_unmapped_users_and_non_approvers_get_a_private_refusal_and_nothing_is_decided(stack: Stack) -> None:
     handle = await stack.start([("deploy", {"target": SECRET_ARG})])
-    message = await stack.message(handle, "call_1")
+    message = await stack.message(handle, CALL)
     stranger = click("UMALLORY1", ACTION_APPROVE, buttons(message)[ACTION_APPROVE], message)
     stranger["user"] |= {"username": "alice", "name": "alice"}  # a display name never counts
     assert (await stack.post(stranger)).status_code == 200
@@ -202,14 +204,14 @@ async def test_unmapped_users_and_non_approvers_get_a_private_refusal_and_nothin
     await assert_eventually(lambda: _said(stack, "UBOB0001", "You cannot decide this call"), 30)
     assert not [v for v in stack.slack.of("views.open") if handle.id in json.dumps(v)]
     pending = await handle.query("pending_approvals")
-    assert [p["call_id"] for p in pending] == ["call_1"] and not pending[0]["votes"]
+    assert [p["call_id"] for p in pending] == [CALL] and not pending[0]["votes"]
     await handle.terminate("test over")
     stack.assert_no_arguments_sent()
 
 
 async def test_forged_stale_and_replayed_requests_are_refused_before_anything_runs(stack: Stack) -> None:
     handle = await stack.start([("deploy", {"target": SECRET_ARG})])
-    message = await stack.message(handle, "call_1")
+    message = await stack.message(handle, CALL)
     approve = click("UALICE01", ACTION_APPROVE, buttons(message)[ACTION_APPROVE], message)
     forged = await stack.post(approve, secret="not-the-signing-secret")
     stale = await stack.post(approve, at=int(time.time()) - 400)
@@ -232,13 +234,13 @@ async def test_forged_stale_and_replayed_requests_are_refused_before_anything_ru
     modal = json.dumps(opened[0])
     assert SECRET_ARG in modal  # the reviewer, privately, sees the whole call
     pending = await handle.query("pending_approvals")
-    assert [p["call_id"] for p in pending] == ["call_1"]
+    assert [p["call_id"] for p in pending] == [CALL]
     await handle.terminate("test over")
     stack.assert_no_arguments_sent()
 
 
 async def _modal(stack: Stack, handle: WorkflowHandle[Any, Any], user: str) -> dict[str, Any]:
-    message = await stack.message(handle, "call_1")
+    message = await stack.message(handle, CALL)
     assert (await stack.press(user, ACTION_REVIEW, message)).status_code == 200
     opened = [v["view"] for v in stack.slack.of("views.open") if handle.id in json.dumps(v)]
     assert opened, "views.open was not called"
@@ -256,7 +258,7 @@ async def test_deny_with_a_reason_in_the_modal_reaches_the_model(stack: Stack) -
     assert (result.approvals[0].approver, result.approvals[0].verified) == ("alice", True)
 
     async def updated() -> None:
-        now = stack.slack.message_of(handle.id, "call_1")
+        now = stack.slack.message_of(handle.id, CALL)
         assert now is not None and "denied by alice (verified)" in text_of(now) and not buttons(now)
 
     await assert_eventually(updated, 30)
@@ -279,7 +281,7 @@ async def test_an_edit_in_the_modal_runs_the_edited_arguments(stack: Stack) -> N
 
 async def test_a_quorum_counts_slack_the_inbox_and_the_cli_and_the_message_follows_the_cli(stack: Stack) -> None:
     handle = await stack.start([("restart", {"service": SECRET_ARG})])
-    message = await stack.message(handle, "call_1")
+    message = await stack.message(handle, CALL)
     assert "3 approvals needed (0 so far)" in text_of(message)
     assert (await stack.press("UALICE01", ACTION_APPROVE, message)).status_code == 200
 
@@ -288,11 +290,11 @@ async def test_a_quorum_counts_slack_the_inbox_and_the_cli_and_the_message_follo
         assert len(pending["votes"]) == count, pending["votes"]
 
     await assert_eventually(lambda: votes(1), 30)
-    now = stack.slack.message_of(handle.id, "call_1")
+    now = stack.slack.message_of(handle.id, CALL)
     assert now is not None and "(1 so far)" in text_of(now) and buttons(now)
 
     # carol in the inbox (the page's own form, as her browser sends it)
-    page = await stack.http.get("/call", params={"run": handle.id, "id": "call_1"})
+    page = await stack.http.get("/call", params={"run": handle.id, "id": CALL})
     form = dict(re.findall(r'<input type="hidden" name="(csrf|run|id|digest)" value="([^"]*)">', page.text))
     decided = await stack.http.post("/call/decide", data={**form, "action": "approve"})
     assert 'data-outcome="vote"' in decided.text, decided.text
@@ -301,7 +303,9 @@ async def test_a_quorum_counts_slack_the_inbox_and_the_cli_and_the_message_follo
     # bob in the CLI, with his own key
     pending = (await handle.query("pending_approvals"))[0]
     done = await finish(
-        await spawn(stack.cli_env, "approve", handle.id, "call_1", "--digest", pending["arguments_digest"])
+        await spawn(
+            stack.cli_env, "approve", handle.id, CALL, "--digest", pending["arguments_digest"], "--approver", "bob"
+        )
     )
     assert done.code == 0, done
     result = await asyncio.wait_for(handle.result(), 60)
@@ -310,7 +314,7 @@ async def test_a_quorum_counts_slack_the_inbox_and_the_cli_and_the_message_follo
     assert voters == ["alice", "bob", "carol"] and all(v.verified for v in result.approvals[0].votes)
 
     async def updated() -> None:
-        now = stack.slack.message_of(handle.id, "call_1")
+        now = stack.slack.message_of(handle.id, CALL)
         assert now is not None and "approved by bob (verified)" in text_of(now) and not buttons(now)
 
     await assert_eventually(updated, 15)
@@ -319,9 +323,9 @@ async def test_a_quorum_counts_slack_the_inbox_and_the_cli_and_the_message_follo
 
 async def test_one_person_counts_once_across_slack_and_the_inbox(stack: Stack) -> None:
     handle = await stack.start([("restart", {"service": SECRET_ARG})])
-    message = await stack.message(handle, "call_1")
+    message = await stack.message(handle, CALL)
     assert (await stack.press("UCAROL01", ACTION_APPROVE, message)).status_code == 200
-    page = await stack.http.get("/call", params={"run": handle.id, "id": "call_1"})
+    page = await stack.http.get("/call", params={"run": handle.id, "id": CALL})
     assert "already" in page.text.lower() or 'data-outcome="vote"' not in page.text
     form = dict(re.findall(r'<input type="hidden" name="(csrf|run|id|digest)" value="([^"]*)">', page.text))
     if form:
