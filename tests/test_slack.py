@@ -325,12 +325,71 @@ async def test_one_person_counts_once_across_slack_and_the_inbox(stack: Stack) -
     handle = await stack.start([("restart", {"service": SECRET_ARG})])
     message = await stack.message(handle, CALL)
     assert (await stack.press("UCAROL01", ACTION_APPROVE, message)).status_code == 200
-    page = await stack.http.get("/call", params={"run": handle.id, "id": CALL})
-    assert "already" in page.text.lower() or 'data-outcome="vote"' not in page.text
+    await assert_eventually(lambda: _said(stack, "UCAROL01", "counted"), 30)
+    assert (await stack.press("UCAROL01", ACTION_APPROVE, message)).status_code == 200
+    await assert_eventually(lambda: _said(stack, "UCAROL01", "'carol' already approved"), 30)
+    page = await stack.http.get("/call", params={"run": handle.id, "id": CALL})  # carol again, in the inbox
     form = dict(re.findall(r'<input type="hidden" name="(csrf|run|id|digest)" value="([^"]*)">', page.text))
-    if form:
-        decided = await stack.http.post("/call/decide", data={**form, "action": "approve"})
-        assert 'data-outcome="vote"' not in decided.text
+    decided = await stack.http.post("/call/decide", data={**form, "action": "approve"})
+    assert "already approved" in decided.text and 'data-outcome="vote"' not in decided.text
     (pending,) = await handle.query("pending_approvals")
     assert [v["approver"] for v in pending["votes"]] == ["carol"]
     await handle.terminate("test over")
+    stack.assert_no_arguments_sent()
+
+
+async def test_a_button_naming_another_request_decides_nothing(stack: Stack) -> None:
+    handle = await stack.start([("deploy", {"target": SECRET_ARG})])
+    message = await stack.message(handle, CALL)
+    value = json.loads(buttons(message)[ACTION_APPROVE])
+    other_digest = json.dumps(value | {"d": "0" * 64})
+    other_request = json.dumps(value | {"r": "another-request-instance"})
+    for forged in (other_digest, other_request, "not json", json.dumps({"w": handle.id})):
+        assert (await stack.post(click("UALICE01", ACTION_APPROVE, forged, message))).status_code == 200
+    await assert_eventually(lambda: _said(stack, "UALICE01", "changed since"), 30)
+    await assert_eventually(lambda: _said(stack, "UALICE01", "an earlier request of that call"), 30)
+    await assert_eventually(lambda: _said(stack, "UALICE01", "names no call"), 30)
+    (pending,) = await handle.query("pending_approvals")
+    assert pending["call_id"] == CALL and not pending["votes"]
+    await handle.terminate("test over")
+
+
+async def test_slack_down_holds_no_run_up_and_the_retried_notice_posts_one_message(stack: Stack) -> None:
+    stack.slack.down = True
+    try:
+        handle = await stack.start([("deploy", {"target": SECRET_ARG})])
+        pending = await assert_eventually(lambda: _pending(handle), 30)  # the run parked, Slack or not
+        assert pending["call_id"] == CALL and stack.slack.message_of(handle.id, CALL) is None
+    finally:
+        stack.slack.down = False
+    await stack.message(handle, CALL)  # Temporal retried the notice
+    posted = [a for a in stack.slack.of("chat.postMessage") if handle.id in json.dumps(a)]
+    assert len(posted) == 1
+    await handle.terminate("test over")
+
+
+async def _pending(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+    (pending,) = await handle.query("pending_approvals")
+    return dict(pending)
+
+
+async def test_a_notice_sent_again_updates_the_message_it_posted_before(stack: Stack) -> None:
+    """A retried `approval_requested` (its first attempt posted, then failed) posts nothing new:
+    the message is found again in the channel's history by its metadata."""
+    request = {
+        "call_id": "call_9",
+        "name": "deploy",
+        "arguments": {"target": SECRET_ARG},
+        "arguments_digest": "a" * 64,
+        "requested_at": "2026-12-03T12:00:00Z",
+        "policy": DEPLOY.model_dump(mode="json"),
+    }
+    run = f"direct-{uuid.uuid4().hex[:8]}"
+    for _ in range(2):  # a new channel object each time: nothing remembered in process
+        status = await SlackChannel(TOKEN, CHANNEL, stack.slack.url).deliver(
+            "approval_requested", run, "ops", request, None
+        )
+        assert status == 200
+    assert len([a for a in stack.slack.of("chat.postMessage") if run in json.dumps(a)]) == 1
+    assert len([a for a in stack.slack.of("chat.update") if run in json.dumps(a)]) == 1
+    stack.assert_no_arguments_sent()
