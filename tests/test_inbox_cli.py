@@ -31,6 +31,16 @@ from tests.waiting import assert_eventually
         (["--local-user", "alice"], {"SIGNOFF_INBOX_ALLOWED_HOSTS": "https://inbox.example.com"}, "no scheme"),
         (["--local-user", "alice"], {"SIGNOFF_INBOX_ALLOWED_HOSTS": "*.example.com"}, "no scheme, path or wildcard"),
         (["--local-user", "alice"], {"SIGNOFF_INBOX_SCOPE": "everyone"}, "must be all"),
+        (
+            ["--local-user", "alice"],
+            {"SIGNOFF_SLACK_BOT_TOKEN_FILE": "/nonexistent/t"},
+            "SIGNOFF_SLACK_SIGNING_SECRET_FILE",
+        ),
+        (
+            ["--local-user", "alice"],
+            {"SIGNOFF_SLACK_BOT_TOKEN_FILE": "/nonexistent/t", "SIGNOFF_SLACK_SIGNING_SECRET_FILE": "/nonexistent/s"},
+            "SIGNOFF_SLACK_USERS",
+        ),
     ],
 )
 async def test_the_inbox_will_not_serve_settings_that_cannot_work(
