@@ -37,7 +37,7 @@ from signoff.approval.identity import ApproverKeys
 from signoff.approval.policy import ApprovalPolicy
 from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
 from signoff.testing import ScriptedModelServer
-from signoff.text.slack import ACTION_APPROVE, ACTION_DENY, ACTION_REVIEW
+from signoff.views.slack import ACTION_APPROVE, ACTION_DENY, ACTION_REVIEW
 from tests.approver_keys import ed25519_key, jwk, write_jwks
 from tests.cli_harness import cli_env, finish, spawn
 from tests.governance import ops_agent

@@ -18,7 +18,7 @@ from signoff.config.environment import Environment
 from signoff.errors import ConfigError
 from signoff.inbox.slack import Replays, SlackSettings, signature_problem
 from signoff.inbox.slack_users import SlackUsers, parse_users
-from signoff.text.slack import ACTIONS, CallRef, request_message, review_view, settled_message
+from signoff.views.slack import ACTIONS, CallRef, request_message, review_view, settled_message
 
 DIGEST = "b" * 64
 HOSTILE = "<!channel> <@U0ADMIN> <https://evil.example|click> & `code`"

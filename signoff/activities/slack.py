@@ -7,7 +7,7 @@ activities as any channel's (`signoff.notify`, retried by Temporal, never holdin
 
 | notice | what Slack gets |
 | --- | --- |
-| `approval_requested` | `chat.postMessage`: the call's message, *Review*, *Approve*, *Deny* (`signoff.text.slack`) |
+| `approval_requested` | `chat.postMessage`: the call's message, *Review*, *Approve*, *Deny* (`signoff.views.slack`) |
 | `approval_reminder`, `approval_escalated` | `chat.update` of that message (who may decide, votes) |
 | `approval_decided`, `approval_timed_out` | `chat.update` of that message: the outcome, no buttons |
 
@@ -28,16 +28,15 @@ import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from temporalio.exceptions import ApplicationError
 
 from signoff.config.environment import SLACK_BOT_TOKEN_FILE_ENV, SLACK_CHANNEL_ENV, Environment
-from signoff.config.smallfile import read_small_file
+from signoff.config.smallfile import read_secret_line
 from signoff.errors import ConfigError
-from signoff.text.notices import WAITING_KINDS, NoticeKind
-from signoff.text.slack import CallRef, instant, request_message, settled_message
+from signoff.views.notices import WAITING_KINDS, NoticeKind
+from signoff.views.slack import INSTALL, CallRef, instant, request_message, settled_message
 
 if TYPE_CHECKING:
     from slack_sdk.web.async_client import AsyncWebClient
@@ -67,27 +66,6 @@ FATAL = frozenset(
         "restricted_action",
     }
 )
-INSTALL = "pip install 'signoff[slack]'"
-
-
-def read_secret_file(path: Path, setting: str, limit: int = MAX_TOKEN_BYTES) -> str:
-    """A token or secret file's text without surrounding whitespace.
-
-    Raises:
-        ConfigError: the file cannot be read, is empty, or is implausibly large (named by `setting`).
-    """
-    try:
-        data = read_small_file(path, limit).strip()
-    except OSError as exc:
-        raise ConfigError(f"{setting}: cannot read {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise ConfigError(f"{setting}: {path} is {exc}") from None
-    if not data:
-        raise ConfigError(f"{setting}: {path} is empty")
-    try:
-        return data.decode("ascii")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{setting}: {path} must hold one line of ASCII (a Slack token or secret)") from None
 
 
 @dataclass(frozen=True)
@@ -136,7 +114,7 @@ class SlackChannel:
             raise ConfigError(
                 f"{SLACK_BOT_TOKEN_FILE_ENV} is set, and Slack's SDK is not installed: {INSTALL}"
             ) from None
-        return cls(read_secret_file(path, SLACK_BOT_TOKEN_FILE_ENV), channel, env.slack_api_url())
+        return cls(read_secret_line(path, SLACK_BOT_TOKEN_FILE_ENV, MAX_TOKEN_BYTES), channel, env.slack_api_url())
 
     def client(self) -> AsyncWebClient:
         from slack_sdk.web.async_client import AsyncWebClient

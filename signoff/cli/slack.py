@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from signoff.config.environment import INBOX_URL_ENV, Environment
-from signoff.text.slack import INTERACTIONS_PATH
+from signoff.views.slack import INTERACTIONS_PATH
 
 SCOPES = ("chat:write", "channels:history", "groups:history")
 

@@ -22,6 +22,9 @@ from signoff.config.environment import (
     MCP_CONFIG_ENV,
     NOTIFY_SECRET_FILE_ENV,
     S3_SECRET_ACCESS_KEY_FILE_ENV,
+    SLACK_BOT_TOKEN_FILE_ENV,
+    SLACK_SIGNING_SECRET_FILE_ENV,
+    SLACK_USERS_ENV,
     STATE_KEY_FILE_ENV,
     TEMPORAL_CONFIG_FILE_ENV,
     TEMPORAL_TLS_CLIENT_KEY_PATH_ENV,
@@ -55,6 +58,11 @@ SECRET_FILES = (
     SecretFile(MCP_CONFIG_ENV, "MCP servers, whose headers and env may hold tokens"),
     SecretFile(INBOX_SIGNING_KEY_FILE_ENV, "the key the inbox signs its users' decisions with"),
     SecretFile(CODEC_SERVER_TOKEN_FILE_ENV, "the bearer token of `signoff codec-server`"),
+    SecretFile(SLACK_BOT_TOKEN_FILE_ENV, "the Slack app's bot token"),
+    SecretFile(SLACK_SIGNING_SECRET_FILE_ENV, "the Slack app's signing secret, which vouches for who clicked"),
+    SecretFile(
+        SLACK_USERS_ENV, "who each Slack user is to signoff (written, it names approvers)"
+    ),
 )
 """Every setting that names a secret file."""
 SECRET_FILE_VARIABLES = tuple(secret.variable for secret in SECRET_FILES)

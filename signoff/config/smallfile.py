@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
+
+from signoff.errors import ConfigError
 
 
 def read_small_file(path: str | os.PathLike[str], limit: int) -> bytes:
@@ -31,3 +34,24 @@ def read_small_file(path: str | os.PathLike[str], limit: int) -> bytes:
 
 
 __all__ = ["read_small_file"]
+
+
+def read_secret_line(path: Path, setting: str, limit: int = 1024) -> str:
+    """A token or secret file's one line of ASCII, without surrounding whitespace.
+
+    Raises:
+        ConfigError: the file cannot be read, is empty, is implausibly large, or is not ASCII
+            (each named by `setting`).
+    """
+    try:
+        data = read_small_file(path, limit).strip()
+    except OSError as exc:
+        raise ConfigError(f"{setting}: cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ConfigError(f"{setting}: {path} is {exc}") from None
+    if not data:
+        raise ConfigError(f"{setting}: {path} is empty")
+    try:
+        return data.decode("ascii")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{setting}: {path} must hold one line of ASCII (a token or a secret)") from None

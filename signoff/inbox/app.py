@@ -55,7 +55,7 @@ from signoff.operator.edits import schema_problem, tool_schema
 from signoff.operator.run_client import CommandError
 from signoff.runtime.codec_server import read_body
 from signoff.runtime.hosts import AllowedHosts, HostCheck
-from signoff.text.slack import INTERACTIONS_PATH
+from signoff.views.slack import INTERACTIONS_PATH
 
 MAX_FORM_BYTES = 4 * 1024 * 1024
 """Edited arguments may be large; a form past this is refused unread."""

@@ -1,7 +1,7 @@
 """The Slack app in the inbox's server: `POST /slack/interactions`, where Slack sends the clicks.
 
 With `SIGNOFF_SLACK_SIGNING_SECRET_FILE` and `SIGNOFF_SLACK_BOT_TOKEN_FILE` set, the inbox's
-server takes the clicks on the buttons of the messages the workers post (`signoff.text.slack`,
+server takes the clicks on the buttons of the messages the workers post (`signoff.views.slack`,
 `signoff.activities.slack`), with Slack's own framework (`slack_bolt`, its Web API client
 pointed at `SIGNOFF_SLACK_API_URL`):
 
@@ -46,24 +46,27 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from signoff.activities.slack import INSTALL, read_secret_file
 from signoff.config.environment import (
     SLACK_BOT_TOKEN_FILE_ENV,
     SLACK_SIGNING_SECRET_FILE_ENV,
     SLACK_USERS_ENV,
     Environment,
 )
+from signoff.config.smallfile import read_secret_line
 from signoff.errors import ConfigError
-from signoff.inbox.calls import WaitingCall, run_calls
+from signoff.inbox.calls import WaitingCall, how_decided, run_calls
 from signoff.inbox.decide import Action, Decisions, Result, Target
 from signoff.inbox.slack_users import SlackUsers
+from signoff.operator import run_client
+from signoff.operator.run_client import CommandError
 from signoff.runtime.codec_server import read_body
-from signoff.text.links import inbox_link
-from signoff.text.notices import NoticeKind
-from signoff.text.slack import (
+from signoff.views.links import inbox_link
+from signoff.views.notices import NoticeKind
+from signoff.views.slack import (
     ACTION_APPROVE,
     ACTION_DENY,
     ACTION_REVIEW,
+    INSTALL,
     INTERACTIONS_PATH,
     REASON_CHARS,
     REVIEW_VIEW,
@@ -120,8 +123,8 @@ class SlackSettings:
         except ImportError:
             raise ConfigError(f"the Slack app needs Slack's framework: {INSTALL}") from None
         return cls(
-            read_secret_file(token_file, SLACK_BOT_TOKEN_FILE_ENV),
-            read_secret_file(secret_file, SLACK_SIGNING_SECRET_FILE_ENV),
+            read_secret_line(token_file, SLACK_BOT_TOKEN_FILE_ENV),
+            read_secret_line(secret_file, SLACK_SIGNING_SECRET_FILE_ENV),
             SlackUsers(users_file),
             env.slack_api_url(),
         )
@@ -310,9 +313,6 @@ class SlackInteractions:
 
     async def _current(self, ref: CallRef) -> WaitingCall | str:
         """The call `ref` names as it waits now, or why it cannot be reviewed."""
-        from signoff.cli.talk import CommandError
-        from signoff.inbox.calls import how_decided
-
         try:
             calls = await run_calls(self.decisions.client, ref.workflow_id)
         except CommandError as exc:
@@ -325,9 +325,6 @@ class SlackInteractions:
 
     async def refresh(self, ref: CallRef, channel: str | None, ts: str | None) -> None:
         """Update the message of `ref` to what the call is now (waiting with its votes, or settled)."""
-        from signoff.cli import talk
-        from signoff.cli.talk import CommandError
-
         if not channel or not ts:
             return
         client = self.decisions.client
@@ -341,7 +338,7 @@ class SlackInteractions:
                 )
             else:
                 handle = client.get_workflow_handle(ref.workflow_id)
-                trail = await talk.audit_trail(handle)
+                trail = await run_client.audit_trail(handle)
                 record = next(
                     (
                         r
@@ -352,7 +349,7 @@ class SlackInteractions:
                 )
                 if record is None:
                     return
-                agent = (await talk.status(handle)).agent
+                agent = (await run_client.status(handle)).agent
                 kind: NoticeKind = "approval_timed_out" if record.timed_out else "approval_decided"
                 message = settled_message(ref.workflow_id, agent, record.model_dump(mode="json"), kind, ref)
         except CommandError:

@@ -27,8 +27,10 @@ from typing import Any
 
 from signoff.approval.authority import allowed_approvers
 from signoff.approval.policy import ApprovalPolicy
-from signoff.text.notices import NoticeKind, inert, name
+from signoff.views.notices import NoticeKind, inert, name
 
+INSTALL = "pip install 'signoff[slack]'"
+"""What to install for the Slack app (Slack's `slack_bolt` and `slack_sdk`)."""
 INTERACTIONS_PATH = "/slack/interactions"
 """The inbox's route Slack sends clicks and modal submissions to (the app's request URL)."""
 ACTION_REVIEW = "signoff_review"
@@ -122,7 +124,7 @@ def escape(text: str) -> str:
 
 
 def shown(value: Any) -> str:
-    """A stranger's name or id, inert (`signoff.text.notices.name`) and escaped for mrkdwn."""
+    """A stranger's name or id, inert (`signoff.views.notices.name`) and escaped for mrkdwn."""
     return escape(name(value))
 
 
