@@ -19,6 +19,7 @@ import hmac
 import json
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -198,7 +199,7 @@ def click(user: str, action_id: str, value: str, message: dict[str, Any], channe
         "api_app_id": "A0APP",
         "token": "legacy-verification-token",
         "container": {"type": "message", "message_ts": message["ts"], "channel_id": channel, "is_ephemeral": False},
-        "trigger_id": f"{int(time.time())}.{user}.trigger",
+        "trigger_id": f"{int(time.time())}.{user}.{uuid.uuid4().hex[:8]}",
         "channel": {"id": channel, "name": "ops"},
         "message": {
             "type": "message",
@@ -233,7 +234,7 @@ def submission(user: str, view: dict[str, Any], values: dict[str, Any]) -> dict[
         "user": {"id": user, "username": "someone", "name": "someone", "team_id": TEAM},
         "api_app_id": "A0APP",
         "token": "legacy-verification-token",
-        "trigger_id": f"{int(time.time())}.{user}.trigger",
+        "trigger_id": f"{int(time.time())}.{user}.{uuid.uuid4().hex[:8]}",
         "view": {
             "id": "V0VIEW",
             "team_id": TEAM,

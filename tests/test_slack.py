@@ -265,17 +265,29 @@ async def test_deny_with_a_reason_in_the_modal_reaches_the_model(stack: Stack) -
     stack.assert_no_arguments_sent()
 
 
-async def test_an_edit_in_the_modal_runs_the_edited_arguments(stack: Stack) -> None:
+async def test_an_edit_in_the_modal_is_confirmed_as_a_diff_then_runs_the_edited_arguments(stack: Stack) -> None:
     handle = await stack.start([("deploy", {"target": SECRET_ARG})])
     view = await _modal(stack, handle, "UALICE01")
     edited = json.dumps({"target": "staging-SECRET"})
     bad = await stack.post(submission("UALICE01", view, {"decision": "approve", "arguments": "{not json"}))
     assert bad.json()["response_action"] == "errors" and "arguments" in bad.json()["errors"]
-    sent = await stack.post(submission("UALICE01", view, {"decision": "approve", "arguments": edited}))
-    assert sent.status_code == 200, sent.text
+    shown = await stack.post(submission("UALICE01", view, {"decision": "approve", "arguments": edited}))
+    confirm = shown.json()["view"]
+    assert shown.json()["response_action"] == "update" and confirm["callback_id"] == "signoff_confirm_edit"
+    diff = json.dumps(confirm["blocks"])
+    assert f'-  \\"target\\": \\"{SECRET_ARG}\\"' in diff and '+  \\"target\\": \\"staging-SECRET\\"' in diff, diff
+    assert "staging-SECRET" not in confirm["private_metadata"]  # the edit stays on the server
+    (pending,) = await handle.query("pending_approvals")
+    assert not pending["votes"]  # nothing sent before the confirmation
+    other = await stack.post(submission("UCAROL01", confirm, {}))  # someone else's confirmation
+    assert "not one you made" in json.dumps(other.json())
+    sent = await stack.post(submission("UALICE01", confirm, {}))
+    assert sent.status_code == 200 and "edited arguments" in json.dumps(sent.json()), sent.text
     result = await asyncio.wait_for(handle.result(), 60)
     assert tool_messages(result) == ["deployed staging-SECRET"]
     assert result.approvals[0].edited_arguments == {"target": "staging-SECRET"}
+    again = await stack.post(submission("UALICE01", confirm, {}))  # an edit is taken once
+    assert "not one you made" in json.dumps(again.json())
     stack.assert_no_arguments_sent()
 
 

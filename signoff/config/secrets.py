@@ -60,9 +60,7 @@ SECRET_FILES = (
     SecretFile(CODEC_SERVER_TOKEN_FILE_ENV, "the bearer token of `signoff codec-server`"),
     SecretFile(SLACK_BOT_TOKEN_FILE_ENV, "the Slack app's bot token"),
     SecretFile(SLACK_SIGNING_SECRET_FILE_ENV, "the Slack app's signing secret, which vouches for who clicked"),
-    SecretFile(
-        SLACK_USERS_ENV, "who each Slack user is to signoff (written, it names approvers)"
-    ),
+    SecretFile(SLACK_USERS_ENV, "who each Slack user is to signoff (written, it names approvers)"),
 )
 """Every setting that names a secret file."""
 SECRET_FILE_VARIABLES = tuple(secret.variable for secret in SECRET_FILES)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import secrets
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ from signoff.errors import ConfigError
 from signoff.inbox.calls import WaitingCall, how_decided, run_calls
 from signoff.inbox.decide import Action, Decisions, Result, Target
 from signoff.inbox.slack_users import SlackUsers
+from signoff.inbox.view import arguments_diff
 from signoff.operator import run_client
 from signoff.operator.run_client import CommandError
 from signoff.runtime.codec_server import read_body
@@ -66,11 +68,13 @@ from signoff.views.slack import (
     ACTION_APPROVE,
     ACTION_DENY,
     ACTION_REVIEW,
+    CONFIRM_VIEW,
     INSTALL,
     INTERACTIONS_PATH,
     REASON_CHARS,
     REVIEW_VIEW,
     CallRef,
+    confirm_view,
     request_message,
     result_view,
     review_view,
@@ -152,6 +156,41 @@ class Replays:
         return True
 
 
+@dataclass(frozen=True)
+class Edit:
+    """Edited arguments waiting for their author's confirmation, kept here (never sent back to Slack)."""
+
+    user: str
+    ref: CallRef
+    arguments: dict[str, Any]
+    reason: str | None
+    until: float
+
+
+class Edits:
+    """The edits shown for confirmation, by a random id, for 10 minutes; each is taken once."""
+
+    def __init__(self, ttl: float = 600, most: int = 10_000) -> None:
+        self.ttl, self.most = ttl, most
+        self._kept: OrderedDict[str, Edit] = OrderedDict()
+
+    def keep(self, user: str, ref: CallRef, arguments: dict[str, Any], reason: str | None) -> str:
+        now = time.time()
+        while self._kept and (len(self._kept) >= self.most or next(iter(self._kept.values())).until < now):
+            self._kept.popitem(last=False)
+        key = secrets.token_urlsafe(18)
+        self._kept[key] = Edit(user, ref, arguments, reason, now + self.ttl)
+        return key
+
+    def take(self, key: str, user: str, ref: CallRef | None, now: float) -> Edit | None:
+        """The edit `key`, if `user` made it for `ref` and it is still fresh (None otherwise)."""
+        edit = self._kept.get(key)
+        if edit is None or edit.user != user or edit.ref != ref or edit.until < now:
+            return None
+        del self._kept[key]
+        return edit
+
+
 def signature_problem(secret: str, body: bytes, timestamp: str, signature: str, now: float) -> str | None:
     """Why a request is not one Slack signed just now with `secret` (None: it is)."""
     if not timestamp.isdigit() or len(timestamp) > 12:
@@ -174,6 +213,7 @@ class SlackInteractions:
 
         self.settings, self.decisions, self.inbox_root = settings, decisions, inbox_root
         self.replays = Replays()
+        self.edits = Edits()
         self.client = AsyncWebClient(token=settings.token, base_url=settings.api_url, timeout=10)
         self.app: AsyncApp = AsyncApp(
             client=self.client,
@@ -220,10 +260,14 @@ class SlackInteractions:
         async def submitted(ack: Any, body: dict[str, Any]) -> None:
             await self._submitted(ack, body)
 
+        async def confirmed(ack: Any, body: dict[str, Any]) -> None:
+            await self._confirmed(ack, body)
+
         self.app.action(ACTION_APPROVE)(approve)
         self.app.action(ACTION_DENY)(deny)
         self.app.action(ACTION_REVIEW)(review)
         self.app.view(REVIEW_VIEW)(submitted)
+        self.app.view(CONFIRM_VIEW)(confirmed)
 
     async def _decide_click(self, body: dict[str, Any], action: Action) -> None:
         click = Click.of(body)
@@ -303,11 +347,57 @@ class SlackInteractions:
                 return
             arguments = parsed
         action = Action(approved=choice == "approve", reason=(reason or "").strip() or None, arguments=arguments)
+        where = {"channel": str(meta.get("channel") or ""), "ts": str(meta.get("ts") or "")}
+        if arguments is not None:  # an edit: shown as a diff to confirm before anything is sent
+            call = await self._current(ref)
+            if isinstance(call, str):
+                await ack(response_action="update", view=result_view(f"Nothing was decided: {call}"))
+                return
+            if call.request.arguments != arguments:
+                problem = self.decisions.refusal(call, person.viewer())
+                if problem is None and not self.decisions.may_edit(call.request):
+                    problem = f"call {ref.call_id!r}: its arguments cannot be edited (a quorum decides it)"
+                if problem is not None:
+                    await ack(response_action="update", view=result_view(f"Nothing was decided: {problem}"))
+                    return
+                edit = self.edits.keep(user, ref, arguments, action.reason)
+                diff = "\n".join(line for _, line in arguments_diff(call.request.arguments, arguments))
+                await ack(response_action="update", view=confirm_view(ref, where, diff, edit, action.reason))
+                return
+            action = Action(approved=True, reason=action.reason)  # nothing edited: the approval of what was shown
+        await self._send(ack, user, ref, action, where)
+
+    async def _confirmed(self, ack: Any, body: dict[str, Any]) -> None:
+        view = body.get("view") or {}
+        try:
+            meta = json.loads(view.get("private_metadata") or "{}")
+        except ValueError:
+            meta = {}
+        user = str((body.get("user") or {}).get("id", ""))
+        ref = CallRef.parse(meta.get("ref")) if isinstance(meta, dict) else None
+        edit = self.edits.take(str(meta.get("edit", "")) if isinstance(meta, dict) else "", user, ref, time.time())
+        if ref is None or edit is None:
+            text = (
+                "Nothing was decided: this edit is not one you made here in the last 10 minutes; review the call again."
+            )
+            await ack(response_action="update", view=result_view(text))
+            return
+        action = Action(approved=True, reason=edit.reason, arguments=edit.arguments)
+        await self._send(
+            ack, user, ref, action, {"channel": str(meta.get("channel") or ""), "ts": str(meta.get("ts") or "")}
+        )
+
+    async def _send(self, ack: Any, user: str, ref: CallRef, action: Action, where: dict[str, str]) -> None:
+        """Decide `ref` for the Slack `user` (mapped again: a mapping may have gone), answer the modal."""
+        person = self.settings.users.person(user)
+        if person is None:
+            await ack(response_action="update", view=result_view(_unmapped(user)))
+            return
         target = Target(ref.workflow_id, ref.call_id, ref.digest)
         result = await self.decisions.decide(person.viewer(), target, action, _screen(ref))
         await ack(response_action="update", view=result_view(_result_text(result)))
         if result.outcome != "refused":
-            await self.refresh(ref, meta.get("channel") or None, meta.get("ts") or None)
+            await self.refresh(ref, where.get("channel") or None, where.get("ts") or None)
 
     # --- what it reads and says -------------------------------------------------------------
 

@@ -39,6 +39,8 @@ ACTION_DENY = "signoff_deny"
 ACTIONS = (ACTION_REVIEW, ACTION_APPROVE, ACTION_DENY)
 REVIEW_VIEW = "signoff_review"
 """The modal's `callback_id`: its submission is the reviewer's decision."""
+CONFIRM_VIEW = "signoff_confirm_edit"
+"""The modal that shows edited arguments as a diff before they are sent: its submission approves them."""
 METADATA_EVENT = "signoff_call"
 """The message's metadata `event_type`: how a worker finds the message of a call again."""
 TEXT_CHARS = 3000
@@ -312,6 +314,32 @@ def review_view(
         "callback_id": REVIEW_VIEW,
         "title": _plain("Review a call"),
         "submit": _plain("Send decision"),
+        "close": _plain("Cancel"),
+        "private_metadata": metadata,
+        "blocks": blocks[:100],
+    }
+
+
+def confirm_view(ref: CallRef, where: dict[str, str], diff: str, edit: str, reason: str | None) -> dict[str, Any]:
+    """The modal that shows the edit as a diff of the model's arguments and the edited ones,
+    before anything is sent; its submission approves the edited arguments.
+
+    Args:
+        edit: the server's id of the edit it keeps (the arguments never travel back through Slack).
+    """
+    blocks: list[dict[str, Any]] = [
+        {"type": "section", "text": _plain("You edited the arguments. Approve the call with these instead?")},
+        {"type": "header", "text": _plain("The model's arguments → the edited ones")},
+        *_plain_sections(diff),
+    ]
+    if reason:
+        blocks.append({"type": "context", "elements": [_plain(_cut(f"reason: {reason}", 2000))]})
+    metadata = json.dumps({"ref": ref.value(), "edit": edit, **where}, separators=(",", ":"))
+    return {
+        "type": "modal",
+        "callback_id": CONFIRM_VIEW,
+        "title": _plain("Confirm the edit"),
+        "submit": _plain("Approve edited"),
         "close": _plain("Cancel"),
         "private_metadata": metadata,
         "blocks": blocks[:100],
