@@ -14,6 +14,8 @@ checking that no argument text reached any message sent for the channel.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import json
 import re
 import sys
@@ -23,6 +25,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -223,6 +226,27 @@ async def test_forged_stale_and_replayed_requests_are_refused_before_anything_ru
         "/slack/interactions", content=body, headers=headers | {"X-Slack-Request-Timestamp": "soon"}
     )
     assert [r.status_code for r in (forged, stale, unsigned, bad_time)] == [401, 401, 401, 401]
+    huge = await stack.http.post("/slack/interactions", content=b"x" * (2 * 1024 * 1024), headers=headers)
+    assert huge.status_code == 413
+    odd = [
+        {"type": "block_actions"},
+        {"type": "block_actions", "actions": [{}], "user": {}},
+        {"type": "view_submission"},
+    ]
+    odd += [{"type": "view_submission", "view": {"callback_id": "signoff_review", "private_metadata": "[]"}}]
+    odd += [{"type": "view_submission", "view": {"callback_id": "signoff_confirm_edit"}, "user": {"id": "UALICE01"}}]
+    odd += [click("UALICE01", ACTION_APPROVE, buttons(message)[ACTION_APPROVE], message) | {"user": None}]
+    shapes = [urlencode({"payload": json.dumps(p)}).encode() for p in odd]
+    for junk in (b"payload=not-json", b"payload=%5B%5D", b"nothing=here", b"\xff\xfe", *shapes):
+        at = str(int(time.time()))
+        mac = hmac.new(SIGNING_SECRET.encode(), b"v0:" + at.encode() + b":" + junk, hashlib.sha256).hexdigest()
+        sent = {
+            "Content-Type": headers["Content-Type"],
+            "X-Slack-Request-Timestamp": at,
+            "X-Slack-Signature": f"v0={mac}",
+        }
+        answer = await stack.http.post("/slack/interactions", content=junk, headers=sent)
+        assert answer.status_code < 500, (junk, answer.status_code, answer.text)
     review = click("UALICE01", ACTION_REVIEW, buttons(message)[ACTION_REVIEW], message)
     body, headers = signed(review)
     first = await stack.http.post("/slack/interactions", content=body, headers=headers)
@@ -404,4 +428,18 @@ async def test_a_notice_sent_again_updates_the_message_it_posted_before(stack: S
         assert status == 200
     assert len([a for a in stack.slack.of("chat.postMessage") if run in json.dumps(a)]) == 1
     assert len([a for a in stack.slack.of("chat.update") if run in json.dumps(a)]) == 1
+    reminded = await SlackChannel(TOKEN, CHANNEL, stack.slack.url).deliver(
+        "approval_reminder", run, "ops", request | {"votes": []}, None
+    )
+    message = stack.slack.message_of(run, "call_9")
+    assert reminded == 200 and message is not None and "Reminder:" in text_of(message) and buttons(message)
+    record = {"call_id": "call_9", "name": "deploy", "arguments_digest": "a" * 64, "timed_out": True, "approved": False}
+    record |= {"requested_at": request["requested_at"], "arguments": request["arguments"]}
+    assert (
+        await SlackChannel(TOKEN, CHANNEL, stack.slack.url).deliver("approval_timed_out", run, "ops", None, record)
+        == 200
+    )
+    message = stack.slack.message_of(run, "call_9")
+    assert message is not None and "no decision in time" in text_of(message) and not buttons(message)
+    assert len([a for a in stack.slack.of("chat.postMessage") if run in json.dumps(a)]) == 1
     stack.assert_no_arguments_sent()

@@ -43,6 +43,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -239,6 +240,8 @@ class SlackInteractions:
             problem = "this request was taken already (a replay)"
         if problem is not None:
             return PlainTextResponse(f"not a request Slack signed for this app: {problem}", status_code=401)
+        if (problem := _payload_problem(body)) is not None:
+            return PlainTextResponse(problem, status_code=400)
         answer = await self.app.async_dispatch(to_async_bolt_request(request, body))
         return to_starlette_response(answer)
 
@@ -498,6 +501,38 @@ def _screen(ref: CallRef) -> Any:
         return None
 
     return check
+
+
+def _payload_problem(body: bytes) -> str | None:
+    """Why a signed body is not an interaction Slack's framework can route (None: it is one)."""
+    try:
+        form = parse_qs(body.decode("utf-8"), strict_parsing=False, max_num_fields=10)
+        payload = json.loads(form.get("payload", [""])[0])
+    except (UnicodeDecodeError, ValueError):
+        return "not an interaction: a form with one field, payload, holding a JSON object"
+    if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
+        return "not an interaction: its payload names no type"
+    user = payload.get("user")
+    if payload["type"] in ("block_actions", "view_submission") and not (
+        isinstance(user, dict) and isinstance(user.get("id"), str)
+    ):
+        return f"a {payload['type']} names no user"
+    if payload["type"] == "block_actions":
+        actions = payload.get("actions")
+        if not isinstance(actions, list) or not actions:
+            return "a block_actions names no action"
+        if not all(isinstance(a, dict) and isinstance(a.get("action_id"), str) for a in actions):
+            return "an action names no action_id"
+        for key in ("container", "channel", "message"):
+            if payload.get(key) is not None and not isinstance(payload.get(key), dict):
+                return f"a block_actions' {key} is not an object"
+    if payload["type"] == "view_submission":
+        view = payload.get("view")
+        if not isinstance(view, dict) or not all(isinstance(view.get(k), str) for k in ("callback_id", "type")):
+            return "a view_submission names no view"
+        if view.get("state") is not None and not isinstance(view.get("state"), dict):
+            return "a view_submission's state is not an object"
+    return None
 
 
 def _unmapped(user: str) -> str:
