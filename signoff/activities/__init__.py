@@ -11,7 +11,7 @@ is recorded in history:
 | `signoff.identify` | `identify.py` | who a token vouches for (local activity) |
 | `signoff.seal` | `state.py` | seal the state a run continues as new with (local activity) |
 | `signoff.unseal` | `state.py` | check the seal of the state a continued run starts from (local activity) |
-| `signoff.notify` | `notify.py` | one notice POSTed to one notification channel |
+| `signoff.notify` | `notify.py` | one notice POSTed to one notification channel (`slack.py`: the Slack app's channel) |
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ verified approvers. Modules: `who` (who is asking), `calls` (what it reads), `de
 (what it sends), `signer` (its key), `live` (server-sent events, capped per viewer), `guard`
 (CSRF, origins, headers; the `Host` check is `signoff.runtime.hosts`, shared with the codec
 server), `scope` (what each viewer sees), `seen` (what they opened: cut rows), `view` (inert
-rendering), `app` (the routes).
+rendering), `slack` and `slack_users` (the Slack app: Slack-signed clicks, decided for the
+mapped person through the same `Decisions` and signer), `app` (the routes).
 """
 
 from signoff.inbox.app import inbox_app
