@@ -33,9 +33,6 @@ def read_small_file(path: str | os.PathLike[str], limit: int) -> bytes:
     return data
 
 
-__all__ = ["read_small_file"]
-
-
 def read_secret_line(path: Path, setting: str, limit: int = 1024) -> str:
     """A token or secret file's one line of ASCII, without surrounding whitespace.
 
@@ -55,3 +52,6 @@ def read_secret_line(path: Path, setting: str, limit: int = 1024) -> str:
         return data.decode("ascii")
     except UnicodeDecodeError:
         raise ConfigError(f"{setting}: {path} must hold one line of ASCII (a token or a secret)") from None
+
+
+__all__ = ["read_secret_line", "read_small_file"]
