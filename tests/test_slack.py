@@ -152,7 +152,10 @@ async def stack(env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFacto
                 }
                 url = f"http://127.0.0.1:{port}"
                 async with httpx.AsyncClient(base_url=url, timeout=30) as http:
-                    yield Stack(env.client, queue, slack, url, cli, http)
+                    stack = Stack(env.client, queue, slack, url, cli, http)
+                    yield stack
+                stack.assert_no_arguments_sent()  # every message of every test of the module
+                assert slack.payloads()
         finally:
             procs.cleanup()
             print(procs.report())

@@ -192,3 +192,25 @@ def test_the_manifest_names_the_scopes_and_the_interactivity_url(capsys: pytest.
     assert manifest["oauth_config"]["scopes"]["bot"] == ["chat:write", "channels:history", "groups:history"]
     assert main(["slack", "manifest", "--url", "http://inbox.example.com"]) == 2
     assert "https" in capsys.readouterr().err
+
+
+def test_a_worker_with_a_slack_token_needs_a_channel_and_never_shows_the_token(tmp_path: Path) -> None:
+    from signoff.activities.notify import NotifyConfig
+    from signoff.activities.slack import SlackChannel
+
+    (tmp_path / "token").write_text("xoxb-very-secret\n")
+    token = {"SIGNOFF_SLACK_BOT_TOKEN_FILE": str(tmp_path / "token")}
+    assert SlackChannel.from_env(Environment({})) is None
+    with pytest.raises(ConfigError, match="SIGNOFF_SLACK_CHANNEL"):
+        SlackChannel.from_env(Environment(token))
+    (tmp_path / "empty").write_text("\n")
+    with pytest.raises(ConfigError, match="empty"):
+        SlackChannel.from_env(
+            Environment({"SIGNOFF_SLACK_BOT_TOKEN_FILE": str(tmp_path / "empty"), "SIGNOFF_SLACK_CHANNEL": "C1"})
+        )
+    env = Environment(token | {"SIGNOFF_SLACK_CHANNEL": "C0123", "SIGNOFF_SLACK_API_URL": "http://127.0.0.1:9/api"})
+    config = NotifyConfig.from_env(env, "localhost:7233", "default")
+    assert config is not None and config.slack is not None and config.slack.api_url == "http://127.0.0.1:9/api/"
+    assert config.plan.channels == [config.slack.fingerprint]
+    shown = config.describe() + repr(config) + json.dumps(config.plan.model_dump())
+    assert "very-secret" not in shown and "Slack channel C0123" in config.describe()
