@@ -36,10 +36,14 @@ from temporalio.testing import WorkflowEnvironment
 
 from signoff.activities.notify import NotifyConfig
 from signoff.activities.slack import SlackChannel
+from signoff.agent.builder import AgentBuilder, ChatClientAgent
 from signoff.approval.identity import ApproverKeys
 from signoff.approval.policy import ApprovalPolicy
+from signoff.approval.signatures import requester_claim
+from signoff.approval.signing import SigningKey
 from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
 from signoff.testing import ScriptedModelServer
+from signoff.tools.function import tool
 from signoff.views.slack import ACTION_APPROVE, ACTION_DENY, ACTION_REVIEW
 from tests.approver_keys import ed25519_key, jwk, write_jwks
 from tests.cli_harness import cli_env, finish, spawn
@@ -61,6 +65,7 @@ USERS = {
 }
 DEPLOY = ApprovalPolicy(verified=True, approvers=("group:sre",))
 RESTART = ApprovalPolicy(verified=True, approvers=("alice", "bob", "carol"), quorum=3)
+SEPARATE = ApprovalPolicy(verified=True, approvers=("group:sre", "carol"), separate_requester=True)
 
 
 @dataclass
@@ -71,13 +76,21 @@ class Stack:
     inbox: str
     cli_env: dict[str, str]
     http: httpx.AsyncClient
+    inbox_key: SigningKey
 
-    async def start(self, calls: list[tuple[str, dict[str, Any]]]) -> WorkflowHandle[Any, AgentRunResult]:
+    async def start(
+        self, calls: list[tuple[str, dict[str, Any]]], agent: str = "ops", requested_by: str | None = None
+    ) -> WorkflowHandle[Any, AgentRunResult]:
         prompt = f"please, calls: {json.dumps(calls)}"
+        run_id = f"slack-{uuid.uuid4().hex[:10]}"
+        options = RunOptions()
+        if requested_by is not None:  # a requester token the inbox's (service) key signs, bound to the run
+            token = self.inbox_key.sign(requester_claim(run_id), requested_by, groups=("sre",))
+            options = RunOptions(requester_token=token)
         return await self.client.start_workflow(
             "AgentRun",
-            AgentRunInput(agent="ops", prompt=prompt, options=RunOptions()),
-            id=f"slack-{uuid.uuid4().hex[:10]}",
+            AgentRunInput(agent=agent, prompt=prompt, options=options),
+            id=run_id,
             task_queue=self.queue,
             result_type=AgentRunResult,
         )
@@ -104,6 +117,17 @@ class Stack:
             assert SECRET_ARG not in payload and "staging-SECRET" not in payload, payload
 
 
+def guarded_agent() -> ChatClientAgent:
+    """Agent `guarded`: `deploy(target)` under a policy the run's requester may not meet."""
+
+    @tool(name="deploy", approval=SEPARATE)
+    def deploy_tool(target: str) -> str:
+        """Deploy a target."""
+        return f"deployed {target}"
+
+    return AgentBuilder("guarded").with_tools([deploy_tool]).build()
+
+
 def write_private(path: Path, key: Any) -> Path:
     path.write_bytes(
         key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
@@ -127,7 +151,7 @@ async def stack(env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFacto
     port = free_port()
     with FakeSlack() as slack, ScriptedModelServer(script) as model:
         notify = NotifyConfig(urls=(), slack=SlackChannel(TOKEN, CHANNEL, slack.url), retry_seconds=20)
-        agents = {"ops": ops_agent(deploy=DEPLOY, restart=RESTART)}
+        agents = {"ops": ops_agent(deploy=DEPLOY, restart=RESTART), "guarded": guarded_agent()}
         verifier = ApproverKeys.load(tmp / "jwks.json")
         try:
             async with running_worker(env.client, queue, model, agents, verifier=verifier, notify=notify):
@@ -152,7 +176,8 @@ async def stack(env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFacto
                 }
                 url = f"http://127.0.0.1:{port}"
                 async with httpx.AsyncClient(base_url=url, timeout=30) as http:
-                    stack = Stack(env.client, queue, slack, url, cli, http)
+                    key = SigningKey.load(tmp / "inbox.pem", "inbox")
+                    stack = Stack(env.client, queue, slack, url, cli, http, key)
                     yield stack
                 stack.assert_no_arguments_sent()  # every message of every test of the module
                 assert slack.payloads()
@@ -446,3 +471,16 @@ async def test_a_notice_sent_again_updates_the_message_it_posted_before(stack: S
     assert message is not None and "no decision in time" in text_of(message) and not buttons(message)
     assert len([a for a in stack.slack.of("chat.postMessage") if run in json.dumps(a)]) == 1
     stack.assert_no_arguments_sent()
+
+
+async def test_the_person_who_asked_for_the_run_may_not_decide_it_from_slack(stack: Stack) -> None:
+    handle = await stack.start([("deploy", {"target": SECRET_ARG})], agent="guarded", requested_by="alice")
+    message = await stack.message(handle, CALL)
+    assert "not the person who asked for the run" in text_of(message)
+    assert (await stack.press("UALICE01", ACTION_APPROVE, message)).status_code == 200
+    await assert_eventually(lambda: _said(stack, "UALICE01", "requested this run and may not decide"), 30)
+    (pending,) = await handle.query("pending_approvals")
+    assert not pending["votes"]
+    assert (await stack.press("UCAROL01", ACTION_APPROVE, message)).status_code == 200
+    result = await asyncio.wait_for(handle.result(), 60)
+    assert tool_messages(result) == [f"deployed {SECRET_ARG}"] and result.approvals[0].approver == "carol"
