@@ -65,6 +65,7 @@ USERS = {
 }
 DEPLOY = ApprovalPolicy(verified=True, approvers=("group:sre",))
 RESTART = ApprovalPolicy(verified=True, approvers=("alice", "bob", "carol"), quorum=3)
+EXPIRING = ApprovalPolicy(verified=True, approvers=("group:sre",), timeout_seconds=4)
 SEPARATE = ApprovalPolicy(verified=True, approvers=("group:sre", "carol"), separate_requester=True)
 
 
@@ -118,14 +119,20 @@ class Stack:
 
 
 def guarded_agent() -> ChatClientAgent:
-    """Agent `guarded`: `deploy(target)` under a policy the run's requester may not meet."""
+    """Agent `guarded`: `deploy(target)` under a policy the run's requester may not meet, and
+    `restart(service)` with a 4-second deadline."""
 
     @tool(name="deploy", approval=SEPARATE)
     def deploy_tool(target: str) -> str:
         """Deploy a target."""
         return f"deployed {target}"
 
-    return AgentBuilder("guarded").with_tools([deploy_tool]).build()
+    @tool(name="restart", approval=EXPIRING)
+    def restart_tool(service: str) -> str:
+        """Restart a service."""
+        return f"restarted {service}"
+
+    return AgentBuilder("guarded").with_tools([deploy_tool, restart_tool]).build()
 
 
 def write_private(path: Path, key: Any) -> Path:
@@ -484,3 +491,20 @@ async def test_the_person_who_asked_for_the_run_may_not_decide_it_from_slack(sta
     assert (await stack.press("UCAROL01", ACTION_APPROVE, message)).status_code == 200
     result = await asyncio.wait_for(handle.result(), 60)
     assert tool_messages(result) == [f"deployed {SECRET_ARG}"] and result.approvals[0].approver == "carol"
+
+
+async def test_the_message_follows_the_deadline_and_a_late_click_decides_nothing(stack: Stack) -> None:
+    handle = await stack.start([("restart", {"service": SECRET_ARG})], agent="guarded", requested_by="dave")
+    message = await stack.message(handle, CALL)
+    assert "decide by <!date^" in text_of(message)
+
+    async def expired() -> None:
+        now = stack.slack.message_of(handle.id, CALL)
+        assert now is not None and "had no decision in time: denied" in text_of(now) and not buttons(now)
+
+    await assert_eventually(expired, 30)
+    assert (await stack.press("UALICE01", ACTION_APPROVE, message)).status_code == 200
+    await assert_eventually(lambda: _said(stack, "UALICE01", "no longer waits"), 30)
+    result = await asyncio.wait_for(handle.result(), 60)
+    assert result.approvals[0].timed_out and not result.approvals[0].approved
+    assert tool_messages(result)[0].startswith("Rejected: ")
