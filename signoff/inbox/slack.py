@@ -311,15 +311,12 @@ class SlackInteractions:
             may_edit=approving is None and self.decisions.may_edit(call.request),
             requested_by=call.requested_by,
         )
-        await self.client.views_open(trigger_id=body.get("trigger_id", ""), view=view)
+        await _quietly(self.client.views_open(trigger_id=str(body.get("trigger_id", "")), view=view))
 
     async def _submitted(self, ack: Any, body: dict[str, Any]) -> None:
         view = body.get("view") or {}
-        try:
-            meta = json.loads(view.get("private_metadata") or "{}")
-        except ValueError:
-            meta = {}
-        ref = CallRef.parse(meta.get("ref")) if isinstance(meta, dict) else None
+        meta = _metadata(view)
+        ref = CallRef.parse(meta.get("ref"))
         user = str((body.get("user") or {}).get("id", ""))
         person = self.settings.users.person(user)
         if ref is None or person is None:
@@ -372,13 +369,10 @@ class SlackInteractions:
 
     async def _confirmed(self, ack: Any, body: dict[str, Any]) -> None:
         view = body.get("view") or {}
-        try:
-            meta = json.loads(view.get("private_metadata") or "{}")
-        except ValueError:
-            meta = {}
+        meta = _metadata(view)
         user = str((body.get("user") or {}).get("id", ""))
-        ref = CallRef.parse(meta.get("ref")) if isinstance(meta, dict) else None
-        edit = self.edits.take(str(meta.get("edit", "")) if isinstance(meta, dict) else "", user, ref, time.time())
+        ref = CallRef.parse(meta.get("ref"))
+        edit = self.edits.take(str(meta.get("edit", "")), user, ref, time.time())
         if ref is None or edit is None:
             text = (
                 "Nothing was decided: this edit is not one you made here in the last 10 minutes; review the call again."
@@ -503,6 +497,15 @@ def _screen(ref: CallRef) -> Any:
     return check
 
 
+def _metadata(view: dict[str, Any]) -> dict[str, Any]:
+    """A modal's `private_metadata` (what signoff put there), or {} when it is not an object."""
+    try:
+        meta = json.loads(str(view.get("private_metadata") or "{}"))
+    except ValueError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
 def _payload_problem(body: bytes) -> str | None:
     """Why a signed body is not an interaction Slack's framework can route (None: it is one)."""
     try:
@@ -557,9 +560,7 @@ def _field(values: dict[str, Any], block: str, key: str) -> Any:
 
 async def _quietly(call: Any) -> None:
     """A Web API call whose failure changes nothing decided (the message, a private note)."""
-    from slack_sdk.errors import SlackClientError
-
     try:
         await call
-    except (SlackClientError, OSError, TimeoutError):
+    except Exception:  # Slack's errors, aiohttp's, a timeout: the decision stands either way
         pass
