@@ -7,10 +7,11 @@ the same JSON by hand. This module is the one home of every name the contract fi
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from signoff.approval.policy import ApprovalPolicy, Gate
 from signoff.approval.requests import (
     MAX_APPROVER_CHARS,
     MAX_SECONDS,
@@ -88,15 +89,41 @@ class RunOptions(Compact):
         return checked_name("requested_by", name)
 
 
+class InheritedGate(Compact):
+    """How a parent run gates a tool name: a child run's tool of that name is gated at least so."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gate: Gate = "per_call"
+    policy: ApprovalPolicy | None = None
+
+
+class SubAgentLink(Compact):
+    """`sub_agent` of a child run's input, set by the parent that started it (sub-agents): where
+    its waiting calls are reported, how deep it is, and the gates its ancestors hand it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    parent_workflow_id: str = Field(min_length=1, max_length=1000)
+    path: list[str] = Field(default_factory=list, max_length=64)
+    """The workflow ids from the top run down to the parent."""
+    depth: int = Field(1, ge=1, le=64)
+    max_depth: int = Field(3, ge=1, le=64)
+    inherited: dict[str, InheritedGate] = Field(default_factory=dict)
+
+
 class AgentRunInput(Compact):
     """Workflow input: public fields only. Exactly one of `prompt` or `messages`."""
 
     model_config = ConfigDict(extra="forbid")
+    absent_when_none: ClassVar[frozenset[str]] = frozenset({"sub_agent"})
 
     agent: str = Field("default", min_length=1, max_length=256)
     prompt: str | None = None
     messages: list[ChatMessage] | None = None
     options: RunOptions = Field(default_factory=RunOptions)
+    sub_agent: SubAgentLink | None = None
+    """A child run's link to its parent (absent for a top run)."""
 
     @model_validator(mode="after")
     def _one_source(self) -> AgentRunInput:

@@ -75,7 +75,7 @@ async def _snapshot(
     the snapshot) what was taken."""
     if input.snapshot_digest is None:
         async with heartbeating():  # listing MCP servers may start their processes
-            taken = await served.take(input.agent, transcript)
+            taken = await served.take(input.agent, transcript, input.inherited)
         check_requester(taken.snapshot, input.requester)
         return taken.snapshot, taken.registry, taken
     run = await served.resolve(input.agent, input.snapshot_digest)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
 from signoff.agent.snapshot import RunSnapshot
 from signoff.approval.people import Person
 from signoff.approval.signatures import SignoffClaim
+from signoff.contract import InheritedGate
 from signoff.loop.transcript import TranscriptDelta
 from signoff.messages import ChatMessage, ChatResponse, MCPUnavailableEvent, ToolCall
 from signoff.text.wire import Compact
@@ -61,6 +62,10 @@ class ChatInput(Compact):
     temperature: float | None = None
     requester: Requester | None = None
     """On the first turn: checked against the snapshot's policies before the model is asked."""
+    inherited: dict[str, InheritedGate] | None = None
+    """On a child run's first turn: its ancestors' gates, applied over its own tools' (sub-agents)."""
+
+    absent_when_none: ClassVar[frozenset[str]] = frozenset({"inherited"})
 
 
 class ChatTurn(Compact):

@@ -28,9 +28,10 @@ from temporalio.exceptions import ApplicationError
 from signoff.agent.builder import AgentDefinition, ChatClientAgent
 from signoff.agent.gate import configured_gate, configured_policy
 from signoff.agent.snapshot import RunSnapshot
+from signoff.agent.subagent import SubAgentTool, tightened_by
 from signoff.approval.policy import ApprovalPolicy, Gate, PolicyBook
 from signoff.chat.base import ChatClient
-from signoff.contract import QUERY_SNAPSHOT
+from signoff.contract import QUERY_SNAPSHOT, InheritedGate
 from signoff.errors import ConfigError
 from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET, Limits
 from signoff.messages import ChatMessage, MCPUnavailableEvent
@@ -88,7 +89,7 @@ class ServedAgents:
         settings: WorkerSettings | None = None,
         payload_budget: int | None = DEFAULT_PAYLOAD_BUDGET,
     ) -> None:
-        self._agents = dict(agents)
+        self._agents = with_sub_agents(agents)
         self.payload_budget = payload_budget
         self.notify = settings.notify_plan if settings else None
         self._default_factory = default_client
@@ -145,25 +146,34 @@ class ServedAgents:
         book = self.book(name)
         return configured_gate(tool, book), configured_policy(tool, book)
 
-    async def take(self, name: str, transcript: list[ChatMessage]) -> Taken:
+    async def take(
+        self, name: str, transcript: list[ChatMessage], inherited: Mapping[str, InheritedGate] | None = None
+    ) -> Taken:
         """Snapshot an agent for a run starting with `transcript` (providers see it), its MCP
-        servers' tools listed now."""
+        servers' tools listed now; a child run's, with its ancestors' gates over its own."""
         agent = self.agent(name)
         if not agent.mcp_servers:
-            return self._made_from(name, agent, agent.definition(transcript))
+            return self._made_from(name, agent, agent.definition(transcript), inherited)
         definition = await agent.open_definition(transcript, self.mcp_sessions)
-        return replace(self._made_from(name, agent, definition), unavailable=definition.unavailable)
+        return replace(self._made_from(name, agent, definition, inherited), unavailable=definition.unavailable)
 
-    def _made_from(self, name: str, agent: ChatClientAgent, definition: AgentDefinition) -> Taken:
+    def _made_from(
+        self,
+        name: str,
+        agent: ChatClientAgent,
+        definition: AgentDefinition,
+        inherited: Mapping[str, InheritedGate] | None = None,
+    ) -> Taken:
         """The run's snapshot of `definition` and its digest, remembered by digest.
 
         Providers usually give the same instructions and the same tool objects every time
         (MCP tools too, while a server's listing does not change): then the serialisable
         snapshot and its digest are the ones already made."""
-        key = (name, definition.instructions, *map(id, definition.registry))
+        gates = {k: v.model_dump_json() for k, v in sorted((inherited or {}).items())}
+        key = (name, definition.instructions, tuple(gates.items()), *map(id, definition.registry))
         made = self._made.get(key)
         if made is None or [*made.registry] != [*definition.registry]:  # ids of live tools: the same objects
-            snapshot = definition.snapshot(name, self.limits, self.book(name))
+            snapshot = tightened_by(definition.snapshot(name, self.limits, self.book(name)), inherited or {})
             snapshot.payload_budget = self.payload_budget
             snapshot.notify = self.notify
             made = self._made[key] = Taken(snapshot, snapshot.digest(), definition.registry)
@@ -224,13 +234,39 @@ class ServedAgents:
         base = agent.definition([])
         recorded = [(t.spec, t.mcp) for t in snapshot.tools if t.mcp is not None and t.spec.name not in base.registry]
         if not recorded:
-            return self._made_from(name, agent, base)
+            return self._made_from(name, agent, base, snapshot.inherited)
         servers = {server.name: server for server in agent.mcp_servers}
         tools = rebuilt_tools(recorded, servers, self.mcp_sessions)
-        return self._made_from(name, agent, AgentDefinition(base.instructions, ToolRegistry([*base.registry, *tools])))
+        definition = AgentDefinition(base.instructions, ToolRegistry([*base.registry, *tools]))
+        return self._made_from(name, agent, definition, snapshot.inherited)
 
     def _remember(self, taken: Taken) -> None:
         self._taken[taken.digest] = taken
         self._taken.move_to_end(taken.digest)
         while len(self._taken) > SNAPSHOTS_REMEMBERED:
             self._taken.popitem(last=False)
+
+
+def with_sub_agents(agents: Mapping[str, ChatClientAgent]) -> dict[str, ChatClientAgent]:
+    """The agents by name, with every built agent a sub-agent tool delegates to (at any depth)
+    that is not served under its name already.
+
+    Raises:
+        ConfigError: a sub-agent is another agent of a name the worker already serves.
+    """
+    served = dict(agents)
+    todo = list(agents.values())
+    while todo:
+        for tool in todo.pop().tools:
+            if not isinstance(tool, SubAgentTool) or isinstance(tool.agent, str):
+                continue
+            known = served.get(tool.agent.name)
+            if known is None:
+                served[tool.agent.name] = tool.agent
+                todo.append(tool.agent)
+            elif known is not tool.agent:
+                raise ConfigError(
+                    f"sub-agent tool {tool.name!r} delegates to an agent named {tool.agent.name!r}, "
+                    "and the worker serves another agent of that name"
+                )
+    return served

@@ -15,7 +15,7 @@ in process over the agent's own sessions (close them with `await agent.aclose()`
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
@@ -24,8 +24,11 @@ from typing import TYPE_CHECKING, TypeVar, assert_never
 from signoff.agent.gate import gated_call_ids, snapshot_of
 from signoff.agent.session import AgentRunOptions, AgentSession, CancellationToken
 from signoff.agent.snapshot import RunSnapshot
-from signoff.approval.policy import PolicyBook
+from signoff.agent.subagent import SubAgentTool, inherited_gates, tightened_by
+from signoff.approval.policy import ApprovalPolicy, PolicyBook
+from signoff.approval.requests import ToolApprovalRequest, parse_arguments
 from signoff.chat.base import ChatClient, ChatOptions
+from signoff.contract import InheritedGate
 from signoff.errors import RunFailedError, UsageError
 from signoff.loop.agent_loop import AgentLoop, AwaitApproval, CallModel, Fail, Finish, RunTools, unanswered_calls
 from signoff.loop.answer import checked_answer, within_limit
@@ -76,6 +79,8 @@ class AgentDefinition:
         for entry, tool in zip(snapshot.tools, self.registry, strict=True):
             if isinstance(tool, MCPTool):
                 entry.mcp = tool.mcp
+            if isinstance(tool, SubAgentTool):
+                entry.sub_agent = tool.info
         return snapshot
 
 
@@ -162,6 +167,33 @@ class ChatClientAgent:
         Yields events; the last is a `FinishEvent`. Provider errors are yielded as
         an `ErrorEvent`, then raised.
         """
+        async for event in self._run(messages, session, options, {}, 0):
+            yield event
+
+    async def delegated(self, task: str, inherited: Mapping[str, InheritedGate], depth: int) -> str:
+        """A sub-agent's call in process: this agent's run on `task`, its tools gated at least as
+        `inherited`, answered with its final text. A call of it that needs approval cannot reach a
+        person from inside the parent's tool call: the run stops there and the answer says so."""
+        session, waiting = AgentSession(), list[ToolApprovalRequest]()
+        async for _ in self._run(task, session, AgentRunOptions(), inherited, depth, waiting):
+            pass
+        if waiting:
+            return (
+                f"Error: the {self.name} sub-agent stopped: its call of {', '.join(r.name for r in waiting)} "
+                "needs approval, which an in-process sub-agent cannot ask a person for; it was not run"
+            )
+        answers = [m.content for m in session.messages if m.role == "assistant" and m.content]
+        return answers[-1] if answers else ""
+
+    async def _run(
+        self,
+        messages: str | ChatMessage | Sequence[ChatMessage],
+        session: AgentSession | None,
+        options: AgentRunOptions | None,
+        inherited: Mapping[str, InheritedGate],
+        depth: int,
+        waiting: list[ToolApprovalRequest] | None = None,
+    ) -> AsyncIterator[AgentEvent]:
         if self.chat_client is None:
             raise UsageError(f"agent {self.name!r} has no chat client; use with_chat_client(...)")
         options = options or AgentRunOptions()
@@ -171,7 +203,7 @@ class ChatClientAgent:
             definition = await self.open_definition(history, self.mcp_sessions())
         for unavailable in definition.unavailable:
             yield unavailable
-        snapshot = definition.snapshot(self.name, self.limits, self.policies)
+        snapshot = tightened_by(definition.snapshot(self.name, self.limits, self.policies), inherited)
         loop = AgentLoop(
             history,
             snapshot.descriptions,
@@ -186,14 +218,20 @@ class ChatClientAgent:
         shown = await previews(definition.registry, open_calls, gated)
         loop.resume(options.tool_approval_responses, gated, _now(), previews=shown)
         try:
-            async for event in self._drive(loop, options, definition, snapshot):
+            async for event in self._drive(loop, options, definition, snapshot, depth, waiting):
                 yield event
         finally:
             if session is not None:
                 session.messages = loop.messages
 
     async def _drive(
-        self, loop: AgentLoop, options: AgentRunOptions, definition: AgentDefinition, snapshot: RunSnapshot
+        self,
+        loop: AgentLoop,
+        options: AgentRunOptions,
+        definition: AgentDefinition,
+        snapshot: RunSnapshot,
+        depth: int,
+        waiting: list[ToolApprovalRequest] | None,
     ) -> AsyncIterator[AgentEvent]:
         """Turn the loop's actions into effects, with the agent as the run started with it."""
         token = options.cancellation or CancellationToken()
@@ -210,10 +248,12 @@ class ChatClientAgent:
                 case Fail(message=message):
                     raise RunFailedError(message)
                 case AwaitApproval():
+                    if waiting is not None:
+                        waiting.extend(loop.pending_requests())
                     yield FinishEvent(reason=FinishReason.AWAITING_APPROVAL, usage=loop.state.usage)
                     return
                 case RunTools() as action:
-                    await self._run_tools(loop, action, token, definition.registry, snapshot)
+                    await self._run_tools(loop, action, token, definition.registry, snapshot, depth)
                 case CallModel():
                     async for event in self._call_model(loop, definition, snapshot, chat_options, token):
                         yield event
@@ -259,11 +299,22 @@ class ChatClientAgent:
         loop.apply_model_turn(response, gated, _now(), text_streamed=True, previews=shown)
 
     async def _run_tools(
-        self, loop: AgentLoop, action: RunTools, token: CancellationToken, registry: ToolRegistry, snapshot: RunSnapshot
+        self,
+        loop: AgentLoop,
+        action: RunTools,
+        token: CancellationToken,
+        registry: ToolRegistry,
+        snapshot: RunSnapshot,
+        depth: int,
     ) -> None:
         for call in action.calls:
             approved = loop.approval_of(call.id) is not None
-            work = execute_call(registry, call, approved=approved, max_output=snapshot.limits.max_tool_output)
+            tool = registry.get(call.name)
+            work: Awaitable[str]
+            if isinstance(tool, SubAgentTool):
+                work = tool.delegate(parse_arguments(call.arguments), inherited_gates(snapshot), depth)
+            else:
+                work = execute_call(registry, call, approved=approved, max_output=snapshot.limits.max_tool_output)
             result = await _unless_cancelled(work, token)
             if result is None:
                 return
@@ -328,6 +379,26 @@ class AgentBuilder:
     def with_mcp_servers(self, servers: Sequence[MCPServer]) -> AgentBuilder:
         """Offer the tools of these MCP servers (e.g. `MCPServer.load_all("mcp.json")`)."""
         self._mcp_servers.extend(servers)
+        return self
+
+    def with_sub_agent(
+        self,
+        name: str,
+        agent: ChatClientAgent | str,
+        description: str = "",
+        *,
+        task_queue: str | None = None,
+        max_depth: int = 3,
+        policy: ApprovalPolicy | None = None,
+    ) -> AgentBuilder:
+        """Offer `agent` (built, or the name of another agent the worker serves) as the tool
+        `name`, taking `{"task": string}`: in a durable run a call starts a child `AgentRun`
+        (`<parent workflow id>--<call id>`, on `task_queue` or the parent's) whose final text is
+        the result; its tools are gated at least as this agent gates the same names. `policy`
+        gates the delegation itself; `max_depth`: how deep sub-agents may nest below the top run."""
+        self._tools.append(
+            SubAgentTool(name, agent, description, task_queue=task_queue, max_depth=max_depth, policy=policy)
+        )
         return self
 
     def build(self) -> ChatClientAgent:

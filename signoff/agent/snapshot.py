@@ -17,10 +17,21 @@ from pydantic import Field
 
 from signoff.approval.digest import canonical_json, sha256_hex
 from signoff.approval.policy import DEFAULT_POLICY, ApprovalPolicy, Gate
+from signoff.contract import InheritedGate
 from signoff.loop.limits import Limits
 from signoff.messages import ToolSpec
 from signoff.text.wire import Compact
 from signoff.tools.mcp.listing import MCPToolInfo
+
+
+class SubAgentInfo(Compact):
+    """A tool that delegates to another agent (`AgentBuilder.with_sub_agent`): a call starts a
+    child `AgentRun` of `agent` (on `task_queue`, None: the parent's) whose final text is its result."""
+
+    agent: str
+    task_queue: str | None = None
+    max_depth: int = 3
+    """How deep delegation may go below the top run through this tool (the top run is depth 0)."""
 
 
 class SnapshotTool(Compact):
@@ -33,7 +44,10 @@ class SnapshotTool(Compact):
     """Where an MCP tool comes from and what it declared; absent (not null) for other tools,
     so the snapshots and digests of runs without MCP tools are those they always were."""
 
-    absent_when_none: ClassVar[frozenset[str]] = frozenset({"mcp"})
+    sub_agent: SubAgentInfo | None = None
+    """For a sub-agent tool: the agent a call delegates to; absent (not null) for other tools."""
+
+    absent_when_none: ClassVar[frozenset[str]] = frozenset({"mcp", "sub_agent"})
 
     @property
     def approver_description(self) -> str:
@@ -66,6 +80,11 @@ class RunSnapshot(Compact):
     notify: NotifyPlan | None = None
     """Notification channels (`SIGNOFF_NOTIFY_URLS`); None sends none. Not part of the digest:
     where notices go has nothing to do with which calls need approval."""
+    inherited: dict[str, InheritedGate] | None = None
+    """A child run's: its ancestors' gates by tool name, applied over its own tools' (absent, not
+    null, for top runs: their digests are what they always were)."""
+
+    absent_when_none: ClassVar[frozenset[str]] = frozenset({"inherited"})
 
     @property
     def specs(self) -> list[ToolSpec]:

@@ -97,6 +97,10 @@ class ToolApprovalRequest(BaseModel):
     preview: str | None = None
     escalated: bool = False
     binding: Binding | None = None
+    workflow_id: str | None = Field(None, exclude_if=lambda value: value is None)
+    """In query answers: the run that waits on the call (itself or a sub-agent's child run)."""
+    path: list[str] | None = Field(None, exclude_if=lambda value: value is None)
+    """In query answers: the workflow ids from the run queried down to the one that waits (`[]`: its own)."""
 
 
 class GrantMatch(str, Enum):
@@ -132,6 +136,9 @@ class ToolApprovalResponse(BaseModel):
     arguments_digest: str | None = Field(None, pattern=_DIGEST_PATTERN)
     token: str | None = Field(None, max_length=MAX_TOKEN_CHARS)
     grant: GrantSpec | None = None
+    workflow_id: str | None = Field(None, min_length=1, max_length=1000, exclude_if=lambda value: value is None)
+    """The run that waits on the call, when the decision is sent to an ancestor of it (a sub-agent's
+    parent): routed there; None or the receiving run's own id: its own call."""
 
     @field_validator("arguments")
     @classmethod

@@ -70,7 +70,8 @@ with workflow.unsafe.imports_passed_through():
     from signoff.loop.transcript import Sender
     from signoff.messages import AgentEvent, ChatMessage, ToolCall
     from signoff.workflows import instances, steps, upgrade, verify  # #20: upgrade = moving to a new version
-    from signoff.workflows.intake import DecisionIntake
+    from signoff.workflows.children import SIGNAL_CHILD_PENDING, ChildPending, Children, Reporter, own_view
+    from signoff.workflows.intake import DecisionIntake, Router
     from signoff.workflows.metrics import RunMetrics
     from signoff.workflows.notifications import Notifier, notice_for
     from signoff.workflows.queries import AuditTrail, audit_trail, run_result, run_status
@@ -111,7 +112,10 @@ class AgentRun:
             self._input, self._loop, self._record = AgentRunInput(prompt=""), AgentLoop([], {}), RunRecord()
         else:
             self._begin(given)
-        self._intake = DecisionIntake(self._loop, self._record, self._changed)
+        self._children = Children(self._tree_changed)
+        router = Router(self._split, self._children.waiting_in, self._children.send)
+        self._intake = DecisionIntake(self._loop, self._record, self._changed, router)
+        self._awaiting = False  # in _await_decisions: it keeps the advertised status itself
 
     def _begin(self, given: AgentRunInput | ContinuedRun) -> None:
         """Start from a client's input, or take up the state a continued run carried."""
@@ -152,6 +156,8 @@ class AgentRun:
         workflow.upsert_search_attributes([SIGNOFF_AGENT.value_set(self._input.agent)])
         if self._continued is None:
             await self._start()
+        if self._input.sub_agent is not None:  # a child run: what waits in it is listed at the top
+            workflow.create_task(Reporter(self._input.sub_agent, self._tree_pending).run(), name="report to parent")
         try:
             await self._drive()
         except asyncio.CancelledError:
@@ -218,15 +224,22 @@ class AgentRun:
     def _validate_revoke_grant(self, payload: RawValue) -> None:
         self._intake.check_revoke(payload)
 
+    @workflow.signal(name=SIGNAL_CHILD_PENDING)
+    def child_pending(self, report: ChildPending) -> None:
+        """Internal (sub-agents): what waits in a child run this one is running (children.py)."""
+        self._children.receive(report)
+
     # --- what the run answers (queries.py) ---------------------------------------------
 
     @workflow.query(name=QUERY_PENDING)
     def pending_approvals(self) -> list[ToolApprovalRequest]:
-        return self._loop.pending_requests()
+        return self._tree_pending()
 
     @workflow.query(name=QUERY_STATUS)
     def status(self) -> RunStatus:
-        return run_status(self._loop, self._record, self._input.agent, workflow.now())
+        status = run_status(self._loop, self._record, self._input.agent, workflow.now())
+        status.pending = self._tree_pending()
+        return status
 
     @workflow.query(name=QUERY_EVENTS)
     def events(self, since: int = 0) -> list[dict[str, Any]]:
@@ -337,6 +350,8 @@ class AgentRun:
 
     async def _tool(self, call: ToolCall) -> str:
         entry = self._snapshot.tool(call.name) if self._snapshot else None
+        if entry is not None and entry.sub_agent is not None:  # a child AgentRun (children.py)
+            return await self._children.run(call, entry, self._snapshot, self._input)
         idempotent = entry.idempotent if entry else False
         record = self._loop.approval_of(call.id)
         proof = (
@@ -375,7 +390,8 @@ class AgentRun:
     async def _await_decisions(self) -> None:
         """Wait until the round's calls are decided, firing their timers on time."""
         loop = self._loop
-        self._record.set_status(STATUS_AWAITING, loop.pending_requests())
+        self._awaiting = True
+        self._record.set_status(STATUS_AWAITING, loop.pending_requests() + self._children.pending())
         while (
             loop.pending_requests()
             and not workflow.info().is_continue_as_new_suggested()
@@ -394,7 +410,8 @@ class AgentRun:
                 loop.due(max(workflow.now(), wake))
                 self._publish()
             if loop.pending_requests():
-                self._record.set_status(STATUS_AWAITING, loop.pending_requests())
+                self._record.set_status(STATUS_AWAITING, loop.pending_requests() + self._children.pending())
+        self._awaiting = False
         self._record.set_status(STATUS_RUNNING, [])
 
     def _changed_since(self, revision: int) -> Callable[[], bool]:
@@ -410,6 +427,22 @@ class AgentRun:
         """What the intake calls once people changed what the run waits for."""
         self._publish()
         self._revision += 1
+
+    # --- sub-agents (children.py) --------------------------------------------------------
+
+    def _tree_pending(self) -> list[ToolApprovalRequest]:
+        """What waits in this run and in the children it runs, each with `workflow_id` and `path`."""
+        return own_view(self._loop.pending_requests(), workflow.info().workflow_id) + self._children.pending()
+
+    def _tree_changed(self) -> None:
+        """What waits in a child changed: advertise the run's status as waiting while anything does."""
+        if not self._awaiting:
+            waiting = self._loop.pending_requests() + self._children.pending()
+            self._record.set_status(STATUS_AWAITING if waiting else STATUS_RUNNING, waiting)
+        self._revision += 1
+
+    def _split(self, items: list[Any]) -> tuple[list[Any], dict[str, list[dict[str, Any]]]]:
+        return self._children.route(items, workflow.info().workflow_id)
 
     # --- the run's events ----------------------------------------------------------------
 

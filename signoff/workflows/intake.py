@@ -21,7 +21,7 @@ the loop: the loop owns the rules.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -32,6 +32,7 @@ from temporalio.exceptions import ApplicationError
 from signoff.approval.authority import Decider, Decision
 from signoff.approval.requests import Grant, ToolApprovalResponse
 from signoff.contract import (
+    MAX_DECISIONS,
     DeadlineAck,
     DeadlineExtension,
     DecidedCall,
@@ -62,10 +63,17 @@ class DecisionIntake:
         changed: called once what people sent may have changed what the run waits for.
     """
 
-    def __init__(self, loop: AgentLoop, record: RunRecord, changed: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        loop: AgentLoop,
+        record: RunRecord,
+        changed: Callable[[], None],
+        router: Router | None = None,
+    ) -> None:
         self._loop = loop
         self._record = record
         self._changed = changed
+        self._router = router
 
     async def signal(self, payload: RawValue) -> None:
         """Apply what can be applied; record the rest as ignored, never lost. Never fails."""
@@ -75,21 +83,46 @@ class DecisionIntake:
             self._ignore(f"could not be applied: {type(exc).__name__}: {exc}", None)
 
     async def submit(self, payload: RawValue) -> DecisionAck:
-        """Apply decisions that the validator accepted; say what they decided and what waits."""
+        """Apply decisions that the validator accepted; say what they decided and what waits.
+        Items for a descendant (sub-agents) are signalled to it and listed as accepted."""
         try:
-            responses = parse_responses(_decoded(payload))
+            data, routed = self._routed(_decoded(payload))
+            if routed:
+                assert self._router is not None
+                await self._router.send(routed)
+                if not data:
+                    return self._ack([], len(self._loop.state.approvals), routed)
+            responses = parse_responses(data)
             decisions = [Decision(r, await self._decider(r, validated=True)) for r in responses]
             before = len(self._loop.state.approvals)
             accepted = self._loop.decide(decisions, workflow.now())
         except Exception as exc:  # the state moved on while a token was verified, or a token was refused
             raise refused(exc) from None
         self._changed()
-        return self._ack(accepted, before)
+        return self._ack(accepted, before, routed)
+
+    def _routed(self, data: Any) -> tuple[Any, dict[str, list[dict[str, Any]]]]:
+        """This run's own items, and those for descendants by workflow id (checked: each a valid
+        decision naming a call that waits there). ValueError: an item names no waiting descendant."""
+        items = data if isinstance(data, list) else [data]
+        if self._router is None or len(items) > MAX_DECISIONS or not any(_targets(item) for item in items):
+            return data, {}
+        local, routed = self._router.split(items)
+        for target, sent in routed.items():
+            waiting = {r.call_id for r in self._router.waiting_in(target)}
+            for item in sent:
+                response = ToolApprovalResponse.model_validate(item)
+                if response.call_id != "*" and response.call_id not in waiting:
+                    raise DecisionError(f"unknown call_id {response.call_id[:200]!r} in {target}", sorted(waiting))
+        return (local if isinstance(data, list) or not local else local[0]), routed
 
     def check_submit(self, payload: RawValue) -> None:
         """The validator of `submit`: refuse what can be refused before anything is recorded."""
         try:
-            responses = parse_responses(_decoded(payload))
+            data, routed = self._routed(_decoded(payload))
+            if routed and not data:
+                return
+            responses = parse_responses(data)
             # A token is verified after acceptance (worker-side): in a batch that carries one, who may decide
             # is checked then for every response (decide() refuses the rest); all else now.
             self._loop.check_decisions(
@@ -140,12 +173,21 @@ class DecisionIntake:
     async def _apply_signal(self, payload: RawValue) -> None:
         try:
             data = _decoded(payload)
+            data, routed = self._routed(data)
+            if routed:
+                assert self._router is not None
+                await self._router.send(routed)
+                if not data:
+                    return
             responses = parse_responses(data)
         except ValidationError as exc:  # over a size limit: the payload is not kept (CONTRACT "Limits")
             oversized = any(error["type"] in _TOO_LONG for error in exc.errors())
             self._ignore(format_validation_error(exc), None if oversized else data)
             return
-        except ValueError as exc:  # undecodable, unresolvable, or too many decisions: nothing of it is kept
+        except DecisionError as exc:  # a routed item names no call that waits there
+            self._ignore(str(exc), None)
+            return
+        except ValueError as exc:  # undecodable, unresolvable, too many decisions, no such descendant
             self._ignore(str(exc), None)
             return
         if not responses:
@@ -161,7 +203,9 @@ class DecisionIntake:
     async def _decider(self, response: ToolApprovalResponse, validated: bool = False) -> Decider:
         return await verify.decider(self._loop, response.token, response.approver, validated)
 
-    def _ack(self, accepted: list[str], before: int) -> DecisionAck:
+    def _ack(
+        self, accepted: list[str], before: int, routed: dict[str, list[dict[str, Any]]] | None = None
+    ) -> DecisionAck:
         records = {r.call_id: r for r in self._loop.state.approvals[before:]}
         waiting = {r.call_id: r for r in self._loop.pending_requests()}
         decided = []
@@ -179,7 +223,8 @@ class DecisionIntake:
                     edited_arguments=record.edited_arguments if record else None,
                 )
             )
-        return DecisionAck(accepted=accepted, pending=list(waiting), decided=decided)
+        sent = [str(item.get("call_id")) for items in (routed or {}).values() for item in items]
+        return DecisionAck(accepted=[*accepted, *sent], pending=list(waiting), decided=decided)
 
     def _refusal(self, exc: BaseException) -> Refusal:
         """Why an update is refused, naming the pending calls (a DecisionError names them itself)."""
@@ -193,6 +238,22 @@ class DecisionIntake:
     def _ignore(self, reason: str, payload: Any) -> None:
         kept = payload if isinstance(payload, dict | list | str | int | float | bool | None) else None
         self._record.add(DecisionIgnoredEvent(reason=neutralise(reason[:2_000]), payload=kept))
+
+
+class Router:
+    """Where decision items for a run's descendants go (sub-agents: `workflows/children.py`)."""
+
+    def __init__(
+        self,
+        split: Callable[[list[Any]], tuple[list[Any], dict[str, list[dict[str, Any]]]]],
+        waiting_in: Callable[[str], list[Any]],
+        send: Callable[[dict[str, list[dict[str, Any]]]], Awaitable[None]],
+    ) -> None:
+        self.split, self.waiting_in, self.send = split, waiting_in, send
+
+
+def _targets(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("workflow_id") is not None
 
 
 def _decoded(payload: RawValue) -> Any:
