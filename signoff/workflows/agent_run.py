@@ -116,6 +116,7 @@ class AgentRun:
         router = Router(self._split, self._children.waiting_in, self._children.send)
         self._intake = DecisionIntake(self._loop, self._record, self._changed, router)
         self._awaiting = False  # in _await_decisions: it keeps the advertised status itself
+        self._reporter: asyncio.Task[None] | None = None
 
     def _begin(self, given: AgentRunInput | ContinuedRun) -> None:
         """Start from a client's input, or take up the state a continued run carried."""
@@ -157,7 +158,7 @@ class AgentRun:
         if self._continued is None:
             await self._start()
         if self._input.sub_agent is not None:  # a child run: what waits in it is listed at the top
-            workflow.create_task(Reporter(self._input.sub_agent, self._tree_pending).run(), name="report to parent")
+            self._reporter = asyncio.create_task(Reporter(self._input.sub_agent, self._tree_pending).run())
         try:
             await self._drive()
         except asyncio.CancelledError:
@@ -320,6 +321,7 @@ class AgentRun:
             model=options.model,
             temperature=options.temperature,
             requester=self._requester if self._digest is None else None,
+            inherited=link.inherited if (link := self._input.sub_agent) and self._digest is None else None,
         )
         turn: ChatTurn = await self._activity(
             AgentActivities.chat,

@@ -1,0 +1,351 @@
+"""Sub-agents on a real dev server: a child AgentRun's gated call waits at the top run, is decided
+there (update or signal) and runs once in the child; denial reaches the child's model; depth is
+bounded; cancelling the parent ends the child; a worker restarted mid-wait resumes; the parent's
+grants do not cover the child's calls; the worker's policy file gates at every depth; a child can
+never run a call the parent's policy gates, whatever its own code says."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import SearchAttributeKey
+
+from signoff import AgentBuilder
+from signoff.agent.builder import ChatClientAgent
+from signoff.approval.policy import ApprovalPolicy, PolicyBook
+from signoff.loop.messages import FinishReason, ToolCall
+from signoff.tools.function import tool
+from tests.helpers import (
+    Reply,
+    ScriptedModelServer,
+    ScriptedRequest,
+    assert_eventually,
+    running_worker,
+    start_run,
+)
+
+STATUS = SearchAttributeKey.for_keyword("SignoffStatus")
+PENDING_TOOLS = SearchAttributeKey.for_keyword_list("SignoffPendingTools")
+
+
+def agents(ran: list[str], *, child_gated: bool = False, parent_gated: bool = True) -> dict[str, ChatClientAgent]:
+    """`lead` (its own `run_command` gated, unless not `parent_gated`) delegating `research` to
+    `researcher`, whose own code leaves its `run_command` ungated (unless `child_gated`)."""
+
+    @tool(name="run_command", approval=ApprovalPolicy() if child_gated else None)
+    def child_command(command: str) -> str:
+        """Run a shell command."""
+        ran.append(command)
+        return f"ran {command}"
+
+    @tool(name="run_command", approval=ApprovalPolicy() if parent_gated else None)
+    def parent_command(command: str) -> str:
+        """Run a shell command."""
+        ran.append(f"parent:{command}")
+        return f"parent ran {command}"
+
+    @tool(name="lookup")
+    def lookup(topic: str) -> str:
+        """Look a topic up."""
+        ran.append(f"lookup:{topic}")
+        return f"found {topic}"
+
+    researcher = AgentBuilder("researcher").with_instructions("child").with_tools([child_command, lookup]).build()
+    lead = (
+        AgentBuilder("lead")
+        .with_instructions("parent")
+        .with_tool(parent_command)
+        .with_sub_agent("research", researcher, description="Research a task")
+        .build()
+    )
+    return {"lead": lead}
+
+
+def role(request: ScriptedRequest) -> str:
+    return str(request.messages[0].content) if request.messages and request.messages[0].role == "system" else ""
+
+
+def tool_texts(request: ScriptedRequest) -> list[str]:
+    return [m.content or "" for m in request.messages if m.role == "tool"]
+
+
+def script(child_calls: list[ToolCall], parent_first: list[ToolCall] | None = None) -> Any:
+    """The parent (optionally calling `parent_first`, then) delegates once; the child makes
+    `child_calls`, then answers with what its tools said."""
+
+    def answer(request: ScriptedRequest) -> Reply:
+        texts = tool_texts(request)
+        if role(request) == "child":
+            if request.last.role == "user":
+                return Reply.tool_calls(child_calls)
+            return Reply.text("child saw: " + "|".join(texts))
+        if parent_first and request.round == 1:
+            return Reply.tool_calls(parent_first)
+        if request.last.role != "tool" or (parent_first and request.round == 2):
+            return Reply.tool_calls([ToolCall(id="call_p1", name="research", arguments=json.dumps({"task": "ls"}))])
+        return Reply.text("parent got: " + texts[-1])
+
+    return answer
+
+
+def command(call_id: str, text: str = "ls") -> ToolCall:
+    return ToolCall(id=call_id, name="run_command", arguments=json.dumps({"command": text}))
+
+
+async def top_pending(handle: WorkflowHandle[Any, Any], count: int = 1) -> list[dict[str, Any]]:
+    async def check() -> list[dict[str, Any]]:
+        pending: list[dict[str, Any]] = await handle.query("pending_approvals")
+        assert len(pending) == count, pending
+        return pending
+
+    return await assert_eventually(check, 20.0)
+
+
+async def search_attributes(handle: WorkflowHandle[Any, Any]) -> tuple[str | None, list[str] | None]:
+    described = await handle.describe()
+    attributes = described.typed_search_attributes
+    return attributes.get(STATUS), attributes.get(PENDING_TOOLS)
+
+
+async def test_a_childs_gated_call_waits_at_the_top_and_runs_once_there_when_approved_there(client: Client) -> None:
+    ran: list[str] = []
+    queue = f"tq-{uuid.uuid4()}"
+    with ScriptedModelServer(script([command("call_c1")])) as model:
+        async with running_worker(client, queue, model, agents(ran)):
+            handle = await start_run(client, queue, agent="lead")
+            child_id = f"{handle.id}--call_p1"
+            (waiting,) = await top_pending(handle)
+            assert (waiting["call_id"], waiting["name"], waiting["workflow_id"], waiting["path"]) == (
+                "call_c1",
+                "run_command",
+                child_id,
+                [child_id],
+            )
+            assert waiting["binding"]["workflow_id"] == child_id  # a signed decision names the child
+            status = await handle.query("status")
+            assert status["status"] == "AwaitingApproval" and [p["call_id"] for p in status["pending"]] == ["call_c1"]
+            await assert_eventually(
+                lambda: _expect(search_attributes(handle), ("AwaitingApproval", ["run_command"])), 10.0
+            )
+            child = client.get_workflow_handle(child_id)
+            (own,) = await child.query("pending_approvals")
+            assert (own["workflow_id"], own["path"]) == (child_id, [])
+            assert ran == []  # the child's own code leaves run_command ungated: the parent's policy gates it
+            ack = await handle.execute_update(
+                "submit_tool_approval",
+                {"call_id": "call_c1", "approved": True, "approver": "alice", "workflow_id": child_id},
+            )
+            assert ack["accepted"] == ["call_c1"]
+            result = await handle.result()
+            child_result = await child.result()
+    assert result.text == "parent got: child saw: ran ls"
+    assert ran == ["ls"]
+    assert [(r["call_id"], r["approver"], r["approved"]) for r in child_result["approvals"]] == [
+        ("call_c1", "alice", True)
+    ]
+
+
+async def _expect(got: Any, expected: Any) -> None:
+    assert await got == expected
+
+
+async def test_a_signal_to_the_top_run_decides_the_childs_call_and_a_denial_reaches_the_childs_model(
+    client: Client,
+) -> None:
+    ran: list[str] = []
+    queue = f"tq-{uuid.uuid4()}"
+    with ScriptedModelServer(script([command("call_c1"), command("call_c2", "rm -rf /")])) as model:
+        async with running_worker(client, queue, model, agents(ran)):
+            handle = await start_run(client, queue, agent="lead")
+            child_id = f"{handle.id}--call_p1"
+            pending = await top_pending(handle, 2)
+            assert {p["workflow_id"] for p in pending} == {child_id}
+            await handle.signal(
+                "tool_approval",
+                [
+                    {"call_id": "call_c1", "approved": True, "workflow_id": child_id},
+                    {"call_id": "call_c2", "approved": False, "reason": "not that", "workflow_id": child_id},
+                ],
+            )
+            result = await handle.result()
+    assert ran == ["ls"]
+    assert result.text == "parent got: child saw: ran ls|Rejected: not that"
+    child_turns = [r for r in model.requests if role(r) == "child"]
+    assert tool_texts(child_turns[-1]) == ["ran ls", "Rejected: not that"]
+
+
+async def test_a_decision_for_a_run_that_is_not_a_waiting_descendant_is_refused(client: Client) -> None:
+    ran: list[str] = []
+    queue = f"tq-{uuid.uuid4()}"
+    with ScriptedModelServer(script([command("call_c1")])) as model:
+        async with running_worker(client, queue, model, agents(ran)):
+            handle = await start_run(client, queue, agent="lead")
+            await top_pending(handle)
+            for item in (
+                {"call_id": "call_c1", "approved": True, "workflow_id": "someone-else"},
+                {"call_id": "call_zz", "approved": True, "workflow_id": f"{handle.id}--call_p1"},
+            ):
+                try:
+                    await handle.execute_update("submit_tool_approval", item)
+                except Exception as exc:  # noqa: BLE001 - the update's failure is what is checked
+                    assert "someone-else" in str(exc.__cause__) or "call_zz" in str(exc.__cause__)
+                else:
+                    raise AssertionError(f"{item} was accepted")
+            assert ran == []
+            await handle.cancel()
+
+
+async def test_cancelling_the_parent_ends_the_child_without_running_its_call(client: Client) -> None:
+    ran: list[str] = []
+    queue = f"tq-{uuid.uuid4()}"
+    with ScriptedModelServer(script([command("call_c1")])) as model:
+        async with running_worker(client, queue, model, agents(ran)):
+            handle = await start_run(client, queue, agent="lead")
+            await top_pending(handle)
+            child = client.get_workflow_handle(f"{handle.id}--call_p1")
+            await handle.cancel()
+            result = await handle.result()
+            child_result = await child.result()
+    assert result.finish_reason is FinishReason.CANCELLED
+    assert child_result["finish_reason"] == "cancelled"
+    assert ran == []
+
+
+async def test_a_worker_restarted_while_the_child_waits_resumes_and_runs_the_call_once(client: Client) -> None:
+    ran: list[str] = []
+    queue = f"tq-{uuid.uuid4()}"
+    served = agents(ran)
+    with ScriptedModelServer(script([command("call_c1")])) as model:
+        async with running_worker(client, queue, model, served):
+            handle = await start_run(client, queue, agent="lead")
+            await top_pending(handle)
+        assert ran == []
+        async with running_worker(client, queue, model, served, max_cached_workflows=0):
+            child_id = f"{handle.id}--call_p1"
+            (waiting,) = await top_pending(handle)
+            assert waiting["workflow_id"] == child_id
+            await handle.execute_update(
+                "submit_tool_approval", {"call_id": "call_c1", "approved": True, "workflow_id": child_id}
+            )
+            result = await handle.result()
+    assert result.text == "parent got: child saw: ran ls"
+    assert ran == ["ls"]
+
+
+async def test_a_grant_made_in_the_parent_does_not_cover_the_childs_call(client: Client) -> None:
+    ran: list[str] = []
+    queue = f"tq-{uuid.uuid4()}"
+    with ScriptedModelServer(script([command("call_c1")], parent_first=[command("call_a")])) as model:
+        async with running_worker(client, queue, model, agents(ran)):
+            handle = await start_run(client, queue, agent="lead")
+            (own,) = await top_pending(handle)
+            assert (own["call_id"], own["path"]) == ("call_a", [])
+            await handle.execute_update(
+                "submit_tool_approval", {"call_id": "call_a", "approved": True, "grant": {"match": "tool"}}
+            )
+            (child_call,) = await top_pending(handle)
+            assert (child_call["call_id"], child_call["path"]) == ("call_c1", [f"{handle.id}--call_p1"])
+            assert ran == ["parent:ls"]
+            await handle.execute_update(
+                "submit_tool_approval",
+                {"call_id": "call_c1", "approved": True, "workflow_id": child_call["workflow_id"]},
+            )
+            await handle.result()
+    assert ran == ["parent:ls", "ls"]
+
+
+async def test_the_workers_policy_file_gates_a_childs_tool_the_parent_does_not_have(client: Client) -> None:
+    ran: list[str] = []
+    queue = f"tq-{uuid.uuid4()}"
+    lookup = ToolCall(id="call_c1", name="lookup", arguments=json.dumps({"topic": "logs"}))
+    book = PolicyBook.parse({"lookup": {"always": True}})
+    with ScriptedModelServer(script([lookup])) as model:
+        async with running_worker(client, queue, model, agents(ran), policies=book):
+            handle = await start_run(client, queue, agent="lead")
+            (waiting,) = await top_pending(handle)
+            assert waiting["name"] == "lookup" and ran == []
+            await handle.signal("tool_approval", {"call_id": "*", "approved": True, "workflow_id": waiting["workflow_id"]})
+            result = await handle.result()
+    assert ran == ["lookup:logs"]
+    assert result.text == "parent got: child saw: found logs"
+
+
+async def test_an_ungated_child_tool_the_parent_does_not_gate_runs_at_once(client: Client) -> None:
+    ran: list[str] = []
+    queue = f"tq-{uuid.uuid4()}"
+    with ScriptedModelServer(script([command("call_c1")])) as model:
+        async with running_worker(client, queue, model, agents(ran, parent_gated=False)):
+            handle = await start_run(client, queue, agent="lead")
+            result = await handle.result()
+    assert ran == ["ls"] and result.text == "parent got: child saw: ran ls"
+
+
+def looper(max_depth: int) -> dict[str, ChatClientAgent]:
+    agent = AgentBuilder("looper").with_sub_agent("delegate", "looper", max_depth=max_depth).build()
+    return {"looper": agent}
+
+
+def delegating(request: ScriptedRequest) -> Reply:
+    if request.last.role == "tool":
+        return Reply.text(f"[{request.last.content}]")
+    return Reply.tool_calls([ToolCall(id="call_d", name="delegate", arguments=json.dumps({"task": "deeper"}))])
+
+
+async def test_delegation_past_max_depth_is_refused_with_a_clear_message(client: Client) -> None:
+    queue = f"tq-{uuid.uuid4()}"
+    with ScriptedModelServer(delegating) as model:
+        async with running_worker(client, queue, model, looper(2)):
+            handle = await start_run(client, queue, agent="looper")
+            result = await handle.result()
+            grandchild = await client.get_workflow_handle(f"{handle.id}--call_d--call_d").describe()
+    assert grandchild.status is not None and grandchild.status.name == "COMPLETED"
+    assert result.text is not None and result.text.startswith("[[[Error: delegate was not started")
+    assert "at most 2 deep" in result.text
+    assert model.request_count == 6  # three runs, two turns each: nothing deeper was started
+
+
+async def test_a_grandchilds_waiting_call_is_listed_at_the_top_with_its_path_and_decided_there(
+    client: Client,
+) -> None:
+    ran: list[str] = []
+
+    @tool(name="run_command", approval=ApprovalPolicy())
+    def command_tool(command: str) -> str:
+        """Run a shell command."""
+        ran.append(command)
+        return f"ran {command}"
+
+    leaf = AgentBuilder("leaf").with_instructions("leaf").with_tool(command_tool).build()
+    middle = AgentBuilder("middle").with_instructions("middle").with_sub_agent("dig", leaf).build()
+    top = AgentBuilder("top").with_instructions("top").with_sub_agent("ask", middle).build()
+
+    def answer(request: ScriptedRequest) -> Reply:
+        name = role(request)
+        if request.last.role == "tool":
+            return Reply.text(f"{name}({request.last.content})")
+        delegate = {"top": "ask", "middle": "dig"}.get(name)
+        if delegate:
+            return Reply.tool_calls([ToolCall(id=f"call_{name}", name=delegate, arguments='{"task": "x"}')])
+        return Reply.tool_calls([command("call_leaf")])
+
+    queue = f"tq-{uuid.uuid4()}"
+    with ScriptedModelServer(answer) as model:
+        async with running_worker(client, queue, model, {"top": top}):
+            handle = await start_run(client, queue, agent="top")
+            (waiting,) = await top_pending(handle)
+            middle_id = f"{handle.id}--call_top"
+            leaf_id = f"{middle_id}--call_middle"
+            assert (waiting["workflow_id"], waiting["path"]) == (leaf_id, [middle_id, leaf_id])
+            (in_middle,) = await client.get_workflow_handle(middle_id).query("pending_approvals")
+            assert in_middle["path"] == [leaf_id]
+            await asyncio.sleep(0)
+            await handle.execute_update(
+                "submit_tool_approval", {"call_id": "call_leaf", "approved": True, "workflow_id": leaf_id}
+            )
+            result = await handle.result()
+    assert ran == ["ls"]
+    assert result.text == "top(middle(leaf(ran ls)))"
