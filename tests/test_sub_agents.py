@@ -108,7 +108,8 @@ async def top_pending(handle: WorkflowHandle[Any, Any], count: int = 1) -> list[
 async def search_attributes(handle: WorkflowHandle[Any, Any]) -> tuple[str | None, list[str] | None]:
     described = await handle.describe()
     attributes = described.typed_search_attributes
-    return attributes.get(STATUS), attributes.get(PENDING_TOOLS)
+    tools = attributes.get(PENDING_TOOLS)
+    return attributes.get(STATUS), None if tools is None else list(tools)
 
 
 async def test_a_childs_gated_call_waits_at_the_top_and_runs_once_there_when_approved_there(client: Client) -> None:

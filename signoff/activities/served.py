@@ -26,9 +26,10 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from signoff.agent.builder import AgentDefinition, ChatClientAgent
+from signoff.agent.delegation import tightened_by
 from signoff.agent.gate import configured_gate, configured_policy
 from signoff.agent.snapshot import RunSnapshot
-from signoff.agent.subagent import SubAgentTool, tightened_by
+from signoff.agent.subagent import SubAgentTool
 from signoff.approval.policy import ApprovalPolicy, Gate, PolicyBook
 from signoff.chat.base import ChatClient
 from signoff.contract import QUERY_SNAPSHOT, InheritedGate

@@ -21,10 +21,11 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar, assert_never
 
+from signoff.agent.delegation import inherited_gates, tightened_by
 from signoff.agent.gate import gated_call_ids, snapshot_of
 from signoff.agent.session import AgentRunOptions, AgentSession, CancellationToken
 from signoff.agent.snapshot import RunSnapshot
-from signoff.agent.subagent import SubAgentTool, inherited_gates, tightened_by
+from signoff.agent.subagent import SubAgentTool
 from signoff.approval.policy import ApprovalPolicy, PolicyBook
 from signoff.approval.requests import ToolApprovalRequest, parse_arguments
 from signoff.chat.base import ChatClient, ChatOptions

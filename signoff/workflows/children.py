@@ -26,8 +26,8 @@ from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError, FailureError
 
 with workflow.unsafe.imports_passed_through():
+    from signoff.agent.delegation import depth_refusal, inherited_gates, task_of
     from signoff.agent.snapshot import RunSnapshot, SnapshotTool
-    from signoff.agent.subagent import depth_refusal, inherited_gates, task_of
     from signoff.approval.requests import ToolApprovalRequest, parse_arguments
     from signoff.contract import (
         SIGNAL_APPROVAL,
