@@ -192,7 +192,7 @@ async def test_a_decision_for_a_run_that_is_not_a_waiting_descendant_is_refused(
             ):
                 try:
                     await handle.execute_update("submit_tool_approval", item)
-                except Exception as exc:  # noqa: BLE001 - the update's failure is what is checked
+                except Exception as exc:
                     assert "someone-else" in str(exc.__cause__) or "call_zz" in str(exc.__cause__)
                 else:
                     raise AssertionError(f"{item} was accepted")
@@ -269,7 +269,9 @@ async def test_the_workers_policy_file_gates_a_childs_tool_the_parent_does_not_h
             handle = await start_run(client, queue, agent="lead")
             (waiting,) = await top_pending(handle)
             assert waiting["name"] == "lookup" and ran == []
-            await handle.signal("tool_approval", {"call_id": "*", "approved": True, "workflow_id": waiting["workflow_id"]})
+            await handle.signal(
+                "tool_approval", {"call_id": "*", "approved": True, "workflow_id": waiting["workflow_id"]}
+            )
             result = await handle.result()
     assert ran == ["lookup:logs"]
     assert result.text == "parent got: child saw: found logs"

@@ -34,6 +34,10 @@ _OUTCOMES = {
 }
 
 
+PATH_MARK = " \u203a "
+"""Between the runs of a path (a single right-pointing angle quotation mark)."""
+
+
 @dataclass(frozen=True)
 class PendingRow:
     """One waiting call of a run, or (no worker answered) the run with the tools it waits on."""
@@ -43,6 +47,16 @@ class PendingRow:
     note: str = ""
     tools: list[str] = field(default_factory=list)
     paused: bool = False
+    top: str | None = None
+    """For a sub-agent's call listed by an ancestor: the run that listed it (`workflow_id` waits)."""
+
+    @property
+    def path(self) -> str | None:
+        """The top run, the runs down to the one that waits, the tool, joined by `PATH_MARK` (a
+        sub-agent's call; None for a run's own)."""
+        if self.top is None or self.request is None or not self.request.path:
+            return None
+        return PATH_MARK.join(safe(part) for part in [self.top, *self.request.path, self.request.name])
 
 
 def row(name: str, value: str | Sequence[str]) -> list[str]:
@@ -143,6 +157,7 @@ def render_pending(
             page = inbox_link(item.workflow_id, item.request.call_id, inbox)
             lines += [
                 *shown_call(item.workflow_id, item.request, style, width, now),
+                *(row("path", item.path) if item.path else []),
                 *(row("inbox", page) if page else []),
                 "",
             ]

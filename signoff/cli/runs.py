@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import uuid
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
@@ -109,7 +110,10 @@ async def _rows(
         return [PendingRow(workflow_id, note=f"({unserved})", tools=listed.tools)]
     handle = client.get_workflow_handle(workflow_id)
     try:
-        return [PendingRow(workflow_id, request) for request in await run_client.pending(handle)]
+        return [
+            PendingRow(request.workflow_id or workflow_id, request, top=workflow_id if request.path else None)
+            for request in await run_client.pending(handle)
+        ]
     except run_client.RunPaused:
         tools = (listed or await describe_run(client, workflow_id)).tools
         return [PendingRow(workflow_id, note=PAUSED_NOTE, tools=tools, paused=True)]
@@ -119,6 +123,24 @@ async def _rows(
         # No worker answered; the search attribute still names the tools.
         note = f"(no worker answered; is one serving task queue {listed.task_queue!r}?)"
         return [PendingRow(workflow_id, note=note, tools=listed.tools)]
+
+
+def _once(rows: Iterable[PendingRow]) -> list[PendingRow]:
+    """Each waiting call once: a sub-agent's call is listed by its own run and by its ancestors
+    (kept: as the top run lists it, with its path)."""
+    kept: dict[tuple[str, str | None], PendingRow] = {}
+    for item in rows:
+        key = (item.workflow_id, item.request.call_id if item.request else None)
+        known = kept.get(key)
+        if known is None or (
+            item.request and known.request and len(item.request.path or []) > len(known.request.path or [])
+        ):
+            kept[key] = item
+    return list(kept.values())
+
+
+def _depth(row: PendingRow) -> int:
+    return len(row.request.path or []) if row.request else 0
 
 
 def _requested(row: PendingRow) -> float:
@@ -170,12 +192,13 @@ async def cmd_pending(args: argparse.Namespace, ctx: Context) -> int:
         queues = sorted({r.task_queue for r in runs})
         unserved = dict(zip(queues, await asyncio.gather(*(no_worker(client, q) for q in queues)), strict=True))
         groups = await asyncio.gather(*(_rows(client, r.workflow_id, r, unserved[r.task_queue]) for r in runs))
-        rows = sorted((r for g in groups for r in g), key=_requested)
+        rows = sorted(_once(r for g in groups for r in g), key=_requested)
     ctx.shown.record_all((r.workflow_id, r.request) for r in rows if r.request)
     if args.json:
         data = [
             {
                 "workflow_id": r.workflow_id,
+                **({"top": r.top} if r.top else {}),
                 **(
                     r.request.model_dump(mode="json")
                     if r.request

@@ -532,6 +532,28 @@ async def record_encrypted(rig: Rig) -> dict[str, WorkflowHistory]:
     return out
 
 
+# --- sub-agents ----------------------------------------------------------------------------
+
+
+@shape("sub_agent_parent", "sub_agent_child")
+async def record_sub_agents(rig: Rig) -> dict[str, WorkflowHistory]:
+    """A parent delegating to a sub-agent whose run_command (gated by the parent's policy) waits:
+    listed at the top, approved by an update to the top run routed to the child, run once there."""
+    from tests.test_sub_agents import agents, command
+    from tests.test_sub_agents import script as delegating
+
+    async with rig.worker(delegating([command("call_c1")]), agents([])) as queue:
+        run = await start_run(rig.client, queue, "delegate", agent="lead")
+        child = f"{run.id}--call_p1"
+        await wait_pending(run)
+        await run.execute_update("submit_tool_approval", approval("call_c1", workflow_id=child))
+        parent_history = await finished(run)
+        return {
+            "sub_agent_parent": parent_history,
+            "sub_agent_child": await finished(rig.client.get_workflow_handle(child)),
+        }
+
+
 # --- recording ---------------------------------------------------------------------------
 
 
