@@ -352,3 +352,45 @@ async def test_a_grandchilds_waiting_call_is_listed_at_the_top_with_its_path_and
             result = await handle.result()
     assert ran == ["ls"]
     assert result.text == "top(middle(leaf(ran ls)))"
+
+
+# --- in process ------------------------------------------------------------------------------
+
+
+def in_process(model: ScriptedModelServer, ran: list[str], *, parent_gated: bool) -> ChatClientAgent:
+    from signoff.chat.config import LLMConfig
+    from signoff.chat.openai import OpenAIChatClient
+
+    client = OpenAIChatClient(LLMConfig(base_url=model.base_url, model="scripted"))
+    lead = agents(ran, parent_gated=parent_gated)["lead"]
+    for delegate in lead.tools:
+        if getattr(delegate, "kind", "") == "sub_agent":
+            delegate.agent.chat_client = client  # type: ignore[attr-defined]
+    lead.chat_client = client
+    return lead
+
+
+async def final_text(agent: ChatClientAgent) -> str:
+    from signoff.agent.session import AgentSession
+
+    session = AgentSession()
+    async for _ in agent.run("go", session):
+        pass
+    return session.messages[-1].content or ""
+
+
+async def test_in_process_a_sub_agent_runs_inline_and_its_answer_is_the_result() -> None:
+    ran: list[str] = []
+    with ScriptedModelServer(script([command("call_c1")])) as model:
+        text = await final_text(in_process(model, ran, parent_gated=False))
+    assert text == "parent got: child saw: ran ls" and ran == ["ls"]
+
+
+async def test_in_process_a_childs_call_the_parent_gates_is_not_run_and_the_answer_says_why() -> None:
+    ran: list[str] = []
+    with ScriptedModelServer(script([command("call_c1")])) as model:
+        text = await final_text(in_process(model, ran, parent_gated=True))
+    assert ran == []
+    assert text.startswith(
+        "parent got: Error: the researcher sub-agent stopped: its call of run_command needs approval"
+    )

@@ -126,7 +126,10 @@ async def run_calls(client: Client, workflow_id: str, run: RunFacts | None = Non
     if run is None:
         run = await run_client.run_facts(client, workflow_id)
     status = await run_client.status(client.get_workflow_handle(workflow_id))
-    return [WaitingCall(workflow_id, status.agent, r, status.requested_by, run) for r in status.pending]
+    # A sub-agent's waiting call is listed once, by the run that waits (a waiting run itself), where
+    # its page, its decision and a signature bound to it go; its ancestors' status lists it too.
+    own = [r for r in status.pending if not r.path]
+    return [WaitingCall(workflow_id, status.agent, r, status.requested_by, run) for r in own]
 
 
 async def list_page(client: Client, filters: Filters, token: bytes | None = None, size: int = PAGE_RUNS) -> Page:
