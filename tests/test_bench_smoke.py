@@ -103,3 +103,14 @@ def test_peers_bench_runs_pydantic_ai_and_openai_agents_beside_signoff_and_check
     }
     for kind in ("pydantic_ai", "openai_agents"):
         assert {"auto", "approval", "denial", "crash", "parked", "actions"} <= set(result["stats"][kind])
+
+
+def test_sub_agents_bench_runs_and_a_delegated_call_costs_a_child_runs_history(tmp_path: Path) -> None:
+    env = {**os.environ, "BENCH_RESULTS": str(tmp_path)}
+    command = [sys.executable, "-m", "bench.sub_agents", "--runs", "1", "--warmup", "0", "--parked", "3"]
+    out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    result = json.loads((tmp_path / "sub_agents.json").read_text())
+    plain, delegated = result["stats"]["plain"], result["stats"]["delegated"]
+    assert delegated["actions"]["p50"] > plain["actions"]["p50"]  # the child's start, turns and reports
+    assert set(result["memory"]) == {"plain", "delegated"}
