@@ -38,9 +38,9 @@ from signoff.agent.builder import AgentBuilder, ChatClientAgent
 from signoff.approval.policy import ApprovalPolicy
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
-from signoff.config.settings import WorkerSettings
 from signoff.contract import AgentRunInput, AgentRunResult
-from signoff.loop.messages import ToolCall
+from signoff.messages import ToolCall
+from signoff.runtime.settings import WorkerSettings
 from signoff.runtime.worker import build_worker
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 from signoff.tools.function import tool
@@ -224,7 +224,7 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
                         m["rss_before_mb"],
                         m["rss_after_mb"],
                         m["kb_per_run"],
-                        m["kb_per_run"] / memory["plain"]["kb_per_run"],
+                        m["kb_per_run"] / memory["plain"]["kb_per_run"] if memory["plain"]["kb_per_run"] > 0 else None,
                     ]
                     for k, m in memory.items()
                 ],

@@ -17,7 +17,7 @@ from temporalio.common import SearchAttributeKey
 from signoff import AgentBuilder
 from signoff.agent.builder import ChatClientAgent
 from signoff.approval.policy import ApprovalPolicy, PolicyBook
-from signoff.loop.messages import FinishReason, ToolCall
+from signoff.messages import FinishReason, ToolCall
 from signoff.tools.function import tool
 from tests.helpers import (
     Reply,
