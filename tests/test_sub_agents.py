@@ -394,3 +394,50 @@ async def test_in_process_a_childs_call_the_parent_gates_is_not_run_and_the_answ
     assert text.startswith(
         "parent got: Error: the researcher sub-agent stopped: its call of run_command needs approval"
     )
+
+
+async def test_three_children_fanned_out_wait_at_the_top_and_one_batch_decides_them_each_its_own_way(
+    client: Client,
+) -> None:
+    ran: list[str] = []
+
+    def answer(request: ScriptedRequest) -> Reply:
+        if role(request) == "child":
+            if request.last.role == "user":
+                return Reply.tool_calls([command("call_c", request.last.content or "")])
+            return Reply.text(tool_texts(request)[-1])
+        if request.last.role == "user":
+            tasks = [f"task{i}" for i in (1, 2, 3)]
+            return Reply.tool_calls(
+                [ToolCall(id=f"call_{t}", name="research", arguments=json.dumps({"task": t})) for t in tasks]
+            )
+        return Reply.text(" | ".join(tool_texts(request)))
+
+    queue = f"tq-{uuid.uuid4()}"
+    with ScriptedModelServer(answer) as model:
+        async with running_worker(client, queue, model, agents(ran)):
+            handle = await start_run(client, queue, agent="lead")
+            pending = await top_pending(handle, 3)
+            by_task = {p["arguments"]["command"]: p for p in pending}
+            assert {p["workflow_id"] for p in pending} == {f"{handle.id}--call_task{i}" for i in (1, 2, 3)}
+            batch = [
+                {"call_id": "call_c", "approved": True, "workflow_id": by_task["task1"]["workflow_id"]},
+                {
+                    "call_id": "call_c",
+                    "approved": False,
+                    "reason": "no",
+                    "workflow_id": by_task["task2"]["workflow_id"],
+                },
+                {
+                    "call_id": "call_c",
+                    "approved": True,
+                    "arguments": {"command": "task3 --dry-run"},
+                    "arguments_digest": by_task["task3"]["arguments_digest"],
+                    "workflow_id": by_task["task3"]["workflow_id"],
+                },
+            ]
+            ack = await handle.execute_update("submit_tool_approval", batch)
+            assert ack["accepted"] == ["call_c", "call_c", "call_c"]
+            result = await handle.result()
+    assert sorted(ran) == ["task1", "task3 --dry-run"]
+    assert result.text == "ran task1 | Rejected: no | ran task3 --dry-run"
