@@ -46,6 +46,8 @@ from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 from signoff.tools.function import tool
 
 KINDS = ("plain", "delegated")
+ACTIONS: dict[str, Counter[str]] = {}
+"""The last run's billable Actions by kind (the docs' usage names), per kind of run."""
 PROMPTS = {"plain": "plain", "delegated": "delegated"}
 
 
@@ -120,6 +122,9 @@ async def one(client: Client, queue: str, kind: str) -> dict[str, float]:
         history = await history_events(client, workflow_id)
         events += len(history)
         actions += billable_actions(history)
+    if kind == "delegated":  # the child's own start is the second of the parent's two Start Child Workflow
+        actions["Start Workflow"] -= 1
+    ACTIONS[kind] = +actions
     return {
         "start_to_waiting": t_waiting - t0,
         "decision_to_finished": t_done - t_decided,
@@ -230,7 +235,14 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ],
             )
         )
-    data = {"args": vars(args), "stats": stats, "memory": memory, "raw": samples}
+    texts.append(
+        table(
+            "Billable Actions of one run, by kind (parent and child together)",
+            ["Action", *KINDS],
+            [[name, *(ACTIONS[k].get(name, 0) for k in KINDS)] for name in sorted(set().union(*ACTIONS.values()))],
+        )
+    )
+    data = {"args": vars(args), "stats": stats, "memory": memory, "actions": ACTIONS, "raw": samples}
     write_results("sub_agents", data, texts)
     print(json.dumps({k: {m: s[m]["p50"] for m in s} for k, s in stats.items()}))
     return data

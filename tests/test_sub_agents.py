@@ -19,6 +19,7 @@ from signoff.agent.builder import ChatClientAgent
 from signoff.approval.policy import ApprovalPolicy, PolicyBook
 from signoff.messages import FinishReason, ToolCall
 from signoff.tools.function import tool
+from tests.cli_harness import Cli, cli, cli_environ  # noqa: F401 - fixtures, taken by name
 from tests.helpers import (
     Reply,
     ScriptedModelServer,
@@ -441,3 +442,28 @@ async def test_three_children_fanned_out_wait_at_the_top_and_one_batch_decides_t
             result = await handle.result()
     assert sorted(ran) == ["task1", "task3 --dry-run"]
     assert result.text == "ran task1 | Rejected: no | ran task3 --dry-run"
+
+
+async def test_signoff_pending_shows_a_childs_call_once_under_the_run_that_waits_with_its_path(
+    client: Client,
+    task_queue: str,
+    cli: Cli,  # noqa: F811 - the harness's fixture
+) -> None:
+    ran: list[str] = []
+    with ScriptedModelServer(script([command("call_c1")])) as model:
+        async with running_worker(client, task_queue, model, agents(ran)):
+            handle = await start_run(client, task_queue, agent="lead")
+            child_id = f"{handle.id}--call_p1"
+            await top_pending(handle)
+            shown = await cli("pending", handle.id)
+            listed = await cli("pending", "--json", handle.id)
+            done = await cli("approve", child_id, "call_c1", "--approver", "alice")
+            result = await handle.result()
+    assert shown.code == 0, shown.err
+    block = shown.out.split("\n\n")[0].splitlines()
+    assert block[0].split()[:3] == [child_id, "call_c1", "run_command"]
+    assert f"    path       {handle.id} \u203a {child_id} \u203a run_command" in block
+    (item,) = json.loads(listed.out)
+    assert (item["workflow_id"], item["top"], item["path"]) == (child_id, handle.id, [child_id])
+    assert done.code == 0, done.err
+    assert ran == ["ls"] and result.text == "parent got: child saw: ran ls"
