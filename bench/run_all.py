@@ -25,6 +25,7 @@ FULL = [
     ("scale", ["--runs", "10000", "--cache", "200", "--sample", "50", "--handover", "200"]),
     ("caller_check", ["--calls", "2000"]),
     ("spent", ["--runs", "30"]),
+    ("sub_agents", ["--runs", "10", "--parked", "200"]),
 ]
 QUICK = [
     ("round_overhead", ["--runs", "5", "--warmup", "1"]),
@@ -40,6 +41,7 @@ QUICK = [
     ("scale", ["--runs", "60", "--cache", "30", "--sample", "3", "--handover", "5"]),
     ("caller_check", ["--calls", "20"]),
     ("spent", ["--runs", "3", "--warmup", "1"]),
+    ("sub_agents", ["--runs", "2", "--warmup", "1", "--parked", "10"]),
 ]
 
 
