@@ -204,6 +204,20 @@ class MCPUnavailableEvent(_Event):
     message: str
 
 
+class SubAgentEvent(_Event):
+    """A sub-agent call's child run (sub-agents): `started` with the child's workflow id and chain
+    (the first run id, which its approval records and signatures are bound to), then `finished`
+    (its finish reason) or `failed`."""
+
+    type: Literal["sub_agent"] = "sub_agent"
+    call_id: str
+    agent: str
+    workflow_id: str
+    chain_id: str | None = None
+    state: Literal["started", "finished", "failed"]
+    finish_reason: FinishReason | None = None
+
+
 class FinishEvent(_Event):
     type: Literal["finish"] = "finish"
     reason: FinishReason
@@ -228,6 +242,7 @@ AgentEvent = Annotated[
     | GrantEvent
     | NotificationFailedEvent
     | MCPUnavailableEvent
+    | SubAgentEvent
     | FinishEvent
     | ErrorEvent,
     Field(discriminator="type"),

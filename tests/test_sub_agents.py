@@ -144,6 +144,13 @@ async def test_a_childs_gated_call_waits_at_the_top_and_runs_once_there_when_app
             assert ack["accepted"] == ["call_c1"]
             result = await handle.result()
             child_result = await child.result()
+            linked = [e for e in await handle.query("events") if e["type"] == "sub_agent"]
+            chain = (await child.describe()).raw_description.workflow_execution_info.first_run_id
+    assert [(e["call_id"], e["workflow_id"], e["state"]) for e in linked] == [
+        ("call_p1", child_id, "started"),
+        ("call_p1", child_id, "finished"),
+    ]
+    assert linked[0]["chain_id"] == chain and linked[1]["finish_reason"] == "stop"
     assert result.text == "parent got: child saw: ran ls"
     assert ran == ["ls"]
     assert [(r["call_id"], r["approver"], r["approved"]) for r in child_result["approvals"]] == [

@@ -112,7 +112,7 @@ class AgentRun:
             self._input, self._loop, self._record = AgentRunInput(prompt=""), AgentLoop([], {}), RunRecord()
         else:
             self._begin(given)
-        self._children = Children(self._tree_changed)
+        self._children = Children(self._tree_changed, lambda event: self._on_event(event, self._record.add(event)))
         router = Router(self._split, self._children.waiting_in, self._children.send)
         self._intake = DecisionIntake(self._loop, self._record, self._changed, router)
         self._awaiting = False  # in _await_decisions: it keeps the advertised status itself

@@ -37,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
         RunOptions,
         SubAgentLink,
     )
-    from signoff.messages import FinishReason, ToolCall
+    from signoff.messages import AgentEvent, FinishReason, SubAgentEvent, ToolCall
     from signoff.workflows import steps
 
 SIGNAL_CHILD_PENDING = "signoff_child_pending"
@@ -65,10 +65,11 @@ def own_view(requests: Sequence[ToolApprovalRequest], workflow_id: str) -> list[
 class Children:
     """The child runs a run is waiting on, and what waits in each."""
 
-    def __init__(self, changed: Callable[[], None]) -> None:
+    def __init__(self, changed: Callable[[], None], emit: Callable[[AgentEvent], None]) -> None:
         self._running: set[str] = set()
         self._reports: dict[str, list[ToolApprovalRequest]] = {}
         self._changed = changed
+        self._emit = emit
 
     def pending(self) -> list[ToolApprovalRequest]:
         """What waits in the running children, paths relative to this run."""
@@ -122,25 +123,40 @@ class Children:
             ),
         )
         workflow_id = child_id(info.workflow_id, call.id)
+        agent = entry.sub_agent.agent
         self._running.add(workflow_id)
         try:
-            result: AgentRunResult = await workflow.execute_child_workflow(
+            handle = await workflow.start_child_workflow(
                 WORKFLOW_TYPE,
                 child,
                 id=workflow_id,
                 task_queue=entry.sub_agent.task_queue or info.task_queue,
                 result_type=AgentRunResult,
                 parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
-                static_summary=f"sub-agent {entry.sub_agent.agent} for {call.name} ({call.id})",
+                static_summary=f"sub-agent {agent} for {call.name} ({call.id})",
             )
+            event = SubAgentEvent(call_id=call.id, agent=agent, workflow_id=workflow_id, state="started")
+            self._emit(event.model_copy(update={"chain_id": handle.first_execution_run_id}))
+            result: AgentRunResult = await handle
         except ChildWorkflowError as exc:
-            return f"Error: the {entry.sub_agent.agent} sub-agent failed: {steps.root_message(exc)}"
+            self._emit(SubAgentEvent(call_id=call.id, agent=agent, workflow_id=workflow_id, state="failed"))
+            return f"Error: the {agent} sub-agent failed: {steps.root_message(exc)}"
         except FailureError as exc:  # it could not be started (an id in use, say)
-            return f"Error: the {entry.sub_agent.agent} sub-agent could not run: {exc}"
+            self._emit(SubAgentEvent(call_id=call.id, agent=agent, workflow_id=workflow_id, state="failed"))
+            return f"Error: the {agent} sub-agent could not run: {exc}"
         finally:
             self._running.discard(workflow_id)
             if self._reports.pop(workflow_id, None) is not None:
                 self._changed()
+        self._emit(
+            SubAgentEvent(
+                call_id=call.id,
+                agent=agent,
+                workflow_id=workflow_id,
+                state="finished",
+                finish_reason=result.finish_reason,
+            )
+        )
         return answer_of(entry.sub_agent.agent, result)
 
     def route(self, items: list[Any], own_id: str) -> tuple[list[Any], dict[str, list[dict[str, Any]]]]:
