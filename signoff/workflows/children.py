@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -138,26 +139,24 @@ class Children:
             event = SubAgentEvent(call_id=call.id, agent=agent, workflow_id=workflow_id, state="started")
             self._emit(event.model_copy(update={"chain_id": handle.first_execution_run_id}))
             result: AgentRunResult = await handle
-        except ChildWorkflowError as exc:
+        except (ChildWorkflowError, FailureError) as exc:  # it failed, or could not start (an id in use)
+            self._ended(workflow_id)
             self._emit(SubAgentEvent(call_id=call.id, agent=agent, workflow_id=workflow_id, state="failed"))
-            return f"Error: the {agent} sub-agent failed: {steps.root_message(exc)}"
-        except FailureError as exc:  # it could not be started (an id in use, say)
-            self._emit(SubAgentEvent(call_id=call.id, agent=agent, workflow_id=workflow_id, state="failed"))
-            return f"Error: the {agent} sub-agent could not run: {exc}"
-        finally:
-            self._running.discard(workflow_id)
-            if self._reports.pop(workflow_id, None) is not None:
-                self._changed()
-        self._emit(
-            SubAgentEvent(
-                call_id=call.id,
-                agent=agent,
-                workflow_id=workflow_id,
-                state="finished",
-                finish_reason=result.finish_reason,
-            )
-        )
+            what = "failed" if isinstance(exc, ChildWorkflowError) else "could not run"
+            return f"Error: the {agent} sub-agent {what}: {steps.root_message(exc)}"
+        except asyncio.CancelledError:  # the run is cancelled (its close policy cancels the child too)
+            self._ended(workflow_id)
+            raise
+        # Nothing on eviction (GeneratorExit): the instance is dropped and replayed elsewhere.
+        self._ended(workflow_id)
+        event = SubAgentEvent(call_id=call.id, agent=agent, workflow_id=workflow_id, state="finished")
+        self._emit(event.model_copy(update={"finish_reason": result.finish_reason}))
         return answer_of(entry.sub_agent.agent, result)
+
+    def _ended(self, workflow_id: str) -> None:
+        self._running.discard(workflow_id)
+        if self._reports.pop(workflow_id, None) is not None:
+            self._changed()
 
     def route(self, items: list[Any], own_id: str) -> tuple[list[Any], dict[str, list[dict[str, Any]]]]:
         """Split decision items into this run's own and those for descendants, by `workflow_id`.
