@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
@@ -28,6 +29,8 @@ from tests.helpers import (
     running_worker,
     start_run,
 )
+from tests.processes import READY, Processes
+from tests.test_durability import worker_env
 
 STATUS = SearchAttributeKey.for_keyword("SignoffStatus")
 PENDING_TOOLS = SearchAttributeKey.for_keyword_list("SignoffPendingTools")
@@ -474,3 +477,52 @@ async def test_signoff_pending_shows_a_childs_call_once_under_the_run_that_waits
     assert (item["workflow_id"], item["top"], item["path"]) == (child_id, handle.id, [child_id])
     assert done.code == 0, done.err
     assert ran == ["ls"] and result.text == "parent got: child saw: ran ls"
+
+
+# --- a worker process killed while the child waits -------------------------------------------
+
+LEAD_MODULE = '''
+"""Agents for `worker.py --agents lead_agents`: lead delegates research to researcher."""
+import os
+from pathlib import Path
+
+from signoff.agent.builder import AgentBuilder
+from signoff.tools import ApprovalRequiredTool, tool
+
+
+@tool(name="run_command", idempotent=False)
+def command(command: str) -> str:
+    """Run a command."""
+    with open(Path(os.environ["SIGNOFF_WORKSPACE"]) / "calls.log", "a") as f:
+        f.write(command + "\\n")
+    return f"ran {command}"
+
+
+def agents():
+    researcher = AgentBuilder("researcher").with_instructions("child").with_tool(command).build()
+    lead = AgentBuilder("lead").with_instructions("parent").with_tool(ApprovalRequiredTool(command))
+    return [lead.with_sub_agent("research", researcher).build()]
+'''
+
+
+async def test_a_worker_killed_while_the_child_waits_then_approved_at_the_top_runs_the_call_once(
+    client: Client, task_queue: str, procs: Processes, tmp_path: Path
+) -> None:
+    (tmp_path / "lead_agents.py").write_text(LEAD_MODULE)
+    with ScriptedModelServer(script([command("call_c1")])) as model:
+        env = worker_env(
+            client.service_client.config.target_host, task_queue, model, tmp_path, PYTHONPATH=str(tmp_path)
+        )
+        first = procs.worker("worker-1", env, "--agents", "lead_agents")
+        await first.wait_for_output(READY)
+        assert "agents: default, lead, researcher" in first.stdout()
+        handle = await start_run(client, task_queue, agent="lead")
+        (waiting,) = await top_pending(handle)
+        first.kill()
+        second = procs.worker("worker-2", env, "--agents", "lead_agents")
+        await second.wait_for_output(READY)
+        decision = {"call_id": "call_c1", "approved": True, "workflow_id": waiting["workflow_id"]}
+        await handle.execute_update("submit_tool_approval", decision)
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert (tmp_path / "calls.log").read_text().splitlines() == ["ls"]
+    assert result.text == "parent got: child saw: ran ls"

@@ -28,6 +28,7 @@ from temporalio.worker.workflow_sandbox import (
 )
 
 from signoff.activities import AgentActivities
+from signoff.activities.served import with_sub_agents
 from signoff.agent.builder import ChatClientAgent
 from signoff.agent.defaults import default_agent
 from signoff.chat.base import ChatClient
@@ -81,6 +82,7 @@ def load_agents(
 
     Raises:
         UsageError: a module cannot be found, or offers no agents.
+        ConfigError: a sub-agent has the name of another agent served.
     """
     found: dict[str, ChatClientAgent] = {}
     if include_default:
@@ -102,7 +104,7 @@ def load_agents(
             raise UsageError(f"module {name!r} defines neither agents() nor AGENTS")
         for agent in offered.values() if isinstance(offered, Mapping) else offered:
             found[agent.name] = agent
-    return found
+    return with_sub_agents(found)  # a built sub-agent is served under its own name
 
 
 def _default_chat_client() -> ChatClient:
