@@ -45,7 +45,7 @@ def public_pem(key: PrivateKey) -> bytes:
 
 
 def write_secret(path: Path, secret: str | None = None) -> str:
-    """An HS256 secret file as the README makes it (`secrets.token_urlsafe(48)` and a newline)."""
+    """An HS256 secret file as docs/verified-approvers.md makes it (`secrets.token_urlsafe(48)` and a newline)."""
     secret = secret or secrets.token_urlsafe(48)
     path.write_text(secret + "\n")
     return secret

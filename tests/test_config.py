@@ -18,6 +18,7 @@ from signoff.config.secrets import SECRET_FILE_VARIABLES, secret_paths
 from signoff.errors import ConfigError
 from signoff.runtime.fingerprint import workflow_code
 from signoff.tools import ReadFile, ScopePolicy, WorkspaceScope
+from tests import docs
 from tests.helpers import agents_for, worker_settings
 from tests.test_secret_files import READERS
 
@@ -70,11 +71,10 @@ def test_every_variable_name_is_defined_in_the_environment_module() -> None:
 
 
 def test_the_documented_variables_keep_their_names() -> None:
-    """Every variable the README's configuration tables name is one `Environment` reads."""
-    readme = (ROOT / "README.md").read_text()
-    tables = readme[
-        readme.index("### Configuration (environment)") : readme.index("```sh", readme.index("TEMPORAL_PROFILE`"))
-    ]
+    """Every variable the configuration tables (docs/configuration.md) name is one `Environment` reads."""
+    page = docs.page("configuration.md")
+    sections = ("## Configuration (environment)", "## Connecting to a secured cluster")
+    tables = "".join(docs.section(page, heading) for heading in sections)
     documented = {name for name in re.findall(r"`((?:SIGNOFF|TEMPORAL)_[A-Z0-9_]+)", tables) if not name.endswith("_")}
     declared = {value for name, value in vars(environment).items() if name.endswith("_ENV") and isinstance(value, str)}
     assert {name for name in documented if name.startswith("SIGNOFF_")} <= declared

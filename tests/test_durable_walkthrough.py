@@ -1,4 +1,4 @@
-"""The README's durable section works as written without a provider (issue 16, finding 6).
+"""The durable section of docs/getting-started.md works as written without a provider (issue 16, finding 6).
 
 A newcomer's steps, as real processes: the scripted model (`python -m signoff.testing`),
 the worker pointed at it, `signoff run ... --wait` answered at its prompt. And a worker
@@ -14,15 +14,16 @@ from pathlib import Path
 
 from temporalio.client import Client
 
+from tests import docs
 from tests.cli_harness import finish, spawn
-from tests.processes import REPO, Processes, clean_env, free_port
+from tests.processes import Processes, clean_env, free_port
 
 
 async def test_the_durable_section_runs_as_written_with_the_scripted_model(
     client: Client, task_queue: str, procs: Processes, tmp_path: Path
 ) -> None:
     address = client.service_client.config.target_host
-    port = free_port()  # the README's 8400, free here
+    port = free_port()  # the docs' 8400, free here
     model = procs.start("model", [sys.executable, "-m", "signoff.testing", "--port", str(port)], clean_env())
     await model.wait_for_output(f"http://127.0.0.1:{port}/v1")
     settings = {"SIGNOFF_LLM_BASE_URL": f"http://127.0.0.1:{port}/v1", "SIGNOFF_LLM_MODEL": "scripted"}
@@ -62,9 +63,8 @@ async def test_a_worker_whose_model_settings_cannot_work_stops_naming_the_variab
     assert "SIGNOFF_LLM_MODEL" in worker.stderr() and "Traceback" not in worker.stderr()
 
 
-def test_the_readme_shows_these_steps() -> None:
-    readme = (REPO / "README.md").read_text()
-    durable = readme[readme.index("## Durable:") : readme.index("### Operating runs")]
+def test_the_docs_show_these_steps() -> None:
+    durable = docs.section(docs.page("getting-started.md"), "## Durable:")
     for step in (
         "python -m signoff.testing --port 8400",
         "export SIGNOFF_LLM_BASE_URL=http://127.0.0.1:8400/v1",

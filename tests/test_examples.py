@@ -56,7 +56,7 @@ AGENTS = [AgentBuilder("mine").with_instructions("Be brief.").build()]
 
 
 def test_agents_modules_are_found_in_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """As README's `python worker.py --agents myapp.agents` run from the project directory."""
+    """As docs/getting-started.md's `python worker.py --agents myapp.agents` run from the project directory."""
     (tmp_path / "myproject_agents").mkdir()
     (tmp_path / "myproject_agents" / "agents.py").write_text(AGENTS_MODULE)
     monkeypatch.chdir(tmp_path)

@@ -21,8 +21,8 @@ is its `__init__.py`):
 - A package whose `__init__` has no `__all__` exports nothing: it defines no public name and
   imports no public name from signoff.
 
-Ruff keeps `__all__` sorted (RUF022). What the README imports from signoff is exported, and
-so are the Python types the design's public contract (CONTRACT.md) names.
+Ruff keeps `__all__` sorted (RUF022). What the manual's examples (README.md, docs/) import from
+signoff is exported, and so are the Python types the design's public contract (CONTRACT.md) names.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ import ast
 import importlib
 import importlib.util
 import logging
-import re
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ from pathlib import Path
 import pytest
 
 import signoff
+from tests import docs
 
 ROOT = Path(__file__).parent.parent
 PACKAGE = ROOT / "signoff"
@@ -200,8 +200,8 @@ def test_a_package_without_all_exports_nothing(source: Source) -> None:
 
 def _readme_imports() -> list[tuple[str, str]]:
     imports = []
-    for block in re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S):
-        for node in ast.walk(ast.parse(block)):
+    for block in docs.all_blocks("python"):
+        for node in ast.walk(ast.parse(block.text)):
             if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "signoff":
                 imports += [(node.module or "", alias.name) for alias in node.names]
     return imports
@@ -209,7 +209,7 @@ def _readme_imports() -> list[tuple[str, str]]:
 
 def test_what_the_readme_imports_from_signoff_is_exported() -> None:
     imports = _readme_imports()
-    assert ("signoff", "AgentBuilder") in imports  # the README's examples were found
+    assert ("signoff", "AgentBuilder") in imports  # the manual's examples were found
     unexported = [f"from {m} import {n}" for m, n in imports if not _is_submodule(m, n) and n not in _exports_of(m)]
     assert unexported == []
 

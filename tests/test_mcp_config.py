@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import tomllib
 from pathlib import Path
@@ -17,6 +16,7 @@ from signoff.config.environment import MCP_CONFIG_ENV
 from signoff.errors import ConfigError
 from signoff.tools.files.scope import WorkspaceScope
 from signoff.tools.mcp.listing import MCPToolInfo, model_name
+from tests import docs
 from tests.helpers import worker_settings
 
 EXAMPLE = {
@@ -181,17 +181,17 @@ def test_only_a_trusted_servers_annotations_relax_the_gate_or_allow_retries(
     assert ("untrusted server: annotations shown, not relied on" in info.describe("")) is not trusted
 
 
-def test_the_readme_s_configuration_example_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    (example,) = [b for b in re.findall(r"```json\n(.*?)```", readme, re.S) if '"mcpServers"' in b]
+def test_the_docs_configuration_example_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
+    page = docs.page("mcp.md")
+    (example,) = [b.text for b in docs.blocks(page) if b.lang == "json" and '"mcpServers"' in b.text]
     monkeypatch.setenv("TICKETS_TOKEN", "t")
-    servers = MCPServer.parse_all(json.loads(example), "README")
+    servers = MCPServer.parse_all(json.loads(example), "docs/mcp.md")
     assert [(s.name, s.transport, s.trusted) for s in servers] == [
         ("git", "stdio", True),
         ("files", "stdio", False),
         ("tickets", "http", False),
     ]
-    (policy,) = [b for b in re.findall(r"```toml\n(.*?)```", readme, re.S) if "[mcp__git__git_commit]" in b]
+    (policy,) = [b.text for b in docs.blocks(page) if b.lang == "toml" and "[mcp__git__git_commit]" in b.text]
     assert PolicyBook.parse(tomllib.loads(policy)).for_tool("mcp__git__git_commit").verified
 
 

@@ -359,7 +359,7 @@ async def rollout(client: Client, procs: Processes, tmp_path: Path) -> None:
             assert await model_turn_summaries(run) == ["model turn 2 (code b)"]
         assert results[racy.id].text == "deployed racy on a"  # b's or a's model turn: either way once, on a
 
-        # The README's wake for idle parked runs: every run still pinned to a gets an empty decision list.
+        # The wake for idle parked runs of docs/deploys.md: every run still pinned to a gets an empty decision list.
         wake = f'TemporalWorkerDeploymentVersion="{name}:a" AND ExecutionStatus="Running"'
         await temporal_ok(
             address, "workflow", "signal", "--query", wake, "--name", "tool_approval", "--input", "[]", "--yes"

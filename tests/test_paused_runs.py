@@ -5,7 +5,7 @@ Temporal's Workflow Pause (`temporal workflow pause`, Server 1.30+; the session'
 server enables it as the embedded one does) refuses queries and updates while signals
 are accepted and timers keep running; a run with 10 updates in flight refuses an 11th.
 `signoff pending` still lists such a run from its search attributes, `signoff approve`
-sends its decision by signal, and the rule the README states decides a deadline that
+sends its decision by signal, and the rule docs/fleets.md states decides a deadline that
 passed during the pause: decisions that reached the run while it was paused are applied
 first when it goes on; calls nobody decided then time out.
 """

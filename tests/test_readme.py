@@ -1,5 +1,6 @@
-"""The README's examples run as written: the in-process example against the scripted model, and
-the `temporal` CLI's decisions (update, signal, deadline, grants) against a real dev server."""
+"""The manual's examples run as written: the README's in-process example against the scripted
+model, and the `temporal` CLI's decisions of docs/ (start, update, signal, deadline, grants)
+against a real dev server."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from signoff.messages import ToolCall
 from signoff.runtime.devserver import find_temporal_binary
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 from signoff.testing.demo import demo_script
+from tests import docs
 from tests.helpers import agents_for, running_worker, wait_pending
 from tests.waiting import assert_eventually
 
@@ -51,17 +53,22 @@ def test_in_process_example_pauses_and_resumes_with_the_denial(tmp_path: Path) -
     assert "model saw: Rejected: Back up the logs first" in out.stdout
 
 
-# The README's decisions with the `temporal` CLI, run as written against runs started as the README
-# starts them (with the walkthrough's scripted model: its first call is `call_1_1`, `ls -la /tmp/logs`).
+# The manual's decisions with the `temporal` CLI, run as written against runs started as the contract's
+# page starts them (with the walkthrough's scripted model: its first call is `call_1_1`, `ls -la /tmp/logs`).
 # Only the address, the task queue and the workflow ids are this test's own.
-SECTIONS = ("### Starting runs from any Temporal client", "### Approving from the Temporal Web UI or CLI")
+SECTIONS = (
+    ("contract.md", "## Starting runs from any Temporal client"),
+    ("approvals.md", "## Approving from the Temporal Web UI or CLI"),
+    ("fleets.md", "## Deadlines, reminders and escalation"),
+    ("fleets.md", "## Grants"),
+)
 
 
-def readme_section(heading: str) -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index(heading) + len(heading)
-    end = re.search(r"\n#{2,4} ", text[start:])
-    return text[start : start + end.start()] if end else text[start:]
+def doc_section(where: tuple[str, str]) -> str:
+    """The section of a docs/ page, up to its first subsection."""
+    text = docs.section(docs.page(where[0]), where[1])
+    end = re.search(r"\n#{2,4} ", text[len(where[1]) :])
+    return text[: len(where[1]) + end.start()] if end else text
 
 
 def bash_commands(section: str, program: str = "temporal") -> list[list[str]]:
@@ -112,10 +119,10 @@ def grant_script(request: ScriptedRequest) -> Reply:
 
 @pytest.fixture
 async def readme_run(client: Client, tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable[Any]]]:
-    """Starts runs as the README starts `cleanup-1`, on a worker with the walkthrough's model
+    """Starts runs as docs/contract.md starts `cleanup-1`, on a worker with the walkthrough's model
     (or the script given)."""
     queue, address = f"readme-{uuid.uuid4().hex[:8]}", client.service_client.config.target_host
-    (start, _query) = bash_commands(readme_section(SECTIONS[0]))
+    (start, _query) = bash_commands(doc_section(SECTIONS[0]))
     (tmp_path / "ws").mkdir()
     scripts: list[Callable[[ScriptedRequest], Reply]] = [demo_script]
     with ScriptedModelServer(lambda request: scripts[-1](request)) as model:
@@ -135,7 +142,7 @@ async def readme_run(client: Client, tmp_path: Path) -> AsyncIterator[Callable[.
 
 async def test_the_readme_query_shows_the_call_ids_its_decisions_use(client: Client, readme_run: Any) -> None:
     handle = await readme_run()
-    (_start, query) = bash_commands(readme_section(SECTIONS[0]))
+    (_start, query) = bash_commands(doc_section(SECTIONS[0]))
     code, out = await run_cli(ours(query, client.service_client.config.target_host, "", handle.id))
     assert code == 0 and '"call_id":"call_1_1"' in out.replace(" ", ""), out
     assert '"command":"ls -la /tmp/logs"' in out
@@ -144,7 +151,7 @@ async def test_the_readme_query_shows_the_call_ids_its_decisions_use(client: Cli
 @pytest.mark.parametrize("line", range(4))
 async def test_each_readme_decision_input_is_accepted_by_the_update(client: Client, readme_run: Any, line: int) -> None:
     handle = await readme_run()
-    decision = json_inputs(readme_section(SECTIONS[1]))[line]
+    decision = json_inputs(doc_section(SECTIONS[1]))[line]
     words = ["temporal", "workflow", "update", "execute", "--workflow-id", "cleanup-1"]
     words += ["--name", "submit_tool_approval", "--input", decision]
     code, out = await run_cli(ours(words, client.service_client.config.target_host, "", handle.id))
@@ -157,7 +164,7 @@ async def test_each_readme_decision_input_is_accepted_by_the_update(client: Clie
 
 async def test_the_readme_temporal_cli_decisions_run_as_written(client: Client, readme_run: Any) -> None:
     address = client.service_client.config.target_host
-    for words, approved in zip(bash_commands(readme_section(SECTIONS[1])), (True, False), strict=True):
+    for words, approved in zip(bash_commands(doc_section(SECTIONS[1])), (True, False), strict=True):
         handle = await readme_run()
         code, out = await run_cli(ours(words, address, "", handle.id))
         assert code == 0, out
@@ -166,8 +173,8 @@ async def test_the_readme_temporal_cli_decisions_run_as_written(client: Client, 
 
 async def test_the_readme_deadline_and_grant_examples_run_as_written(client: Client, readme_run: Any) -> None:
     address = client.service_client.config.target_host
-    extend = [w for w in bash_commands(readme_section("Move a deadline")) if "extend_deadline" in w]
-    grants = bash_commands(readme_section("### Grants"))
+    extend = [w for w in bash_commands(doc_section(SECTIONS[2])) if "extend_deadline" in w]
+    grants = bash_commands(doc_section(SECTIONS[3]))
     assert len(extend) == 1 and len(grants) == 3
     handle = await readme_run(grant_script)
     for words in [*extend, *grants[:2]]:
@@ -190,7 +197,7 @@ async def waiting_for(handle: Any, tool: str) -> None:
 
 async def test_empty_lists_in_the_query_answers_are_lists(client: Client, readme_run: Any) -> None:
     """What the run answers holds `[]` where the contract shows lists (the `temporal` CLI prints
-    an empty list as `null`: its display, not the answer; the README says so)."""
+    an empty list as `null`: its display, not the answer; docs/contract.md says so)."""
     from temporalio.api.common.v1 import WorkflowExecution
     from temporalio.api.query.v1 import WorkflowQuery
     from temporalio.api.workflowservice.v1 import QueryWorkflowRequest

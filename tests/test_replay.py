@@ -41,9 +41,9 @@ RETIRED = [e for e in MANIFEST.entries() if not e.resumes]
 RULE = (
     "Workflow code changed ({changed}). A run in flight resumes only on code that issues the same commands. "
     "Guard the change with workflow.patched('<id>') (old runs keep the old path), or make it a new version "
-    "(runs of the old one need its workers: README 'Deploys and parked runs'), then record it with "
+    "(runs of the old one need its workers: docs/deploys.md, 'Deploys and parked runs'), then record it with "
     "`python -m tests.histories.accept --why '...'` (--new-version; --no-command-change for a refactor that "
-    "cannot change any command). README: 'Changing workflow code'."
+    "cannot change any command). docs/deploys.md: 'Changing workflow code'."
 )
 
 

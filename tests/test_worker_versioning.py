@@ -1,5 +1,5 @@
 """Worker Versioning (`SIGNOFF_DEPLOYMENT_NAME`, `SIGNOFF_BUILD_ID`): settings checked at start, the
-worker registers its version and pins `AgentRun` to it, and the README's rollout runs as written:
+worker registers its version and pins `AgentRun` to it, and the rollout of docs/deploys.md runs as written:
 a new version ramped and made current, the old one draining while its parked run's approved call
 runs there (the run then moves to the new version: test_parked_runs_move.py), then drained by the
 server's own account. Without the variables a worker is unversioned."""
@@ -168,7 +168,7 @@ async def test_the_readme_rollout_new_version_ramped_then_current_old_one_draine
             "--yes",
         )
         assert "v2" in await temporal_ok(address, *version, "describe", "--name", name)
-        await make_current(client, name, "v2")  # the README's set-current-version, once the server routes by it
+        await make_current(client, name, "v2")  # the docs' set-current-version, once the server routes by it
         fresh: WorkflowHandle[Any, AgentRunResult] = await start_run(client, queue, "starts on v2")
         await wait_pending(fresh)
         assert await pinned_to(fresh) == (VersioningBehavior.VERSIONING_BEHAVIOR_PINNED, "v2")

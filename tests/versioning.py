@@ -1,4 +1,4 @@
-"""Worker Versioning in tests: the `temporal worker deployment` commands the README gives, and
+"""Worker Versioning in tests: the `temporal worker deployment` commands docs/deploys.md gives, and
 what the server says of a run's version and of a version's drainage."""
 
 from __future__ import annotations

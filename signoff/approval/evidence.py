@@ -19,7 +19,7 @@ workflow says about approvals counts here (CONTRACT v3 "Evidence, not state"); w
 Whether a token was honoured before (a reset run, a forged history), and how often a grant
 was used, the activity asks the server's records (`signoff.approval.spent`), with the
 tokens that count here (`verdict`). What it cannot see, and so does not check, is listed in
-the README's threat model: whether a denial came first, when an escalation was due.
+the threat model (docs/threat-model.md): whether a denial came first, when an escalation was due.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ person to a quorum and to separation of duties. What no key can settle is refuse
 outright: control and format characters (a zero-width space makes `eve` and `eve` + U+200B
 look alike), and `group:` at the start of a person's name, which reads as a group entry.
 Confusable letters of other scripts (a Cyrillic a for a Latin one) stay distinct names: an unverified
-name is attribution, never authority (README, threat model).
+name is attribution, never authority (docs/threat-model.md).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ shape) is checked by the type it configures, whose messages name the variable.
 The methods are grouped as the variables are: Temporal's client configuration (`TEMPORAL_*`,
 which the SDK's envconfig reads from `temporal_variables`), the connection and its payloads,
 observability, the worker, notifications and links, the model, tools, the CLI, the inbox.
-README.md, "Configuration (environment)", says what each variable means.
+docs/configuration.md, "Configuration (environment)", says what each variable means.
 
 Which of these name secret files (the file tools never touch them) is `config/secrets.py`.
 

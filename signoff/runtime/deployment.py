@@ -9,7 +9,7 @@ pin is the worker's default behaviour, not an annotation on `AgentRun`: the serv
 workflow task that names a versioning behaviour from an unversioned worker. Which version
 new runs start on is the server's routing (its current and ramping versions, set with
 `temporal worker deployment set-current-version` / `set-ramping-version`); the server reports
-when an old version is drained (no open run pinned to it). README, "Deploys and parked runs".
+when an old version is drained (no open run pinned to it). docs/deploys.md, "Deploys and parked runs".
 Without them the worker is unversioned, as before.
 """
 

@@ -4,7 +4,7 @@ A run in flight resumes on new code only if that code issues the same commands f
 history so far. Replaying saved histories checks the shapes that were saved; the
 fingerprint covers the rest: it changes whenever code that can decide the commands of
 any run changes, so such a change cannot go unnoticed even when no saved history
-reaches it (tests/test_replay.py holds the rule; README, "Changing workflow code").
+reaches it (tests/test_replay.py holds the rule; docs/deploys.md, "Changing workflow code").
 
 Workflow code is everything `signoff.workflows.agent_run` imports, followed through the
 core to where each imported name is defined, less what only runs worker-side (the

@@ -93,7 +93,7 @@ _EVENT_ID = re.compile(r"HistoryEvent\(id: (\d+)")
 _CHANGED = (
     "The workflow code changed since this run started in a way that changes what it does at that point. "
     "Guard such a change with workflow.patched(...), or keep workers of the old code for runs like this "
-    "one (README: Deploys and parked runs)."
+    "one (docs/deploys.md: Deploys and parked runs)."
 )
 
 

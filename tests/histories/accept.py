@@ -6,7 +6,7 @@
 
 tests/test_replay.py fails while the installed workflow code differs from the manifest's;
 this records it, and refuses a change that has neither a new `workflow.patched` id nor a
-new version nor a stated reason why no command can change (README, "Changing workflow code").
+new version nor a stated reason why no command can change (docs/deploys.md, "Changing workflow code").
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 Each shape is a recorder below (`@shape("name", server=...)`) and an entry of
 `manifest.json` (what the run does, which code recorded it, whether it must resume).
 Recording writes `<name>.json` and updates the entry. Rerun a shape only after a
-deliberate change of the history it produces (README, "Changing workflow code"): a
+deliberate change of the history it produces (docs/deploys.md, "Changing workflow code"): a
 history that no longer replays otherwise means the change breaks runs in flight.
 """
 
@@ -354,7 +354,7 @@ async def record_moved(rig: Rig) -> dict[str, WorkflowHistory]:
     """Two versions of one Worker Deployment on one task queue, `a` current, then `b`: a run
     parked on `a` and approved after the switch (its call runs on `a`, then the run continues
     as new with AUTO_UPGRADE before its next model turn, workflows/upgrade.py); a run parked on
-    `a` woken undecided by the README's wake (an empty list of decisions), which moves at once,
+    `a` woken undecided by the wake of docs/deploys.md (an empty list of decisions), which moves at once,
     and the run it moved into on `b`, started with the call pending, then approved."""
     deployment, queue = f"record-{uuid.uuid4().hex[:8]}", f"record-{uuid.uuid4()}"
 
