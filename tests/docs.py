@@ -51,7 +51,7 @@ def blocks(text: str, page: str = "") -> list[Block]:
     """The fenced code blocks of `text`, in order."""
     found: list[Block] = []
     lang: str | None = None
-    start, body = 0, []
+    start, body = 0, list[str]()
     for number, line in enumerate(text.split("\n"), 1):
         fence = _FENCE.match(line)
         if lang is None and fence:
