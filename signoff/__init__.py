@@ -1,10 +1,10 @@
 """signoff: durable AI agents whose risky tool calls wait for a human's sign-off.
 
-The core (this package's own modules) knows nothing of Temporal or the terminal: build
-agents, tools and approval policies here, run them in process with `ChatClientAgent.run()`,
-or serve them durably with the worker (`signoff.runtime.worker`, `python worker.py`), which
-drives the same loop from the `AgentRun` workflow (`signoff.workflows`). The CLI is
-`signoff.cli`.
+What this module exports is the core API, and importing it loads neither Temporal nor the
+terminal: build agents, tools and approval policies here, run them in process with
+`ChatClientAgent.run()`, or serve them durably with the worker (`signoff.runtime.worker`,
+`python worker.py`), which drives the same loop from the `AgentRun` workflow
+(`signoff.workflows`). The CLI is `signoff.cli`; the manual is docs/.
 """
 
 from signoff.agent.builder import AgentBuilder, AgentDefinition, ChatClientAgent
