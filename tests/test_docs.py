@@ -28,6 +28,7 @@ import shlex
 import subprocess
 import sys
 import tomllib
+import unicodedata
 from collections import Counter
 from pathlib import Path
 
@@ -350,3 +351,21 @@ def test_the_benchmarks_page_shows_the_peers_bench_as_it_ran() -> None:
         f" --crash-runs {a['crash_runs']} --crash-repeats {a['crash_repeats']} --actions-runs {a['actions_runs']}"
     )
     assert command in page
+
+
+def slug(title: str) -> str:
+    """A heading's anchor, as MkDocs (Python-Markdown's toc) makes it."""
+    text = unicodedata.normalize("NFKD", re.sub(r"[`*]", "", title)).encode("ascii", "ignore").decode()
+    return re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "", text).strip().lower())
+
+
+def test_the_readmes_links_to_the_manual_resolve() -> None:
+    """GitHub renders the README, not MkDocs: its links name pages and headings that exist."""
+    broken = []
+    for target in re.findall(r"\]\(((?:docs/|#)[^)]*)\)", docs.page("README.md")):
+        path, _, anchor = target.partition("#")
+        text = docs.page(path.removeprefix("docs/")) if path else docs.page("README.md")
+        anchors = {slug(title) for _level, title in docs.headings(text)}
+        if anchor and anchor not in anchors:
+            broken.append(target)
+    assert broken == []
