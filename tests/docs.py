@@ -15,7 +15,7 @@ ROOT = Path(__file__).parent.parent
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 
-_FENCE = re.compile(r"^```(\S*)\s*$")
+_FENCE = re.compile(r"^\s*```(\S*)\s*$")
 _HEADING = re.compile(r"^(#{1,6}) (.*)$")
 
 
@@ -48,19 +48,20 @@ class Block:
 
 
 def blocks(text: str, page: str = "") -> list[Block]:
-    """The fenced code blocks of `text`, in order."""
+    """The fenced code blocks of `text`, in order (also those indented in a list item)."""
     found: list[Block] = []
     lang: str | None = None
-    start, body = 0, list[str]()
+    start, indent, body = 0, 0, list[str]()
     for number, line in enumerate(text.split("\n"), 1):
         fence = _FENCE.match(line)
         if lang is None and fence:
             lang, start, body = fence.group(1), number, []
+            indent = len(line) - len(line.lstrip())
         elif lang is not None and line.strip() == "```":
             found.append(Block(lang, "\n".join(body) + "\n", page, start))
             lang = None
         elif lang is not None:
-            body.append(line)
+            body.append(line[indent:] if not line[:indent].strip() else line.lstrip())
     return found
 
 
@@ -73,7 +74,7 @@ def prose_lines(text: str) -> list[str]:
     """The lines of `text` outside code fences."""
     lines, fenced = [], False
     for line in text.split("\n"):
-        if line.startswith("```"):
+        if line.lstrip().startswith("```"):
             fenced = not fenced
         elif not fenced:
             lines.append(line)
@@ -92,7 +93,7 @@ def section(text: str, heading: str) -> str:
     level = len(heading) - len(heading.lstrip("#"))
     fenced, start = False, None
     for number, line in enumerate(lines):
-        if line.startswith("```"):
+        if line.lstrip().startswith("```"):
             fenced = not fenced
         if fenced:
             continue

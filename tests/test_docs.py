@@ -69,11 +69,6 @@ CONTRACT_COMMANDS = (
 """Every `signoff` command CONTRACT.md names."""
 
 NOT_YET = {
-    "SIGNOFF_SLACK_SIGNING_SECRET_FILE": "v4 Slack",
-    "SIGNOFF_SLACK_BOT_TOKEN_FILE": "v4 Slack",
-    "SIGNOFF_SLACK_CHANNEL": "v4 Slack",
-    "SIGNOFF_SLACK_USERS": "v4 Slack",
-    "SIGNOFF_SLACK_API_URL": "v4 Slack",
     "SIGNOFF_AUTO_MODEL": "v4 Auto mode",
     "answer": "v4 Answers",
     "rearm": "v4 Answers",
