@@ -12,10 +12,16 @@ activity counts tokens; the worker polls the pending gauge from visibility
 | `signoff_decisions_total` | counter | `outcome`: approved, denied, timed_out, granted; `tool` |
 | `signoff_tool_calls_total` | counter | `tool`, `outcome`: ok, error, rejected, unknown |
 | `signoff_model_tokens_total` | counter | `kind`: prompt, completion; `agent` |
+
+A `tool` label is a tool's name only if it is a tool of the run's snapshot, and at most
+`MAX_LABEL_CHARS` long; any other name the model makes up is `unknown` (`tool_label`).
+The endpoint is unauthenticated and every label value is a series: a made-up name
+(`exfil_<secret>`) must neither be published nor grow the series without end.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Literal
 
 from signoff.approval.requests import ApprovalRecord
@@ -34,6 +40,15 @@ DESCRIPTIONS = {
 WAIT_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400, 259200, 604800)
 """Seconds: people take from seconds to days (the SDK's default buckets are milliseconds)."""
 _UNKNOWN_PREFIX = "Error: outcome unknown"
+UNKNOWN_TOOL = "unknown"
+"""The `tool` label of a name that is not a tool of the run's snapshot."""
+MAX_LABEL_CHARS = 64
+"""The longest label value (a provider's function names are at most 64 characters)."""
+
+
+def tool_label(name: str, tools: Collection[str]) -> str:
+    """`name` as a `tool` label: itself if it is one of the run's `tools` and short enough, else `unknown`."""
+    return name if name in tools and len(name) <= MAX_LABEL_CHARS else UNKNOWN_TOOL
 
 
 def decision_outcome(record: ApprovalRecord) -> DecisionOutcome:
@@ -63,10 +78,13 @@ def tool_outcome(content: str) -> ToolOutcome:
 
 __all__ = [
     "DESCRIPTIONS",
+    "MAX_LABEL_CHARS",
+    "UNKNOWN_TOOL",
     "WAIT_BUCKETS",
     "DecisionOutcome",
     "ToolOutcome",
     "decision_outcome",
+    "tool_label",
     "tool_outcome",
     "wait_seconds",
 ]

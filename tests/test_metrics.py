@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -20,6 +21,7 @@ from signoff.config.environment import Environment
 from signoff.contract import METRIC_DECISIONS, METRIC_PENDING, METRIC_TOKENS, METRIC_TOOL_CALLS, METRIC_WAIT, RunOptions
 from signoff.errors import ConfigError
 from signoff.messages import Usage
+from signoff.metrics import MAX_LABEL_CHARS, tool_label
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.telemetry import PendingGauge, TelemetrySettings
 from signoff.runtime.worker import sandbox_runner
@@ -136,3 +138,61 @@ def test_metric_settings_that_cannot_work_are_refused_at_start() -> None:
     with pytest.raises(ConfigError, match=f"SIGNOFF_METRICS_ADDRESS={taken}: cannot serve metrics there"):
         TelemetrySettings(taken).runtime()
     assert TelemetrySettings().runtime() is None
+
+
+SECRET = "s3cr3t-4f9a"
+
+
+def made_up_tools(count: int) -> Callable[[ScriptedRequest], Reply]:
+    """A model that asks `count` tools no snapshot has (the first named after a secret), then stops."""
+
+    def model(request: ScriptedRequest) -> Reply:
+        if request.round == 1:
+            names = [f"exfil_{SECRET}"] + [f"exfil_{SECRET}_{i}_{'x' * 80}" for i in range(1, count)]
+            return Reply.tool_calls([call(name, f"call_{i}") for i, name in enumerate(names)], usage=USAGE)
+        return Reply.text("done", usage=USAGE)
+
+    return model
+
+
+def series(text: str, name: str, task_queue: str) -> set[str]:
+    """The label sets of `name`'s samples for `task_queue`."""
+    return {
+        m["labels"]
+        for m in map(SAMPLE.match, text.splitlines())
+        if m and m["name"] == name and task_queue in m["labels"]
+    }
+
+
+async def test_a_made_up_tool_name_is_counted_as_unknown_and_never_published(
+    client: Client, tmp_path: Path, task_queue: str
+) -> None:
+    address = f"127.0.0.1:{free_port()}"
+    runtime = TelemetrySettings(address).runtime()
+    assert runtime is not None
+    environ = {"TEMPORAL_ADDRESS": client.service_client.config.target_host}
+    metered = await connect(ConnectionSettings.load(Environment(environ)), runtime=runtime, worker=True)
+    url, ours = f"http://{address}/metrics", {"task_queue": task_queue}
+    seen = []
+    for count in (1, 40):
+        with ScriptedModelServer(made_up_tools(count)) as model:
+            async with running_worker(metered, task_queue, model, agents_for(tmp_path)):
+                result = await (await start_run(client, task_queue)).result()
+        assert result.messages[2].content.startswith("Error: unknown tool")  # the model is told, whole
+        async with httpx.AsyncClient() as http:
+            seen.append((await http.get(url)).text)
+    one, many = seen
+    assert SECRET not in one and SECRET not in many and "exfil" not in many
+    assert scrape(one, "signoff_tool_calls_total", tool="unknown", outcome="error", **ours) == 1
+    assert scrape(many, "signoff_tool_calls_total", tool="unknown", outcome="error", **ours) == 41
+    assert series(many, "signoff_tool_calls_total", task_queue) == series(one, "signoff_tool_calls_total", task_queue)
+    assert len(series(many, "signoff_tool_calls_total", task_queue)) == 1  # 41 names, one series
+
+
+def test_a_tool_label_is_a_snapshot_tool_of_bounded_length_or_unknown() -> None:
+    tools = {"run_command", "mcp__notes__read_note", "t" * 65}
+    assert tool_label("run_command", tools) == "run_command"
+    assert tool_label("mcp__notes__read_note", tools) == "mcp__notes__read_note"
+    assert tool_label("exfil_secret", tools) == "unknown"
+    assert tool_label("t" * 65, tools) == "unknown"  # bounded, even for a tool of the snapshot
+    assert len(tool_label("t" * 64, {"t" * 64})) == MAX_LABEL_CHARS

@@ -99,6 +99,10 @@ class RunSnapshot(Compact):
     def policies(self) -> dict[str, ApprovalPolicy]:
         return {t.spec.name: t.policy or DEFAULT_POLICY for t in self.tools}
 
+    @property
+    def tool_names(self) -> frozenset[str]:
+        return frozenset(t.spec.name for t in self.tools)
+
     def tool(self, name: str) -> SnapshotTool | None:
         return next((t for t in self.tools if t.spec.name == name), None)
 

@@ -60,8 +60,7 @@ class TelemetrySettings:
             host, _, port = self.metrics_address.rpartition(":")
             if not host or not port.isdigit() or not 0 < int(port) < 65536:
                 raise ConfigError(
-                    f"{METRICS_ADDRESS_ENV} must be host:port (e.g. 0.0.0.0:9464 or "
-                    f"127.0.0.1:9464), got {self.metrics_address!r}"
+                    f"{METRICS_ADDRESS_ENV} must be host:port (e.g. 127.0.0.1:9464), got {self.metrics_address!r}"
                 )
 
     @classmethod

@@ -459,7 +459,7 @@ class AgentRun:
 
     def _on_event(self, event: AgentEvent, kept: dict[str, Any]) -> None:
         """What an event sets off: its metrics; notices, when the run's snapshot names channels."""
-        self._metrics.observe(event)
+        self._metrics.observe(event, self._snapshot.tool_names if self._snapshot else frozenset())
         plan = self._snapshot.notify if self._snapshot else None
         if plan is None or not plan.channels:
             return

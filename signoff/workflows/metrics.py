@@ -1,6 +1,8 @@
 """A run's metrics, counted from the loop's events: decisions, their wait, tool calls.
 
-The workflow calls `RunMetrics.observe` with each event it publishes; nothing else. The
+The workflow calls `RunMetrics.observe` with each event it publishes and the tool names of
+its snapshot; nothing else. A `tool` label is one of those names or `unknown`
+(`signoff.loop.metrics.tool_label`): the model's made-up names never become series. The
 SDK's workflow meter records nothing while a workflow task replays, so a run that is
 replayed (evicted from the cache, moved to another worker) counts each decision once.
 The pending gauge is not counted here: a per-process gauge set by many runs overwrites
@@ -10,12 +12,14 @@ worker reads it from visibility instead (`runtime/telemetry.py`).
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from temporalio import workflow
 from temporalio.common import MetricCounter, MetricHistogramFloat
 
 from signoff.contract import METRIC_DECISIONS, METRIC_TOOL_CALLS, METRIC_WAIT
 from signoff.messages import AgentEvent, ApprovalDecisionEvent, ToolResultEvent
-from signoff.metrics import DESCRIPTIONS, decision_outcome, tool_outcome, wait_seconds
+from signoff.metrics import DESCRIPTIONS, decision_outcome, tool_label, tool_outcome, wait_seconds
 
 
 class RunMetrics:
@@ -24,18 +28,24 @@ class RunMetrics:
     def __init__(self) -> None:
         self._instruments: tuple[MetricCounter, MetricHistogramFloat, MetricCounter] | None = None
 
-    def observe(self, event: AgentEvent) -> None:
-        """Count what `event` says: a decision (and how long it waited), or a tool call answered."""
+    def observe(self, event: AgentEvent, tools: Collection[str]) -> None:
+        """Count what `event` says: a decision (and how long it waited), or a tool call answered.
+
+        Args:
+            event: one of the run's events.
+            tools: the names of the run's snapshot's tools (none before it has one).
+        """
         if isinstance(event, ApprovalDecisionEvent):
             decisions, wait, _ = self._made()
             record = event.record
-            labels = {"outcome": decision_outcome(record), "tool": record.name}
+            labels = {"outcome": decision_outcome(record), "tool": tool_label(record.name, tools)}
             decisions.add(1, labels)
             seconds = wait_seconds(record)
             if seconds is not None:
                 wait.record(seconds, labels)
         elif isinstance(event, ToolResultEvent):
-            self._made()[2].add(1, {"tool": event.name, "outcome": tool_outcome(event.content)})
+            labels = {"tool": tool_label(event.name, tools), "outcome": tool_outcome(event.content)}
+            self._made()[2].add(1, labels)
 
     def _made(self) -> tuple[MetricCounter, MetricHistogramFloat, MetricCounter]:
         if self._instruments is None:
