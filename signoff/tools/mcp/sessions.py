@@ -22,19 +22,21 @@ import contextlib
 import logging
 import sys
 import urllib.parse
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import anyio
 import httpx2
 import mcp_types as types
-from mcp import Client, StdioServerParameters, stdio_client
+from mcp import Client, StdioServerParameters
 from mcp.client import Transport
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from signoff.tools.base import ToolResult
+from signoff.tools.mcp.bounded import MAX_MESSAGE_BYTES, MessageTooLarge, bounded_http_client, bounded_stdio
 from signoff.tools.mcp.config import MCPServer
 from signoff.tools.mcp.listing import annotations_of
 from signoff.tools.mcp.results import tool_result
@@ -134,6 +136,12 @@ class MCPSessions:
 
     @staticmethod
     def _failed(server: MCPServer, link: _Link, exc: MCPError) -> ToolResult:
+        if exc.code == types.CONNECTION_CLOSED and link.ended_because is not None:
+            link.drop()
+            return ToolResult.error(
+                f"MCP server {server.name!r}: {link.ended_because}; the session was ended (the server is "
+                "started again for the next call) and whether the call took effect is unknown"
+            )
         if exc.code == types.CONNECTION_CLOSED:
             link.drop()
             return ToolResult.error(
@@ -145,6 +153,8 @@ class MCPSessions:
                 f"MCP server {server.name!r} did not answer within {server.timeout_seconds:g} s; "
                 "whether the call took effect is unknown"
             )
+        if exc.code == types.PARSE_ERROR:  # an answer that could not be read (too large, not JSON-RPC)
+            return ToolResult.error(f"MCP server {server.name!r}: {exc.message}")
         return ToolResult.error(exc.message or f"MCP error {exc.code}")
 
     async def aclose(self) -> None:
@@ -189,6 +199,8 @@ class _Link:
         self._stop = asyncio.Event()
         self._dropped = asyncio.Event()
         self._lock = asyncio.Lock()
+        self.ended_because: str | None = None
+        """Why the transport ended the session (a message over the limit), if it did."""
 
     @property
     def is_open(self) -> bool:
@@ -206,7 +218,7 @@ class _Link:
                 return self._client
             # One task holds each session: the SDK's transports must close in the task that opened them.
             await self.aclose()
-            self._stop, self._dropped = asyncio.Event(), asyncio.Event()
+            self._stop, self._dropped, self.ended_because = asyncio.Event(), asyncio.Event(), None
             ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
             self._owner = asyncio.create_task(self._hold(ready), name=f"mcp session {self.server.name}")
             try:
@@ -241,10 +253,13 @@ class _Link:
             with contextlib.suppress(asyncio.CancelledError):
                 await owner
 
+    def _ended(self, why: str) -> None:
+        self.ended_because = why
+
     async def _hold(self, ready: asyncio.Future[Client]) -> None:
         stop, dropped = self._stop, self._dropped
         try:
-            async with Client(_watched(_transport(self.server), dropped)) as client:
+            async with Client(_watched(_transport(self.server), dropped, self._ended)) as client:
                 ready.set_result(client)
                 waits = {asyncio.ensure_future(stop.wait()), asyncio.ensure_future(dropped.wait())}
                 try:
@@ -268,8 +283,9 @@ def _transport(server: MCPServer) -> Transport:
     if server.url is not None:
         # The read timeout also bounds the idle stream of server messages: at least the SDK's 300 s.
         read = max(300.0, server.timeout_seconds)
-        http = httpx2.AsyncClient(headers=server.headers, timeout=httpx2.Timeout(30.0, read=read))
-        return _with_client(http, streamable_http_client(server.url, http_client=http))
+        http = bounded_http_client(headers=server.headers, timeout=httpx2.Timeout(30.0, read=read))
+        inner = streamable_http_client(server.url, http_client=http, max_sse_event_size=MAX_MESSAGE_BYTES)
+        return _with_client(http, inner)
     assert server.command is not None
     env = tool_environment() | server.env
     command, args = server.command, list(server.args)
@@ -277,7 +293,7 @@ def _transport(server: MCPServer) -> Transport:
     if user is not None and not user.is_current:
         env |= user.identity_env()
         command, args = sys.executable, ["-I", "-S", "-c", _AS_USER, str(user.uid), str(user.gid), command, *args]
-    return stdio_client(StdioServerParameters(command=command, args=args, env=env, cwd=server.cwd))
+    return bounded_stdio(StdioServerParameters(command=command, args=args, env=env, cwd=server.cwd))
 
 
 @contextlib.asynccontextmanager
@@ -287,18 +303,20 @@ async def _with_client(http: Any, inner: Transport) -> AsyncIterator[Any]:
 
 
 @contextlib.asynccontextmanager
-async def _watched(inner: Transport, dropped: asyncio.Event) -> AsyncIterator[Any]:
-    """`inner`, with its read stream watched: `dropped` is set when the server's end closes."""
+async def _watched(inner: Transport, dropped: asyncio.Event, ended: Callable[[str], None]) -> AsyncIterator[Any]:
+    """`inner`, with its read stream watched: `dropped` is set when the server's end closes,
+    and `ended` told why when the transport ends it (a message over the limit)."""
     async with inner as (read, write):
-        yield _Watched(read, dropped), write
+        yield _Watched(read, dropped, ended), write
 
 
 class _Watched:
     """A transport's read stream that sets an event when the stream ends."""
 
-    def __init__(self, inner: Any, dropped: asyncio.Event) -> None:
+    def __init__(self, inner: Any, dropped: asyncio.Event, ended: Callable[[str], None]) -> None:
         self._inner = inner
         self._dropped = dropped
+        self._ended = ended
 
     @property
     def last_context(self) -> Any:  # the dispatcher reads it from context-carrying streams
@@ -310,6 +328,8 @@ class _Watched:
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._dropped.set()
             raise
+        if isinstance(item, MessageTooLarge):
+            self._ended(str(item))
         return item
 
     def __aiter__(self) -> _Watched:
@@ -342,11 +362,20 @@ def describe_error(exc: BaseException, server: MCPServer | None = None) -> str:
             texts.append(f"cannot start {server.command!r}: no such file or directory")
         elif isinstance(leaf, MCPError):
             texts.append(leaf.message)
+        elif isinstance(leaf, ValidationError):
+            texts.append(_not_a_result(leaf))
         elif server is not None and server.url and type(leaf).__module__.startswith("httpx"):
             texts.append(f"cannot reach {_where(server.url)}: {leaf}")
         else:
             texts.append(f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__)
     return "; ".join(dict.fromkeys(texts)) or type(exc).__name__
+
+
+def _not_a_result(exc: ValidationError) -> str:
+    """A server's answer that does not fit the protocol, by field (the first few problems)."""
+    problems = [f"{'.'.join(map(str, e['loc'])) or 'the answer'}: {e['msg']}" for e in exc.errors()[:3]]
+    more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
+    return f"its answer is not a valid MCP result ({'; '.join(problems)}{more})"
 
 
 def _leaves(exc: BaseException) -> Iterator[BaseException]:
