@@ -77,8 +77,6 @@ class MCPSessions:
     def __init__(self, connect_timeout: float = CONNECT_TIMEOUT) -> None:
         self._connect_timeout = connect_timeout
         self._links: dict[str, _Link] = {}
-        self._declared: dict[str, dict[str, dict[str, Any]]] = {}
-        """By server key: each tool's annotations in this process's latest listing of it."""
 
     async def list_tools(self, server: MCPServer) -> list[types.Tool]:
         """Every tool the server lists; asked once more on a fresh session if the first fails.
@@ -102,15 +100,17 @@ class MCPSessions:
         return link is not None and link.is_open
 
     async def declared(self, server: MCPServer, tool: str) -> dict[str, Any] | None:
-        """The annotations of `tool` in this process's latest listing of `server` (listed now if
-        it has none); None when the server does not list it.
+        """The annotations of `tool` as `server` lists it now; None when it does not list it.
+
+        Listed afresh every time (the caller is about to run a call no person approved): a
+        server may change a tool after a run listed it, and tells a client only if it wants
+        to, so an earlier listing, this process's or the run's, cannot vouch for it.
 
         Raises:
-            MCPServerError: the server had to be listed and could not be.
+            MCPServerError: the server could not be listed.
         """
-        if server.key not in self._declared:
-            await self.list_tools(server)
-        return self._declared[server.key].get(tool)
+        listed = {t.name: t for t in await self.list_tools(server)}
+        return annotations_of(listed[tool].annotations) if tool in listed else None
 
     async def call(self, server: MCPServer, tool: str, arguments: dict[str, Any]) -> ToolResult:
         """Call the server's tool `tool`; every failure is a `ToolResult.error` saying what
@@ -178,7 +178,6 @@ class MCPSessions:
             raise MCPServerError(f"it did not list its tools within {LIST_TIMEOUT:g} s") from None
         except Exception as exc:
             raise MCPServerError(describe_error(exc)) from None
-        self._declared[link.server.key] = {tool.name: annotations_of(tool.annotations) for tool in tools}
         return tools
 
     def _link(self, server: MCPServer) -> _Link:

@@ -8,9 +8,11 @@ bound to its own configuration of each server by name, so any worker of the queu
 run's MCP calls.
 
 What runs without approval is decided again where it runs, by this worker alone: a call
-its snapshot let through unapproved runs only if this worker trusts the server and its own
-latest listing of the tool still declares it read-only (a snapshot cannot vouch for
-itself); any call of a tool the server's allow-list no longer names is refused.
+its snapshot let through unapproved runs only if this worker trusts the server and the
+server, listed again just before the call, still lists the tool as read-only (neither a
+snapshot nor an earlier listing can vouch for a tool: a server may change its tools after
+a run listed them and tell nobody); any call of a tool the server's allow-list no longer
+names is refused. A tool the server adds after the run listed its tools is not the run's.
 """
 
 from __future__ import annotations
