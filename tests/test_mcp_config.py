@@ -97,7 +97,7 @@ def test_a_bad_server_is_refused_naming_it_and_the_field(fields: dict[str, objec
     assert str(refused.value).startswith("mcp.json: MCP server 'git': ") and says in str(refused.value), refused.value
 
 
-@pytest.mark.parametrize("name", ["", "a__b", "_x", "has space", "x" * 33, "dot.ted"])
+@pytest.mark.parametrize("name", ["", "a__b", "_x", "x_", "has space", "x" * 33, "dot.ted"])
 def test_a_server_name_that_would_make_ambiguous_tool_names_is_refused(name: str) -> None:
     with pytest.raises(ConfigError, match="the name must be"):
         MCPServer(name=name, command="a")

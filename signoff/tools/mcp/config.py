@@ -39,8 +39,10 @@ from signoff.errors import ConfigError
 DEFAULT_CALL_TIMEOUT = 300.0
 """Seconds one call may take (a server's `timeout_seconds`); the tool activity allows 30 minutes."""
 _MAX_CONFIG_BYTES = 1 << 20
-_SERVER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_))*")
-"""Letters, digits, `-` and single `_`: the server's part of `mcp__<server>__<tool>` stays unambiguous."""
+_SERVER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_|$))*")
+"""Letters, digits, `-` and single `_`, not at the end: the server's part of `mcp__<server>__<tool>`
+ends at the first `__`, so no two servers make one name (`a_`'s `x` and `a`'s `_x` would both be
+`mcp__a___x`), and a server cannot offer tools in another's namespace (`a`'s `b__x` is `mcp__a__b__x`)."""
 _MAX_SERVER_NAME = 32
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _TRANSPORTS = {"stdio": "stdio", "http": "http", "streamable-http": "http", "streamable_http": "http"}
@@ -101,8 +103,8 @@ class MCPServer(BaseModel):
     def _name(cls, name: str) -> str:
         if len(name) > _MAX_SERVER_NAME or not _SERVER_NAME.fullmatch(name):
             raise ValueError(
-                f"the name must be 1-{_MAX_SERVER_NAME} letters, digits, '-' or single '_' (its tools are "
-                "called mcp__<name>__<tool>)"
+                f"the name must be 1-{_MAX_SERVER_NAME} letters, digits, '-' or single '_' (not last: its "
+                "tools are called mcp__<name>__<tool>)"
             )
         return name
 
