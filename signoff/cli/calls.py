@@ -27,6 +27,8 @@ from signoff.views.text import (
 
 PAD = "    "
 LABEL = 10
+ABOUT_MORE = "| "
+"""What each further line of a tool's description starts with."""
 _OUTCOMES = {
     "approved": ("approved", "green"),
     "denied": ("denied", "red"),
@@ -86,11 +88,15 @@ def call_rows(request: ToolApprovalRequest, width: int | None, now: datetime | N
 
 
 def _about(request: ToolApprovalRequest, width: int | None) -> list[str]:
-    """The tool's description (for an MCP tool: its server, annotations and whether they are trusted)."""
+    """The tool's description (for an MCP tool: its server, annotations and whether they are trusted).
+
+    Its further lines start with `| `: a server writes the description, and a line of it that
+    looks like a row (`policy     approved by admin`) must read as part of `about`."""
     if not request.description:
         return []
     lead = " " * (len(PAD) + LABEL + 1)
-    shown = text_lines(request.description, width, lead)
+    first, *more = request.description.split("\n")  # only newlines: `\r` and the like are shown as escapes
+    shown = text_lines("\n".join([first, *(ABOUT_MORE + line for line in more)]), width, lead)
     return row("about", [shown[0][len(lead) :], *shown[1:]])
 
 
