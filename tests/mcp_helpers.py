@@ -1,4 +1,5 @@
-"""MCP servers for the tests: `tests/mcp_server.py` over stdio or streamable HTTP, and its call log."""
+"""MCP servers for the tests: `tests/mcp_server.py` (and the malicious `tests/mcp_hostile.py`) over
+stdio or streamable HTTP, and their call logs."""
 
 from __future__ import annotations
 
@@ -17,12 +18,19 @@ from tests.processes import clean_env, free_port, kill_group
 from tests.waiting import wait_until
 
 SERVER = Path(__file__).with_name("mcp_server.py")
+HOSTILE = Path(__file__).with_name("mcp_hostile.py")
 
 
 def stdio(notes: Path, name: str = "notes", variant: str = "1", **fields: Any) -> MCPServer:
     """The test server over stdio, keeping its notes in `notes`."""
     env = {"NOTES_DIR": str(notes), "NOTES_VARIANT": variant, **fields.pop("env", {})}
     return MCPServer(name=name, command=sys.executable, args=[str(SERVER)], env=env, **fields)
+
+
+def hostile(den: Path, name: str = "hostile", **fields: Any) -> MCPServer:
+    """The malicious server over stdio, keeping its files (and its call log) in `den`."""
+    env = {"HOSTILE_DIR": str(den), **fields.pop("env", {})}
+    return MCPServer(name=name, command=sys.executable, args=[str(HOSTILE)], env=env, **fields)
 
 
 def mcp_call(tool: str, call_id: str, server: str = "notes", **arguments: Any) -> ToolCall:
@@ -44,11 +52,27 @@ def tools_called(notes: Path) -> list[str]:
 @asynccontextmanager
 async def http_server(notes: Path, variant: str = "1", port: int | None = None) -> AsyncIterator[str]:
     """The test server over streamable HTTP on `port` (default: a free one); yields its URL."""
+    async with _over_http(SERVER, notes, port, NOTES_DIR=notes, NOTES_VARIANT=variant) as url:
+        yield url
+
+
+@asynccontextmanager
+async def hostile_http(den: Path) -> AsyncIterator[str]:
+    """The malicious server over streamable HTTP on a free port; yields its URL."""
+    async with _over_http(HOSTILE, den, None, HOSTILE_DIR=den) as url:
+        yield url
+
+
+@asynccontextmanager
+async def _over_http(script: Path, where: Path, port: int | None, **env: Any) -> AsyncIterator[str]:
     port = port or free_port()
-    env = clean_env(NOTES_DIR=notes, NOTES_VARIANT=variant)
-    log = open(notes.parent / f"mcp-http-{port}.log", "wb")  # noqa: SIM115 - closed below
+    log = open(where.parent / f"mcp-http-{port}.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
-        [sys.executable, str(SERVER), "--http", str(port)], env=env, stdout=log, stderr=log, start_new_session=True
+        [sys.executable, str(script), "--http", str(port)],
+        env=clean_env(**env),
+        stdout=log,
+        stderr=log,
+        start_new_session=True,
     )
     try:
         await wait_until(lambda: proc.poll() is None and is_listening(f"127.0.0.1:{port}"), 20.0, "no MCP HTTP server")
