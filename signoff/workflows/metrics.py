@@ -2,7 +2,7 @@
 
 The workflow calls `RunMetrics.observe` with each event it publishes and the tool names of
 its snapshot; nothing else. A `tool` label is one of those names or `unknown`
-(`signoff.loop.metrics.tool_label`): the model's made-up names never become series. The
+(`signoff.metrics.tool_label`): the model's made-up names never become series. The
 SDK's workflow meter records nothing while a workflow task replays, so a run that is
 replayed (evicted from the cache, moved to another worker) counts each decision once.
 The pending gauge is not counted here: a per-process gauge set by many runs overwrites
