@@ -36,9 +36,9 @@ from temporalio.client import Client, WorkflowHandle
 from bench.common import BenchEnv, BenchError, bench_env, run, workers
 from bench.report import summary, table, write_results
 from bench.runs import START, approve, finish, history_events, wait_paused
-from signoff.approval.derived import ServedRuns
-from signoff.approval.signing import SigningKey, new_key_pair, signed_decision
 from signoff.operator import run_client
+from signoff.signing.derived import ServedRuns
+from signoff.signing.keys import SigningKey, new_key_pair, signed_decision
 
 TOOL, ROUNDS = "gated_noop", 1
 
@@ -58,7 +58,7 @@ class _Hook(BaseHTTPRequestHandler):
 
 async def signed_approval(client: Client, key: SigningKey, handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
     """The decision on the bench's gated call, signed as a signer signs it: for the call the run
-    shows, in the run as the server describes it (`signoff.approval.derived`)."""
+    shows, in the run as the server describes it (`signoff.signing.derived`)."""
     (request,) = await run_client.pending(handle)
     facts = await run_client.run_facts(client, handle.id)
     return signed_decision(key, request, run=facts, served=ServedRuns(("*",)))

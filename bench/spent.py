@@ -38,8 +38,8 @@ from bench.runs import START, finish, history_events, wait_paused
 from signoff.approval.evidence import Counted
 from signoff.approval.identity import read_verified
 from signoff.approval.signatures import DecisionClaim
-from signoff.approval.signing import SigningKey, new_key_pair
 from signoff.approval.spent import RECORD_TYPE, record_id
+from signoff.signing.keys import SigningKey, new_key_pair
 
 KINDS = ("recorded", "unrecorded")
 

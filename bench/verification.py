@@ -26,7 +26,7 @@ from signoff.approval.identity import ApproverKeys, issue_token
 from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.requests import Binding, ToolApprovalResponse
 from signoff.approval.signatures import decision_claim, requester_claim
-from signoff.approval.signing import SigningKey, new_key_pair
+from signoff.signing.keys import SigningKey, new_key_pair
 
 BINDING = Binding(workflow_id="wf", chain_id="run-1", call_id="call_1", tool="deploy", arguments_digest="a" * 64)
 CALL = CallToRun(

@@ -10,7 +10,6 @@ terminal: build agents, tools and approval policies here, run them in process wi
 from signoff.agent.builder import AgentBuilder, AgentDefinition, ChatClientAgent
 from signoff.agent.session import AgentRunOptions, AgentSession, CancellationToken
 from signoff.agent.snapshot import RunSnapshot
-from signoff.approval.derived import RunFacts, ServedRuns
 from signoff.approval.identity import ApproverKeys, Identity, issue_token
 from signoff.approval.policy import ApprovalPolicy, OnTimeout, PolicyBook
 from signoff.approval.requests import (
@@ -22,7 +21,6 @@ from signoff.approval.requests import (
     ToolApprovalResponse,
     Vote,
 )
-from signoff.approval.signing import SigningKey, new_key_pair, signed_decision
 from signoff.chat import PRESETS, ChatClient, ChatOptions, LLMConfig, OpenAIChatClient
 from signoff.contract import AgentRunInput, AgentRunResult, DecisionAck, RunOptions, RunStatus
 from signoff.errors import (
@@ -56,6 +54,8 @@ from signoff.messages import (
     ToolSpec,
     Usage,
 )
+from signoff.signing.derived import RunFacts, ServedRuns
+from signoff.signing.keys import SigningKey, new_key_pair, signed_decision
 from signoff.tools import (
     ApprovalRequiredTool,
     ContextProvider,

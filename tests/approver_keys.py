@@ -20,9 +20,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 
-from signoff.approval.derived import RunFacts, ServedRuns
 from signoff.approval.requests import ToolApprovalRequest
-from signoff.approval.signing import SigningKey, signed_decision
+from signoff.signing.derived import RunFacts, ServedRuns
+from signoff.signing.keys import SigningKey, signed_decision
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey

@@ -15,6 +15,7 @@ from signoff.approval.identity import ApproverKeys
 from signoff.cli.main import main
 from signoff.cli.token import parse_duration
 from signoff.config.environment import Environment
+from signoff.runtime.settings import read_approver_keys
 from tests.approver_keys import public_pem, rsa_key, sign, write_secret
 from tests.processes import REPO, clean_env
 
@@ -71,7 +72,7 @@ def test_issue_takes_key_file_issuer_and_audience_from_the_worker_environment(tm
     }
     done = client("token", "issue", "--sub", "bob", **env)
     assert done.returncode == 0, done.stderr
-    keys = Environment({k: str(v) for k, v in env.items()}).approver_keys()
+    keys = read_approver_keys(Environment({k: str(v) for k, v in env.items()}))
     assert keys is not None and keys.verify(done.stdout).subject == "bob"
 
 

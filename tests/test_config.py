@@ -17,6 +17,8 @@ from signoff.config.environment import STATE_KEY_FILE_ENV, Environment
 from signoff.config.secrets import SECRET_FILE_VARIABLES, secret_paths
 from signoff.errors import ConfigError
 from signoff.runtime.fingerprint import workflow_code
+from signoff.runtime.settings import read_approver_keys, read_limits
+from signoff.signing.derived import ServedRuns
 from signoff.tools import ReadFile, ScopePolicy, WorkspaceScope
 from tests import docs
 from tests.helpers import agents_for, worker_settings
@@ -155,10 +157,10 @@ def test_a_worker_reads_its_settings_from_the_environment_it_is_given(tmp_path: 
 def test_a_value_that_cannot_work_is_named_with_its_variable(variable: str, value: str, message: str) -> None:
     env = Environment({variable: value})
     read = {
-        "SIGNOFF_MAX_TOOL_OUTPUT": env.limits,
-        "SIGNOFF_MAX_CALLS_PER_TURN": env.limits,
+        "SIGNOFF_MAX_TOOL_OUTPUT": lambda: read_limits(env),
+        "SIGNOFF_MAX_CALLS_PER_TURN": lambda: read_limits(env),
         "SIGNOFF_BUILD_ID": env.deployment,
-        "SIGNOFF_APPROVER_AUDIENCE": env.approver_keys,
+        "SIGNOFF_APPROVER_AUDIENCE": lambda: read_approver_keys(env),
         "SIGNOFF_OTEL": env.otel,
         "SIGNOFF_PAYLOAD_THRESHOLD": env.payload_threshold,
         "SIGNOFF_MAX_CACHED_WORKFLOWS": env.max_cached_workflows,
@@ -180,4 +182,4 @@ def test_a_value_that_cannot_work_is_named_with_its_variable(variable: str, valu
 def test_signers_sign_for_the_task_queue_workers_serve_unless_told_more(
     given: dict[str, str], served: tuple[str, ...]
 ) -> None:
-    assert Environment(given).served_task_queues() == served
+    assert ServedRuns.from_env(Environment(given)).task_queues == served

@@ -1,4 +1,4 @@
-"""What a signer signs is derived (signoff.approval.derived), and where a signature is spent
+"""What a signer signs is derived (signoff.signing.derived), and where a signature is spent
 (signoff.approval.spent): the pure rules, without a server. The attacks themselves, against a
 real server, are tests/test_signing_what_is_shown.py and tests/test_spent_signatures.py."""
 
@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from signoff.approval.derived import RunFacts, ServedRuns, decision_claim_for, derived_binding
 from signoff.approval.digest import arguments_digest
 from signoff.approval.evidence import Counted
 from signoff.approval.identity import Identity
@@ -17,6 +16,7 @@ from signoff.approval.requests import Binding, GrantSpec, ToolApprovalRequest, T
 from signoff.approval.signatures import DecisionClaim, decision_claim, mismatch
 from signoff.approval.spent import effective_max_age, grant_slot_id, record_id
 from signoff.errors import SigningRefused
+from signoff.signing.derived import RunFacts, ServedRuns, decision_claim_for, derived_binding
 
 ARGS = {"command": "rm -rf /tmp/logs"}
 RUN = RunFacts(workflow_id="cleanup-1", chain_id="chain-1", workflow_type="AgentRun", task_queue="signoff")

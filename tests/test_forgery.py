@@ -33,11 +33,11 @@ from signoff.approval.identity import ApproverKeys, issue_token
 from signoff.approval.policy import PolicyBook
 from signoff.approval.requests import ApprovalRecord, Binding, ToolApprovalResponse
 from signoff.approval.signatures import decision_claim, requester_claim
-from signoff.approval.signing import SigningKey
 from signoff.contract import AgentRunInput
 from signoff.loop.state import CallStatus, LoopState, PendingCall
 from signoff.messages import ChatMessage, ToolCall
 from signoff.runtime.settings import WorkerSettings
+from signoff.signing.keys import SigningKey
 from signoff.tools.base import ToolCapabilities, ToolResult
 from signoff.workflows.run_input import ContinuedRun
 from tests.approver_keys import signed, write_secret

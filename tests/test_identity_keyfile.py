@@ -15,6 +15,7 @@ from cryptography.x509.oid import NameOID
 from signoff.approval.identity import ApproverKeys, issue_token
 from signoff.config.environment import Environment
 from signoff.errors import ConfigError
+from signoff.runtime.settings import read_approver_keys
 from tests.approver_keys import (
     NOW,
     ec_key,
@@ -135,7 +136,7 @@ def test_json_that_is_not_a_jwks_is_refused(tmp_path: Path) -> None:
 
 
 def test_from_env_is_none_when_no_key_file_is_set() -> None:
-    assert Environment({}).approver_keys() is None
+    assert read_approver_keys(Environment({})) is None
 
 
 def test_from_env_reads_file_issuer_and_audience(tmp_path: Path) -> None:
@@ -145,13 +146,13 @@ def test_from_env_reads_file_issuer_and_audience(tmp_path: Path) -> None:
         "SIGNOFF_APPROVER_ISSUER": "signoff-team",
         "SIGNOFF_APPROVER_AUDIENCE": "signoff",
     }
-    keys = Environment(env).approver_keys()
+    keys = read_approver_keys(Environment(env))
     assert keys is not None and (keys.issuer, keys.audience) == ("signoff-team", "signoff")
 
 
 def test_from_env_refuses_issuer_without_key_file() -> None:
     with pytest.raises(ConfigError, match="SIGNOFF_APPROVER_KEYS is not"):
-        Environment({"SIGNOFF_APPROVER_ISSUER": "x"}).approver_keys()
+        read_approver_keys(Environment({"SIGNOFF_APPROVER_ISSUER": "x"}))
 
 
 def test_describe_and_repr_never_contain_the_secret(tmp_path: Path) -> None:

@@ -51,6 +51,7 @@ CORE = (
     "signoff.loop",
     "signoff.messages",
     "signoff.metrics",
+    "signoff.signing",
     "signoff.testing",
     "signoff.text",
     "signoff.tools",

@@ -15,7 +15,6 @@ from signoff.approval.identity import ApproverKeys
 from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.requests import Binding, ToolApprovalRequest, Vote
 from signoff.approval.signatures import DecisionClaim
-from signoff.approval.signing import new_key_pair
 from signoff.config.environment import Environment, host_value, parse_networks
 from signoff.errors import ConfigError
 from signoff.inbox.calls import WaitingCall
@@ -26,6 +25,7 @@ from signoff.inbox.seen import Opened
 from signoff.inbox.signer import InboxSigner
 from signoff.inbox.view import diff_lines, editable, pretty, summary
 from signoff.inbox.who import Viewer, WhoIsAsking
+from signoff.signing.keys import new_key_pair
 from tests.approver_keys import ed25519_key, jwk, write_jwks, write_secret
 
 HEADERS = "x-forwarded-user", "x-forwarded-groups"

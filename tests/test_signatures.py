@@ -18,8 +18,8 @@ from signoff.approval.identity import ApproverKeys, Identity, issue_token, read_
 from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.requests import Binding, GrantSpec, ToolApprovalResponse
 from signoff.approval.signatures import DecisionClaim, decision_claim, mismatch, read_claim, requester_claim
-from signoff.approval.signing import SigningKey, new_key_pair
 from signoff.errors import ConfigError, TokenError
+from signoff.signing.keys import SigningKey, new_key_pair
 from tests.approver_keys import NOW, write_secret
 
 BINDING = Binding(workflow_id="wf", chain_id="run-1", call_id="call_1", tool="deploy", arguments_digest="a" * 64)

@@ -32,9 +32,9 @@ from signoff.approval.identity import ApproverKeys
 from signoff.approval.policy import PolicyBook
 from signoff.approval.requests import Binding, GrantSpec, ToolApprovalResponse
 from signoff.approval.signatures import decision_claim
-from signoff.approval.signing import SigningKey
 from signoff.approval.spent import RECORD_QUEUE, RECORD_TYPE, record_id
 from signoff.runtime.settings import WorkerSettings
+from signoff.signing.keys import SigningKey
 from tests.approver_keys import write_secret
 from tests.helpers import agents_for
 

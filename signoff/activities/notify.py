@@ -41,10 +41,9 @@ from temporalio.exceptions import ApplicationError
 from signoff.activities.models import NotifyInput, NotifyOutput
 from signoff.activities.slack import SlackChannel
 from signoff.agent.snapshot import NotifyPlan
-from signoff.config.environment import NOTIFY_SECRET_FILE_ENV, NOTIFY_URLS_ENV, Environment
+from signoff.config.environment import DEFAULT_ADDRESS, NOTIFY_SECRET_FILE_ENV, NOTIFY_URLS_ENV, Environment
 from signoff.config.smallfile import read_small_file
 from signoff.errors import ConfigError
-from signoff.runtime.devserver import DEFAULT_ADDRESS
 from signoff.text.notify_signature import SIGNATURE_HEADER, signature
 from signoff.views.howto import decide_commands
 from signoff.views.links import inbox_link, inbox_root, ui_link, ui_root

@@ -30,6 +30,7 @@ from signoff.contract import AgentRunResult
 from signoff.errors import ConfigError
 from signoff.operator import run_client
 from signoff.operator.run_client import CommandError
+from signoff.runtime.settings import read_approver_keys
 from signoff.views.text import safe, value_lines, votes_text
 from signoff.workflows.queries import AuditTrail
 
@@ -120,7 +121,7 @@ async def cmd_audit(args: argparse.Namespace, ctx: Context) -> int:
         return 0
     assert client is not None
     try:
-        keys = ctx.env.approver_keys()
+        keys = read_approver_keys(ctx.env)
     except ConfigError as exc:
         raise CommandError(str(exc), 2) from None
     chain = await run_chain(client, args.run)

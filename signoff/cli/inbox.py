@@ -11,10 +11,10 @@ import sys
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from signoff.approval.derived import ServedRuns
 from signoff.config.environment import INBOX_URL_ENV
 from signoff.errors import ConfigError
 from signoff.operator.run_client import CommandError
+from signoff.signing.derived import ServedRuns
 from signoff.views.links import inbox_root, ui_root
 
 if TYPE_CHECKING:
@@ -74,6 +74,7 @@ def inbox_server(
         slack = SlackSettings.from_env(ctx.env)
     except ConfigError as exc:
         raise CommandError(str(exc), 2) from None
+    served = ServedRuns.from_env(ctx.env)
     app = inbox_app(
         client,
         who,
@@ -83,11 +84,11 @@ def inbox_server(
         public_url=inbox_root(ctx.env),
         ui_root=ui_root(ctx.settings.address, ctx.ui_base, ctx.env),
         scope=scope,
-        served=ServedRuns(ctx.env.served_task_queues()),
+        served=served,
         slack=slack,
     )
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2, proxy_headers=False)
-    queues = ", ".join(ctx.env.served_task_queues())
+    queues = ", ".join(served.task_queues)
     signing = (
         f"{signer.describe()}, for AgentRun runs on task queue(s) {queues}"
         if signer

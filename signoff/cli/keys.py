@@ -19,15 +19,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from signoff.approval.derived import decision_claim_for
 from signoff.approval.requests import ToolApprovalResponse
-from signoff.approval.signing import new_key_pair
 from signoff.cli.decide import answer_fields
 from signoff.cli.who import Who
 from signoff.config.environment import APPROVER_KEY_FILE_ENV, APPROVER_KID_ENV
 from signoff.errors import SigningRefused, UsageError
 from signoff.operator import run_client
 from signoff.operator.run_client import CommandError
+from signoff.signing.derived import decision_claim_for
+from signoff.signing.keys import new_key_pair
 from signoff.views.text import safe
 
 if TYPE_CHECKING:

@@ -42,11 +42,10 @@ from signoff.cli.runs import cmd_pending, cmd_result, cmd_run, cmd_watch
 from signoff.cli.shown import ShownCalls
 from signoff.cli.style import Console
 from signoff.cli.token import cmd_token
-from signoff.config.environment import Environment
+from signoff.config.environment import DEFAULT_ADDRESS, Environment
 from signoff.errors import ConfigError
 from signoff.operator.run_client import CommandError
 from signoff.runtime.connection import ConnectionSettings, connect
-from signoff.runtime.devserver import DEFAULT_ADDRESS
 from signoff.runtime.storage import storage_problem
 from signoff.text.neutral import neutralise
 from signoff.views.links import ui_link

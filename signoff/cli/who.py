@@ -3,7 +3,7 @@
 With `SIGNOFF_APPROVER_KEY_FILE` (or `--key-file`) set, every decision on a call whose policy
 is `verified` is signed for exactly that call (the answer, edited arguments, grant, and the
 binding derived from the call as shown and the run as the server describes it, never copied
-from the run: `signoff.approval.derived`): a bound token, worthless for anything else. A run
+from the run: `signoff.signing.derived`): a bound token, worthless for anything else. A run
 whose request does not match what it shows, or that is not an `AgentRun` on a task queue
 your workers serve (`SIGNOFF_SERVED_TASK_QUEUES`), is refused: nothing is signed (exit 1).
 `signoff run` signs a requester token bound to the run's workflow id. Calls of other policies
@@ -18,14 +18,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from signoff.approval.derived import RunFacts, ServedRuns, decision_claim_for, extension_claim_for
 from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse
 from signoff.approval.signatures import SignoffClaim, requester_claim
-from signoff.approval.signing import SigningKey
 from signoff.cli.args import default_approver, identity
 from signoff.config.environment import APPROVER_KEY_FILE_ENV, Environment
 from signoff.errors import ConfigError, SigningRefused, UsageError
 from signoff.operator.run_client import CommandError
+from signoff.signing.derived import RunFacts, ServedRuns, decision_claim_for, extension_claim_for
+from signoff.signing.keys import SigningKey
 
 DECISION_TTL = timedelta(minutes=10)
 """A signed decision is checked when it arrives; the tool activity, bound to one call, needs
@@ -73,7 +73,7 @@ class Who:
             raise CommandError(str(exc), 2) from None
         named = getattr(args, "approver", None)
         issuer, audience = env.approver_issuer(), env.approver_audience()
-        served = ServedRuns(env.served_task_queues())
+        served = ServedRuns.from_env(env)
         return cls(approver, token, key, named, issuer, audience, default_approver(env), served)
 
     @property

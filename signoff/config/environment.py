@@ -14,12 +14,14 @@ docs/configuration.md, "Configuration (environment)", says what each variable me
 
 Which of these name secret files (the file tools never touch them) is `config/secrets.py`.
 
-This module is the core's (no Temporal). The modules that use a variable import it for the
-variable's name, so it cannot import them; it builds only the objects of three modules the
+This module is the core's (no Temporal), and sits below every module that reads a variable:
+they import it for the variable's name, so it imports none of them. The types a variable
+configures build themselves from an `Environment` (`LLMConfig.from_env(env)`,
+`WorkspaceScope.from_env(env)`, `ConnectionSettings.load(env)`...), except three that the
 workflow itself imports (`Limits`, `PolicyBook`, `ApproverKeys`), which must not know the
-environment exists (and so this module stays out of the workflow's code and its fingerprint).
-The other types a variable configures build themselves from an `Environment`
-(`LLMConfig.from_env(env)`, `WorkspaceScope.from_env(env)`, `ConnectionSettings.load(env)`...).
+environment exists (so that it stays out of the workflow's code and its fingerprint): the
+worker's settings build those (`signoff.runtime.settings`: `read_limits`, `read_policies`,
+`read_approver_keys`).
 """
 
 from __future__ import annotations
@@ -32,14 +34,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from pydantic import ValidationError
-
-from signoff.approval.identity import ApproverKeys
-from signoff.approval.policy import PolicyBook
-from signoff.approval.spent import DEFAULT_MAX_AGE as DEFAULT_SIGNATURE_MAX_AGE
-from signoff.contract import DEFAULT_TASK_QUEUE
 from signoff.errors import ConfigError
-from signoff.loop.limits import Limits
 
 # Temporal's client configuration: the SDK reads TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
 # TEMPORAL_API_KEY, TEMPORAL_TLS*, TEMPORAL_GRPC_META_* and the first two of these from
@@ -125,6 +120,8 @@ SLACK_USERS_ENV = "SIGNOFF_SLACK_USERS"
 SLACK_API_URL_ENV = "SIGNOFF_SLACK_API_URL"
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 
+DEFAULT_ADDRESS = "localhost:7233"
+"""`TEMPORAL_ADDRESS` when none is configured: the local dev server's (and the embedded one's)."""
 DATA_DIR = Path(".signoff")
 """The embedded dev server's directory (owner-only), relative to the worker's: its database,
 and the defaults of `SIGNOFF_PAYLOAD_STORE` and `SIGNOFF_STATE_KEY_FILE` when no Temporal
@@ -147,11 +144,6 @@ _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"(\d{1,9})([smhd]?)")
-_LIMITS = {
-    "max_tool_output": MAX_TOOL_OUTPUT_ENV,
-    "max_calls_per_turn": MAX_CALLS_PER_TURN_ENV,
-    "transcript_budget": TRANSCRIPT_BUDGET_ENV,
-}
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
@@ -319,55 +311,6 @@ class Environment:
         """`SIGNOFF_AGENTS`: modules offering agents, comma-separated (none by default)."""
         return [module.strip() for module in self._values.get(AGENTS_ENV, "").split(",") if module.strip()]
 
-    def limits(self) -> Limits:
-        """`SIGNOFF_MAX_TOOL_OUTPUT`, `SIGNOFF_MAX_CALLS_PER_TURN`, `SIGNOFF_TRANSCRIPT_BUDGET`
-        (whole numbers, `_` and `,` allowed); the contract's defaults for the rest.
-
-        Raises:
-            ConfigError: a value is not a whole number in its allowed range (named).
-        """
-        given = {}
-        for field, name in _LIMITS.items():
-            raw = self._text(name)
-            if raw:
-                try:
-                    given[field] = int(raw.replace("_", "").replace(",", ""))
-                except ValueError:
-                    raise ConfigError(f"{name}={raw!r} is not a whole number") from None
-        try:
-            return Limits(**given)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            name = _LIMITS.get(str(error["loc"][0]), str(error["loc"][0]))
-            raise ConfigError(f"{name}: {error['msg']}") from None
-
-    def policies(self) -> PolicyBook:
-        """The book of the file `SIGNOFF_POLICY_FILE` names (TOML or JSON), or an empty one.
-
-        Raises:
-            ConfigError: the file cannot be read, or an entry is invalid (named).
-        """
-        path = self._values.get(POLICY_FILE_ENV)
-        return PolicyBook.load(path) if path else PolicyBook()
-
-    def approver_keys(self) -> ApproverKeys | None:
-        """The keys of the file `SIGNOFF_APPROVER_KEYS` names, with `SIGNOFF_APPROVER_ISSUER`
-        and `SIGNOFF_APPROVER_AUDIENCE`; None when no file is set.
-
-        Raises:
-            ConfigError: issuer or audience without the file, or a file that cannot work.
-        """
-        path = self._text(APPROVER_KEYS_ENV)
-        issuer, audience = self.approver_issuer(), self.approver_audience()
-        if not path:
-            if issuer or audience:
-                raise ConfigError(
-                    f"{APPROVER_ISSUER_ENV}/{APPROVER_AUDIENCE_ENV} are set but {APPROVER_KEYS_ENV} is not: "
-                    "name the key file"
-                )
-            return None
-        return ApproverKeys.load(path, issuer, audience)
-
     def approver_keys_file(self) -> str | None:
         """`SIGNOFF_APPROVER_KEYS` (what `signoff token` signs and checks with by default)."""
         return self._given(APPROVER_KEYS_ENV)
@@ -380,16 +323,17 @@ class Environment:
         """`SIGNOFF_APPROVER_AUDIENCE`: the `aud` tokens must name (None: not checked)."""
         return self._given(APPROVER_AUDIENCE_ENV)
 
-    def signature_max_age(self) -> timedelta:
+    def signature_max_age(self) -> timedelta | None:
         """`SIGNOFF_SIGNATURE_MAX_AGE`: how long after it was signed a signed approval is honoured
-        at the tool activity (default 24 h; `signoff.approval.spent`).
+        at the tool activity (None: not set; the worker's settings then take 24 h,
+        `signoff.approval.spent`).
 
         Raises:
             ConfigError: not a duration such as `90m`, `12h`, `2d`.
         """
         text = self._text(SIGNATURE_MAX_AGE_ENV)
         try:
-            return read_duration(text) if text else DEFAULT_SIGNATURE_MAX_AGE
+            return read_duration(text) if text else None
         except ValueError as exc:
             raise ConfigError(f"{SIGNATURE_MAX_AGE_ENV}: {exc}") from None
 
@@ -463,9 +407,10 @@ class Environment:
     def served_task_queues(self) -> tuple[str, ...]:
         """`SIGNOFF_SERVED_TASK_QUEUES`: the task queues whose `AgentRun` runs the signers (the
         CLI, the inbox) sign for, comma-separated; `*`: any. Default: `SIGNOFF_TASK_QUEUE` (or
-        the contract's `signoff`)."""
+        the contract's `signoff`, which `ServedRuns.from_env` adds: none here)."""
         given = tuple(q.strip() for q in self._text(SERVED_TASK_QUEUES_ENV).split(",") if q.strip())
-        return given or (self.task_queue() or DEFAULT_TASK_QUEUE,)
+        queue = self.task_queue()
+        return given or ((queue,) if queue else ())
 
     # The model.
 

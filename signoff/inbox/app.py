@@ -36,7 +36,6 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from temporalio.client import Client
 
-from signoff.approval.derived import ServedRuns
 from signoff.approval.digest import arguments_digest
 from signoff.approval.names import same_name
 from signoff.approval.requests import GrantSpec
@@ -55,6 +54,7 @@ from signoff.operator.edits import schema_problem, tool_schema
 from signoff.operator.run_client import CommandError
 from signoff.runtime.codec_server import read_body
 from signoff.runtime.hosts import AllowedHosts, HostCheck
+from signoff.signing.derived import ServedRuns
 from signoff.views.slack import INTERACTIONS_PATH
 
 MAX_FORM_BYTES = 4 * 1024 * 1024

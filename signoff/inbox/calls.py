@@ -20,7 +20,6 @@ from pydantic import TypeAdapter
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from signoff.approval.derived import RunFacts
 from signoff.approval.requests import ApprovalRecord, ToolApprovalRequest
 from signoff.contract import QUERY_MESSAGES, SA_AGENT, SA_PENDING_TOOLS
 from signoff.messages import ChatMessage
@@ -28,6 +27,7 @@ from signoff.operator import run_client
 from signoff.operator.edits import tool_schema
 from signoff.operator.run_client import CommandError
 from signoff.operator.waiting import WAITING_QUERY, bounded
+from signoff.signing.derived import RunFacts
 from signoff.views.render import decided_by
 from signoff.workflows.record import SIGNOFF_PENDING_TOOLS
 

@@ -10,7 +10,7 @@ What the page hides is what the run would refuse: the rules are the run's own
 
 With a signing key, the inbox signs what it shows, never what the run says it asks: the
 claim is derived from the call on the page and the server's description of the run
-(`signoff.approval.derived`), and a run whose request does not match, or that is not an
+(`signoff.signing.derived`), and a run whose request does not match, or that is not an
 `AgentRun` on a task queue your workers serve (`SIGNOFF_SERVED_TASK_QUEUES`), is refused
 (`conflict`: HTTP 409) with nothing signed.
 """
@@ -24,7 +24,6 @@ from typing import Any, Literal
 from temporalio.client import Client
 
 from signoff.approval.authority import grant_problem, refusal, vote_problem
-from signoff.approval.derived import ServedRuns, decision_claim_for
 from signoff.approval.people import Person
 from signoff.approval.requests import GrantSpec, ToolApprovalRequest, ToolApprovalResponse
 from signoff.errors import SigningRefused
@@ -35,6 +34,7 @@ from signoff.operator import run_client
 from signoff.operator.edits import schema_problem, tool_schema
 from signoff.operator.run_client import CommandError
 from signoff.operator.waiting import bounded
+from signoff.signing.derived import ServedRuns, decision_claim_for
 
 Outcome = Literal["approved", "denied", "vote", "refused"]
 Screen = Callable[[WaitingCall], "str | None"]

@@ -8,7 +8,7 @@ with its own key, `SIGNOFF_INBOX_SIGNING_KEY_FILE`, which the workers list in th
 `"signoff_service": true`): `sub` is the user, `groups` the groups the proxy gave, and the
 token expires in minutes (it is used at once).
 
-The file is read as `signoff.approval.signing` reads any signing key: an HS256 secret (one line of at
+The file is read as `signoff.signing.keys` reads any signing key: an HS256 secret (one line of at
 least 32 bytes) or a PEM private key (Ed25519, EC P-256, RSA of 2048 bits or more) whose
 public key is in the workers' JWKS under `SIGNOFF_INBOX_SIGNING_KID`.
 """
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from signoff.approval.signatures import DecisionClaim
-from signoff.approval.signing import SigningKey
 from signoff.config.environment import APPROVER_KEY_FILE_ENV, INBOX_SIGNING_KEY_FILE_ENV, Environment
 from signoff.errors import ConfigError
 from signoff.inbox.who import Viewer
+from signoff.signing.keys import SigningKey
 
 TOKEN_TTL = timedelta(minutes=5)
 """A token is sent as it is made; a short life leaves little to steal."""

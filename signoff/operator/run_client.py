@@ -26,7 +26,6 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from signoff.approval.derived import RunFacts
 from signoff.approval.requests import Grant, ToolApprovalRequest, ToolApprovalResponse
 from signoff.contract import (
     QUERY_AUDIT,
@@ -40,6 +39,7 @@ from signoff.contract import (
     RunStatus,
 )
 from signoff.messages import AgentEvent
+from signoff.signing.derived import RunFacts
 from signoff.workflows.queries import AuditTrail
 
 QUERY_TIMEOUT = timedelta(seconds=5)
@@ -125,7 +125,7 @@ async def query(handle: Handle, name: str, *args: Any) -> Any:
 
 async def run_facts(client: Client, workflow_id: str) -> RunFacts:
     """What the server says of the run `workflow_id` names (its latest run): the facts every
-    signer derives a claim from (`signoff.approval.derived`), never the run's word.
+    signer derives a claim from (`signoff.signing.derived`), never the run's word.
 
     Raises:
         CommandError: there is no such run, or the server cannot be asked.

@@ -35,11 +35,11 @@ from temporalio.envconfig import ClientConfigProfile
 from temporalio.runtime import Runtime
 from temporalio.service import TLSConfig
 
-from signoff.config.environment import LOCAL_PAYLOADS, TEMPORAL_CONFIG_FILE_ENV, Environment
+from signoff.config.environment import DEFAULT_ADDRESS, LOCAL_PAYLOADS, TEMPORAL_CONFIG_FILE_ENV, Environment
 from signoff.contract import DEFAULT_TASK_QUEUE, SEARCH_ATTRIBUTES
 from signoff.errors import ConfigError
 from signoff.runtime.codec import CodecKeys, EncryptionCodec
-from signoff.runtime.devserver import DEFAULT_ADDRESS, EmbeddedServer, is_listening
+from signoff.runtime.devserver import EmbeddedServer, is_listening
 from signoff.runtime.storage import PayloadStore, check_store, data_converter
 from signoff.runtime.telemetry import TelemetrySettings, install_tracer_provider, tracing_interceptor
 

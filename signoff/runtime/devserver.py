@@ -27,7 +27,6 @@ from signoff.contract import SEARCH_ATTRIBUTES
 from signoff.errors import ConfigError
 from signoff.runtime.filestore import make_private_dir
 
-DEFAULT_ADDRESS = "localhost:7233"
 UI_PORT = 8233
 DYNAMIC_CONFIG = ("frontend.WorkflowPauseEnabled=true",)
 """Server settings of the embedded server: Workflow Pause (`temporal workflow pause`, Server 1.30+)

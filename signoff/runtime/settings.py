@@ -27,25 +27,33 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from signoff.activities.identify import Verifier
 from signoff.activities.notify import NotifyConfig
 from signoff.activities.state import local_state_key, read_state_key
 from signoff.agent.builder import ChatClientAgent
 from signoff.agent.snapshot import NotifyPlan, SnapshotTool
+from signoff.approval.identity import ApproverKeys
 from signoff.approval.policy import DEFAULT_KEY, PolicyBook
 from signoff.approval.spent import DEFAULT_MAX_AGE as DEFAULT_SIGNATURE_MAX_AGE
 from signoff.approval.spent import RECORD_TYPE
 from signoff.chat.config import LLMConfig
 from signoff.config.environment import (
+    APPROVER_AUDIENCE_ENV,
+    APPROVER_ISSUER_ENV,
     APPROVER_KEYS_ENV,
     DATA_DIR,
     LLM_BASE_URL_ENV,
     LLM_MODEL_ENV,
     LOCAL_STATE_KEY,
     MAX_CACHED_WORKFLOWS_ENV,
+    MAX_CALLS_PER_TURN_ENV,
+    MAX_TOOL_OUTPUT_ENV,
     POLICY_FILE_ENV,
     SIGNATURE_MAX_AGE_ENV,
     STATE_KEY_FILE_ENV,
+    TRANSCRIPT_BUDGET_ENV,
     Environment,
 )
 from signoff.errors import ConfigError
@@ -63,6 +71,64 @@ NO_MODEL = (
     "without one, serve the scripted model in another terminal: `python -m signoff.testing --port 8400`, then "
     f"start the worker with {LLM_BASE_URL_ENV}=http://127.0.0.1:8400/v1 {LLM_MODEL_ENV}=scripted"
 )
+
+_LIMITS = {
+    "max_tool_output": MAX_TOOL_OUTPUT_ENV,
+    "max_calls_per_turn": MAX_CALLS_PER_TURN_ENV,
+    "transcript_budget": TRANSCRIPT_BUDGET_ENV,
+}
+
+
+def read_limits(env: Environment) -> Limits:
+    """`SIGNOFF_MAX_TOOL_OUTPUT`, `SIGNOFF_MAX_CALLS_PER_TURN`, `SIGNOFF_TRANSCRIPT_BUDGET`
+    (whole numbers, `_` and `,` allowed); the contract's defaults for the rest.
+
+    Raises:
+        ConfigError: a value is not a whole number in its allowed range (named).
+    """
+    given = {}
+    for field_name, name in _LIMITS.items():
+        raw = (env.get(name) or "").strip()
+        if raw:
+            try:
+                given[field_name] = int(raw.replace("_", "").replace(",", ""))
+            except ValueError:
+                raise ConfigError(f"{name}={raw!r} is not a whole number") from None
+    try:
+        return Limits(**given)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = _LIMITS.get(str(error["loc"][0]), str(error["loc"][0]))
+        raise ConfigError(f"{name}: {error['msg']}") from None
+
+
+def read_policies(env: Environment) -> PolicyBook:
+    """The book of the file `SIGNOFF_POLICY_FILE` names (TOML or JSON), or an empty one.
+
+    Raises:
+        ConfigError: the file cannot be read, or an entry is invalid (named).
+    """
+    path = env.get(POLICY_FILE_ENV)
+    return PolicyBook.load(path) if path else PolicyBook()
+
+
+def read_approver_keys(env: Environment) -> ApproverKeys | None:
+    """The keys of the file `SIGNOFF_APPROVER_KEYS` names, with `SIGNOFF_APPROVER_ISSUER`
+    and `SIGNOFF_APPROVER_AUDIENCE`; None when no file is set.
+
+    Raises:
+        ConfigError: issuer or audience without the file, or a file that cannot work.
+    """
+    path = env.approver_keys_file()
+    issuer, audience = env.approver_issuer(), env.approver_audience()
+    if not path:
+        if issuer or audience:
+            raise ConfigError(
+                f"{APPROVER_ISSUER_ENV}/{APPROVER_AUDIENCE_ENV} are set but {APPROVER_KEYS_ENV} is not: "
+                "name the key file"
+            )
+        return None
+    return ApproverKeys.load(path, issuer, audience)
 
 
 @dataclass(frozen=True)
@@ -132,16 +198,16 @@ class WorkerSettings:
             state_key, source = None, ""
         settings = cls(
             connection,
-            env.limits(),
-            env.policies(),
-            env.approver_keys(),
+            read_limits(env),
+            read_policies(env),
+            read_approver_keys(env),
             state_key,
             source,
             # The embedded server's Web UI is the local default's (http://localhost:8233).
             notify=NotifyConfig.from_env(env, connection.address, connection.namespace),
             deployment=DeploymentSettings.from_env(env),
             max_cached_workflows=env.max_cached_workflows(),
-            signature_max_age=env.signature_max_age(),
+            signature_max_age=env.signature_max_age() or DEFAULT_SIGNATURE_MAX_AGE,
         )
         return replace(settings.check(agents), model_note=_model_note(agents, env))
 
@@ -257,4 +323,4 @@ def _servers(agents: Mapping[str, ChatClientAgent]) -> list[MCPServer]:
     return list({server.key: server for agent in agents.values() for server in agent.mcp_servers}.values())
 
 
-__all__ = ["NO_MODEL", "WorkerSettings"]
+__all__ = ["NO_MODEL", "WorkerSettings", "read_approver_keys", "read_limits", "read_policies"]

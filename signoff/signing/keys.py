@@ -30,7 +30,6 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 
 from signoff.approval.claims import JWS
-from signoff.approval.derived import RunFacts, ServedRuns, decision_claim_for
 from signoff.approval.identity import DEFAULT_TTL, token_claims
 from signoff.approval.keyfile import MIN_RSA_BITS, read_key_file
 from signoff.approval.names import name_problem
@@ -39,6 +38,7 @@ from signoff.approval.signatures import SignoffClaim
 from signoff.config.environment import APPROVER_KEY_FILE_ENV
 from signoff.config.smallfile import read_small_file
 from signoff.errors import ConfigError, UsageError
+from signoff.signing.derived import RunFacts, ServedRuns, decision_claim_for
 
 _HEADER = "signoff-key: "
 """The first line of a key file `signoff keys new` writes: whom the key signs as."""
@@ -150,7 +150,7 @@ def signed_decision(
     bound to exactly this decision. What `signoff sign` prints, to send by any Temporal
     client (the Web UI's Send an Update, the `temporal` CLI).
 
-    The claim is derived, never copied (`signoff.approval.derived`): from `run`, what the
+    The claim is derived, never copied (`signoff.signing.derived`): from `run`, what the
     server says of the run the request came from (`await signoff.operator.run_client.run_facts(client,
     workflow_id)`: its first run id, type and task queue), and from the request's call id,
     tool and arguments as you have them; the request's own `binding` must agree.

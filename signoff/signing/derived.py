@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from signoff.approval.digest import arguments_digest
 from signoff.approval.requests import Binding, ToolApprovalRequest, ToolApprovalResponse
 from signoff.approval.signatures import DecisionClaim, ExtensionClaim, decision_claim, extension_claim
+from signoff.config.environment import Environment
 from signoff.contract import DEFAULT_TASK_QUEUE, WORKFLOW_TYPE
 from signoff.errors import SigningRefused
 
@@ -65,6 +66,11 @@ class ServedRuns:
     """
 
     task_queues: tuple[str, ...] = (DEFAULT_TASK_QUEUE,)
+
+    @classmethod
+    def from_env(cls, env: Environment) -> ServedRuns:
+        """`SIGNOFF_SERVED_TASK_QUEUES`, else `SIGNOFF_TASK_QUEUE`, else the contract's `signoff`."""
+        return cls(env.served_task_queues() or (DEFAULT_TASK_QUEUE,))
 
     def problem(self, run: RunFacts) -> str | None:
         """Why a signer does not sign for `run` (None: it does)."""
