@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from temporalio import activity
 from temporalio.plugin import SimplePlugin
@@ -43,6 +43,7 @@ from signoff.activities.models import (
     UnsealInput,
     UnsealOutput,
 )
+from signoff.activities.needs import ActivitySettings
 from signoff.activities.notify import deliver
 from signoff.activities.observe import model_turn_done, tool_call_done
 from signoff.activities.prepare import prepare_run
@@ -53,9 +54,6 @@ from signoff.activities.tool import Callers, SignOffs, run_call
 from signoff.agent.builder import ChatClientAgent
 from signoff.chat.base import ChatClient
 from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET
-
-if TYPE_CHECKING:  # the worker's settings hold the activities' types: they are read, not imported
-    from signoff.runtime.settings import WorkerSettings
 
 if __name__ != "signoff.activities":  # the repository's top-level `activities/` is a link to this folder
     raise ImportError(
@@ -82,7 +80,7 @@ class AgentActivities:
         agents: Mapping[str, ChatClientAgent],
         default_client: Callable[[], ChatClient] | None = None,
         *,
-        settings: WorkerSettings,
+        settings: ActivitySettings,
         payload_budget: int | None = DEFAULT_PAYLOAD_BUDGET,
     ) -> None:
         self.settings = settings

@@ -40,8 +40,8 @@ from signoff.tools.base import Tool
 from signoff.tools.mcp.tool import OwnSessions, rebuilt_tools
 from signoff.tools.registry import ToolRegistry
 
-if TYPE_CHECKING:  # the worker's settings hold the activities' types: they are read, not imported
-    from signoff.runtime.settings import WorkerSettings
+if TYPE_CHECKING:
+    from signoff.activities.needs import ActivitySettings
     from signoff.tools.mcp.sessions import MCPSessions
 
 SNAPSHOTS_REMEMBERED = 1000
@@ -87,7 +87,7 @@ class ServedAgents:
         self,
         agents: Mapping[str, ChatClientAgent],
         default_client: Callable[[], ChatClient] | None = None,
-        settings: WorkerSettings | None = None,
+        settings: ActivitySettings | None = None,
         payload_budget: int | None = DEFAULT_PAYLOAD_BUDGET,
     ) -> None:
         self._agents = with_sub_agents(agents)
