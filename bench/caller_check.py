@@ -3,7 +3,7 @@
 Before an approved call runs, the tool activity asks the server about the calling run (type,
 task queue, status, chain; once per run, `activities/tool.py`). Against one parked `AgentRun`
 (its search attributes set, as in production), this process asks that question alternately
-the way the activity does now (the raw `DescribeWorkflowExecution`, `describe_run`) and the
+the way the activity does now (the raw `DescribeWorkflowExecution`, `raw_description`) and the
 way it did before (the SDK's `WorkflowHandle.describe`, reading the same fields), and reports
 this process's CPU and the wall time per question, p50/p95, and now ÷ before. Interleaved in
 one run, so a loaded machine slows both alike; one RPC either way.
@@ -22,7 +22,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from bench.common import BenchError, bench_env, run, workers
 from bench.report import summary, table, write_results
 from bench.runs import start_signoff, wait_paused
-from signoff.activities.tool import describe_run
+from signoff.activities.tool import raw_description
 from signoff.contract import WORKFLOW_TYPE
 
 Ask = Callable[[Client, str, str], Awaitable[tuple[str, str, bool, str]]]
@@ -30,7 +30,7 @@ Ask = Callable[[Client, str, str], Awaitable[tuple[str, str, bool, str]]]
 
 async def raw(client: Client, workflow_id: str, run_id: str) -> tuple[str, str, bool, str]:
     """What the activity asks now."""
-    info = await describe_run(client, workflow_id, run_id)
+    info = await raw_description(client, workflow_id, run_id)
     running = info.status == ExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING
     return info.type.name, info.task_queue, running, info.first_run_id or info.execution.run_id
 

@@ -61,9 +61,9 @@ async def tool(call: ToolCall) -> str:
 async def serve() -> None:
     from bench.floor_workflow import FloorRun
     from bench.serving import run_until_stopped
-    from signoff.runtime.worker import connect, sandbox_runner
+    from signoff.runtime.worker import connect_address, sandbox_runner
 
-    client = await connect(os.environ["TEMPORAL_ADDRESS"])
+    client = await connect_address(os.environ["TEMPORAL_ADDRESS"])
     worker = Worker(
         client,
         task_queue=os.environ["SIGNOFF_TASK_QUEUE"],

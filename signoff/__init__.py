@@ -25,6 +25,7 @@ from signoff.chat import PRESETS, ChatClient, ChatOptions, LLMConfig, OpenAIChat
 from signoff.contract import AgentRunInput, AgentRunResult, DecisionAck, RunOptions, RunStatus
 from signoff.errors import (
     ConfigError,
+    DecisionError,
     ProviderError,
     RunFailedError,
     SigningRefused,
@@ -33,7 +34,7 @@ from signoff.errors import (
     TokenError,
     UsageError,
 )
-from signoff.loop.agent_loop import AgentLoop, AwaitApproval, CallModel, DecisionError, Fail, Finish, RunTools
+from signoff.loop.agent_loop import AgentLoop, AwaitApproval, CallModel, Fail, Finish, RunTools
 from signoff.loop.limits import Limits
 from signoff.messages import (
     AgentEvent,

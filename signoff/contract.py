@@ -212,7 +212,7 @@ class RunStatus(BaseModel):
     grants: list[Grant] = Field(default_factory=list)
 
 
-class TooManyDecisions(ValueError):
+class _TooManyDecisions(ValueError):
     """More decisions in one signal or update than `MAX_DECISIONS`."""
 
 
@@ -220,10 +220,10 @@ def parse_responses(payload: Any) -> list[ToolApprovalResponse]:
     """One response object or a list of at most `MAX_DECISIONS`.
 
     Raises:
-        TooManyDecisions: the list is longer (counted before any is read).
+        _TooManyDecisions: the list is longer (counted before any is read).
         pydantic.ValidationError: a response is not valid.
     """
     items = payload if isinstance(payload, list) else [payload]
     if len(items) > MAX_DECISIONS:
-        raise TooManyDecisions(f"{len(items):,} decisions in one request: at most {MAX_DECISIONS} are taken at once")
+        raise _TooManyDecisions(f"{len(items):,} decisions in one request: at most {MAX_DECISIONS} are taken at once")
     return [ToolApprovalResponse.model_validate(item) for item in items]

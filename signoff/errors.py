@@ -8,7 +8,18 @@
     ├── TokenError         an approver's token was refused: `reason` says why (expired, ...)
     ├── SigningRefused     a signer will not sign: the run's request does not match what it
     │                      shows, or the run is not one your workers serve
-    └── RunFailedError     a run that cannot go on (a call's policy said fail_run on timeout)
+    ├── RunFailedError     a run that cannot go on (a call's policy said fail_run on timeout)
+    ├── DecisionError      a decision that cannot be applied (also a ValueError): names the
+    │                      pending call ids
+    ├── NotStrictJSON      text or a value that is not strict JSON (also a ValueError)
+    └── CommandError       an operator's command that cannot go on: the message, the exit code
+        ├── Unanswered     the run cannot answer now (no worker in time)
+        │   └── RunPaused  it is paused (`temporal workflow pause`)
+        └── UpdateNotTaken the run did not take the update (what it carried may go by signal)
+
+Some modules subclass these for their own cases (`ConfigError`: the payload store's, the
+codec's and the connection's errors; `UsageError`: `HistoryFileError`); each is raised as
+the branch it extends, so catching the branch catches it.
 
 Every message says what happened and, where it can, what to do.
 """
@@ -82,3 +93,38 @@ class SigningRefused(SignoffError):
 
 class RunFailedError(SignoffError):
     """A run that cannot go on, with the reason (e.g. `on_timeout=fail_run`)."""
+
+
+class DecisionError(SignoffError, ValueError):
+    """A decision that cannot be applied; the message names the pending call ids."""
+
+    def __init__(self, problem: str, pending: list[str]) -> None:
+        self.problem = problem
+        self.pending = pending
+        shown = ", ".join(pending) if pending else "none"
+        super().__init__(f"{problem} (pending call ids: {shown})")
+
+
+class CommandError(SignoffError):
+    """A command that cannot go on: the message for stderr and the exit code."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Unanswered(CommandError):
+    """The run cannot answer now: no worker answered in time, or it is paused (`RunPaused`)."""
+
+
+class RunPaused(Unanswered):
+    """The run is paused (`temporal workflow pause`): it answers no query and takes no update."""
+
+
+class UpdateNotTaken(CommandError):
+    """The run did not take the update (paused, 10 updates in flight, or no worker in time):
+    what it carried may still go by signal, which a run always accepts."""
+
+
+class NotStrictJSON(SignoffError, ValueError):
+    """Text or a value that is not strict JSON; the message says what is wrong."""

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from signoff.chat import LLMConfig, OpenAIChatClient
-from signoff.chat.config import read_key_file
+from signoff.chat.config import read_api_key_file
 from signoff.config.environment import Environment
 from signoff.errors import ConfigError
 from signoff.messages import ChatMessage
@@ -85,7 +85,7 @@ def test_an_empty_file_is_a_config_error(tmp_path: Path) -> None:
 
 def test_a_directory_is_not_a_key_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="is not a regular file"):
-        read_key_file(str(tmp_path))
+        read_api_key_file(str(tmp_path))
 
 
 def test_a_fifo_is_refused_at_once_rather_than_hanging_the_worker(tmp_path: Path) -> None:
@@ -95,7 +95,7 @@ def test_a_fifo_is_refused_at_once_rather_than_hanging_the_worker(tmp_path: Path
 
     def read() -> None:
         with pytest.raises(ConfigError) as refused:
-            read_key_file(str(fifo))
+            read_api_key_file(str(fifo))
         outcome.append(refused.value)
 
     reader = threading.Thread(target=read)
@@ -111,7 +111,7 @@ def test_a_fifo_is_refused_at_once_rather_than_hanging_the_worker(tmp_path: Path
 def test_an_unreadable_file_is_a_config_error(key_file: Path) -> None:
     key_file.chmod(0)
     with pytest.raises(ConfigError, match="is not readable by this worker"):
-        read_key_file(str(key_file))
+        read_api_key_file(str(key_file))
 
 
 def test_a_file_that_goes_missing_fails_the_request_with_a_keyless_error(key_file: Path) -> None:
@@ -133,7 +133,7 @@ def test_a_key_pasted_where_the_path_belongs_is_not_echoed() -> None:
 def test_a_path_that_cannot_be_opened_is_a_config_error_naming_it(key_file: Path) -> None:
     below_a_file = f"{key_file}/key"
     with pytest.raises(ConfigError, match=f"'{below_a_file}' .* cannot be opened: Not a directory"):
-        read_key_file(below_a_file)
+        read_api_key_file(below_a_file)
 
 
 async def test_the_key_is_in_no_repr(key_file: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from signoff.approval.digest import arguments_digest
 from signoff.approval.requests import ToolApprovalRequest
-from signoff.cli.binding import Plan, Refusal, Target, digest_text, plan
+from signoff.cli.binding import CallToDecide, CannotDecide, Plan, digest_text, plan
 from signoff.cli.shown import MAX_AGE, MAX_ENTRIES, ShownCalls, state_dir
 from signoff.config.environment import Environment
 
@@ -30,7 +30,7 @@ OTHER = call("call_2", "ls")
 def test_a_shown_call_is_decided_with_the_digest_that_was_shown_even_if_it_changed() -> None:
     shown = {"call_1": ECHO.arguments_digest}
     for chosen in (plan("r", [RM], shown), plan("r", [RM], shown, every=True), plan("r", [RM], shown, "call_1")):
-        assert chosen.targets == [Target("call_1", ECHO.arguments_digest, RM, "shown")]  # the run refuses it
+        assert chosen.targets == [CallToDecide("call_1", ECHO.arguments_digest, RM, "shown")]  # the run refuses it
 
 
 def test_the_only_call_not_shown_before_is_not_decided_unseen() -> None:
@@ -39,7 +39,7 @@ def test_the_only_call_not_shown_before_is_not_decided_unseen() -> None:
 
 def test_all_decides_exactly_the_shown_calls_and_lists_the_others() -> None:
     chosen = plan("r", [ECHO, OTHER], {"call_2": OTHER.arguments_digest}, every=True)
-    assert chosen == Plan([Target("call_2", OTHER.arguments_digest, OTHER, "shown")], [ECHO], "all")
+    assert chosen == Plan([CallToDecide("call_2", OTHER.arguments_digest, OTHER, "shown")], [ECHO], "all")
 
 
 def test_a_named_call_not_shown_is_printed_then_decided() -> None:
@@ -47,7 +47,7 @@ def test_a_named_call_not_shown_is_printed_then_decided() -> None:
 
 
 def test_several_pending_calls_need_a_name_and_are_shown() -> None:
-    with pytest.raises(Refusal) as refused:
+    with pytest.raises(CannotDecide) as refused:
         plan("r", [ECHO, OTHER], {})
     assert refused.value.code == 2 and refused.value.show == [ECHO, OTHER]
 
@@ -55,16 +55,16 @@ def test_several_pending_calls_need_a_name_and_are_shown() -> None:
 def test_a_digest_prefix_binds_the_call_it_names() -> None:
     prefix = OTHER.arguments_digest[:16]
     assert plan("r", [ECHO, OTHER], {}, digest=prefix).targets == [
-        Target("call_2", OTHER.arguments_digest, OTHER, "given")
+        CallToDecide("call_2", OTHER.arguments_digest, OTHER, "given")
     ]
     assert plan("r", [ECHO, OTHER], {}, "call_2", digest=prefix).targets[0].digest == OTHER.arguments_digest
 
 
 def test_a_digest_that_does_not_match_decides_nothing() -> None:
-    with pytest.raises(Refusal) as refused:
+    with pytest.raises(CannotDecide) as refused:
         plan("r", [RM], {}, "call_1", digest=ECHO.arguments_digest[:16])
     assert RM.arguments_digest in str(refused.value) and refused.value.show == [RM]
-    with pytest.raises(Refusal):
+    with pytest.raises(CannotDecide):
         plan("r", [RM], {}, digest=ECHO.arguments_digest[:16])
 
 
@@ -73,9 +73,9 @@ def test_a_whole_digest_is_sent_for_the_run_to_judge() -> None:
 
 
 def test_unknown_calls_and_empty_runs_are_refused() -> None:
-    with pytest.raises(Refusal, match="pending call ids: call_1"):
+    with pytest.raises(CannotDecide, match="pending call ids: call_1"):
         plan("r", [ECHO], {}, "nope")
-    with pytest.raises(Refusal, match="no tool call is awaiting approval"):
+    with pytest.raises(CannotDecide, match="no tool call is awaiting approval"):
         plan("r", [], {}, every=True)
 
 

@@ -19,7 +19,7 @@ from signoff.cli.main import main
 from signoff.cli.render import (
     final_text_seqs,
     gated_call_seqs,
-    render_event,
+    painted_event,
     render_result,
 )
 from signoff.cli.style import Console, Style
@@ -200,7 +200,7 @@ def test_symbols_fall_back_to_ascii_when_the_stream_cannot_encode_them() -> None
 def test_each_event_type_renders_readably(event: dict[str, Any], shown: str) -> None:
     seen = parse_event({"seq": 3, **event})
     assert seen.seq == 3 and seen.event is not None
-    assert render_event(seen.event, PLAIN).endswith(shown)
+    assert painted_event(seen.event, PLAIN).endswith(shown)
 
 
 def test_unknown_event_types_are_not_read() -> None:

@@ -12,7 +12,7 @@ import termios
 from signoff.approval.digest import arguments_digest
 from signoff.approval.requests import ToolApprovalRequest
 from signoff.cli.calls import approval_block, approval_prompt, render_ack
-from signoff.cli.style import DEFAULT_WIDTH, Console, Style, inert, terminal_width
+from signoff.cli.style import DEFAULT_WIDTH, Console, Style, inert_keeping_colours, terminal_width
 from signoff.config.environment import Environment
 from signoff.contract import DecidedCall, DecisionAck
 from signoff.views.text import CONTINUED, value_lines, wrap
@@ -99,7 +99,9 @@ def test_the_console_writes_nothing_a_terminal_obeys() -> None:
 def test_with_colours_only_the_styles_own_codes_pass() -> None:
     style = Style(colour=True)
     painted = style.paint("ok", "green", "bold") + " then \x1b]0;title\x07 and \x1b[8mhidden"
-    assert inert(painted, colour=True) == "\x1b[32;1mok\x1b[0m then \\x1b]0;title\\x07 and \\x1b[8mhidden"
+    assert (
+        inert_keeping_colours(painted, colour=True) == "\x1b[32;1mok\x1b[0m then \\x1b]0;title\\x07 and \\x1b[8mhidden"
+    )
 
 
 def _pty_of(columns: int) -> tuple[int, int]:

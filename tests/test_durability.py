@@ -18,7 +18,7 @@ from signoff.approval.requests import ToolApprovalResponse
 from signoff.contract import AgentRunResult
 from signoff.messages import ChatMessage
 from signoff.runtime.devserver import is_listening
-from signoff.runtime.worker import connect
+from signoff.runtime.worker import connect_address
 from tests.helpers import (
     Reply,
     ScriptedModelServer,
@@ -169,14 +169,14 @@ async def test_run_paused_for_approval_survives_dev_server_restart(
     server = await procs.dev_server("server-1", db, port, ui_port)
     first = procs.worker("worker-1", env)
     await first.wait_for_output(READY)
-    handle = await start_run(await connect(address), task_queue, command)
+    handle = await start_run(await connect_address(address), task_queue, command)
     (pending,) = await wait_pending(handle, timeout=15)
 
     await server.terminate()
     await first.terminate()
     await procs.dev_server("server-2", db, port, ui_port)
     procs.worker("worker-2", env)
-    handle = (await connect(address)).get_workflow_handle(handle.id, result_type=AgentRunResult)
+    handle = (await connect_address(address)).get_workflow_handle(handle.id, result_type=AgentRunResult)
     assert await wait_pending(handle, timeout=15) == [pending]
     await handle.execute_update("submit_tool_approval", ToolApprovalResponse.approve("call_1"))
     result = await result_of(handle)
@@ -209,7 +209,7 @@ async def test_worker_without_config_starts_and_stops_embedded_server(
     assert "Web UI http://localhost:8233" in out
     assert (tmp_path / ".signoff" / "temporal.db").is_file()
 
-    handle = await start_run(await connect("localhost:7233"), "signoff", "echo zero config")
+    handle = await start_run(await connect_address("localhost:7233"), "signoff", "echo zero config")
     await wait_pending(handle, timeout=15)
     await handle.execute_update("submit_tool_approval", ToolApprovalResponse.approve("*"))
     result = await result_of(handle)

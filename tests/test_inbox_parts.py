@@ -18,7 +18,7 @@ from signoff.approval.signatures import DecisionClaim
 from signoff.config.environment import Environment, host_value, parse_networks
 from signoff.errors import ConfigError
 from signoff.inbox.calls import WaitingCall
-from signoff.inbox.decide import Decisions
+from signoff.inbox.decide import InboxDecisions
 from signoff.inbox.live import StreamSlots
 from signoff.inbox.scope import Scope
 from signoff.inbox.seen import Opened
@@ -138,7 +138,7 @@ def waiting(policy: ApprovalPolicy, requested_by: str | None = None, **request: 
 
 def test_the_page_offers_only_what_the_policy_would_let_the_viewer_do(tmp_path: Path) -> None:
     write_secret(tmp_path / "inbox.key")
-    signing, plain = Decisions(None, InboxSigner.load(tmp_path / "inbox.key")), Decisions(None)  # type: ignore[arg-type]
+    signing, plain = InboxDecisions(None, InboxSigner.load(tmp_path / "inbox.key")), InboxDecisions(None)  # type: ignore[arg-type]
     alice, bob = Viewer("alice", ("sre",), "proxy"), Viewer("bob", ("dev",), "proxy")
     sre = ApprovalPolicy(approvers=("group:sre",))
     assert signing.refusal(waiting(sre), alice) is None

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from signoff.approval.requests import ToolApprovalResponse as Decision
-from signoff.loop.agent_loop import AgentLoop, AwaitApproval, CallModel, DecisionError, Finish, RunTools
+from signoff.errors import DecisionError
+from signoff.loop.agent_loop import AgentLoop, AwaitApproval, CallModel, Finish, RunTools
 from signoff.messages import ChatMessage, ChatResponse, FinishReason, ToolCall
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 import signoff.loop.agent_loop
 from signoff.approval.requests import ToolApprovalResponse
-from signoff.loop.actions import DecisionError
+from signoff.errors import DecisionError
 from signoff.loop.agent_loop import AgentLoop
 from signoff.loop.resume import reopen, unanswered_calls
 from signoff.loop.rounds import Rounds

@@ -123,7 +123,7 @@ def test_a_slow_walk_stops_when_its_time_runs_out(ws: Path) -> None:
 
 
 def test_directories_past_the_depth_limit_are_not_entered(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(surveys, "MAX_DEPTH", 2)
+    monkeypatch.setattr(surveys, "MAX_SURVEY_DEPTH", 2)
     (ws / "d" / "1" / "2" / "3").mkdir(parents=True)
     (ws / "d" / "1" / "2" / "3" / "deep.txt").write_text("x")
     preview = remover(ws).preview({"path": "d", "recursive": True})

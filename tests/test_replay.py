@@ -16,7 +16,7 @@ from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 from signoff.runtime.fingerprint import workflow_code
-from signoff.runtime.replay import Verdict, as_its_own_run, load_history
+from signoff.runtime.replay import ReplayVerdict, as_its_own_run, load_history
 from signoff.runtime.worker import sandbox_runner
 from signoff.testing import replay_histories
 from signoff.workflows.agent_run import CHECKS_STATE, SEALS_STATE, AgentRun
@@ -73,7 +73,7 @@ def test_committed_history_resumes(entry: Entry) -> None:
 @pytest.mark.parametrize("entry", RETIRED, ids=[e.name for e in RETIRED])
 def test_history_stated_not_to_resume_does_not(entry: Entry) -> None:
     (outcome,) = replay_histories(entry.path, check=False, **entry.replay_settings())
-    assert outcome.verdict is Verdict.DIVERGES, f"{entry.name} resumes now: its manifest entry says it does not"
+    assert outcome.verdict is ReplayVerdict.DIVERGES, f"{entry.name} resumes now: its manifest entry says it does not"
 
 
 def test_workflow_code_is_the_manifests_or_the_change_is_marked() -> None:

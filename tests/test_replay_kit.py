@@ -19,7 +19,7 @@ import pytest
 from temporalio.client import Client, WorkflowHistory
 
 from signoff.runtime.fingerprint import workflow_code
-from signoff.runtime.replay import Verdict, load_history, plain_words
+from signoff.runtime.replay import ReplayVerdict, load_history, plain_words
 from signoff.testing import HistoryReplayError, replay_histories
 from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, call, running_worker, start_run
 from tests.histories.manifest import HERE, Manifest
@@ -155,7 +155,10 @@ def test_a_history_of_another_workflow_cannot_be_checked() -> None:
     history = load_history(HERE / "approved.json")
     history.events[0].workflow_execution_started_event_attributes.workflow_type.name = "Invoice"
     (outcome,) = replay_histories(history, check=False)
-    assert outcome.verdict is Verdict.UNREADABLE and outcome.reason == "it is a history of 'Invoice', not of 'AgentRun'"
+    assert (
+        outcome.verdict is ReplayVerdict.UNREADABLE
+        and outcome.reason == "it is a history of 'Invoice', not of 'AgentRun'"
+    )
 
 
 def test_replay_histories_raises_naming_each_run_that_would_not_resume() -> None:
@@ -173,7 +176,7 @@ def test_replay_histories_raises_naming_each_run_that_would_not_resume() -> None
 def test_replay_histories_takes_directories_and_patterns() -> None:
     outcomes = replay_histories(HERE / "v2", str(HERE / "v1" / "*.json"), check=False)
     frozen = {str(e.path): e.resumes for e in Manifest.load().entries() if e.name.startswith(("v1/", "v2/"))}
-    assert {o.source: o.verdict is Verdict.RESUMES for o in outcomes} == frozen
+    assert {o.source: o.verdict is ReplayVerdict.RESUMES for o in outcomes} == frozen
     assert sum(frozen.values()) == 10 and len(frozen) == 17  # v2: 10 resume, 3 do not; v1: 4 do not
 
 

@@ -13,7 +13,7 @@ import pytest
 from signoff.activities.notify import read_notify_secret
 from signoff.activities.state import read_state_key
 from signoff.approval.keyfile import read_key_file as read_approver_keys
-from signoff.chat.config import read_key_file
+from signoff.chat.config import read_api_key_file
 from signoff.config.environment import S3_SECRET_ACCESS_KEY_FILE_ENV
 from signoff.errors import ConfigError
 from signoff.runtime import s3store
@@ -29,7 +29,7 @@ def s3_secret(path: Path) -> object:
 
 
 READERS: dict[str, Callable[[Path], Any]] = {
-    "SIGNOFF_LLM_API_KEY_FILE": lambda p: read_key_file(str(p)),
+    "SIGNOFF_LLM_API_KEY_FILE": lambda p: read_api_key_file(str(p)),
     "SIGNOFF_APPROVER_KEYS": read_approver_keys,
     "SIGNOFF_NOTIFY_SECRET_FILE": read_notify_secret,
     "SIGNOFF_S3_SECRET_ACCESS_KEY_FILE": s3_secret,

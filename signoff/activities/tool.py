@@ -105,7 +105,7 @@ class Callers:
 
     async def _describe(self, key: str) -> str:
         info = activity.info()
-        run = await describe_run(activity.client(), info.workflow_id or "", info.workflow_run_id or "")
+        run = await raw_description(activity.client(), info.workflow_id or "", info.workflow_run_id or "")
         if run.type.name != WORKFLOW_TYPE or run.task_queue != info.task_queue:
             raise _refusal(f"the run is a {run.type.name} on task queue {run.task_queue!r}")
         if run.status != WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING:
@@ -113,7 +113,7 @@ class Callers:
         return run.first_run_id or run.execution.run_id
 
 
-async def describe_run(client: Client, workflow_id: str, run_id: str) -> WorkflowExecutionInfo:
+async def raw_description(client: Client, workflow_id: str, run_id: str) -> WorkflowExecutionInfo:
     """The server's description of a run, as it sent it. Asked raw: the SDK's
     `WorkflowHandle.describe` goes through the client's interceptors and decodes the run's
     search attributes twice (untyped and typed) into a description object, of which the caller

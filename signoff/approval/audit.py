@@ -47,7 +47,7 @@ def record_hash(prev: str, record: ApprovalRecord) -> str:
     return sha256_hex(prev + canonical_json(chained_content(record)))
 
 
-def seal(record: ApprovalRecord, prev: str) -> ApprovalRecord:
+def chain_record(record: ApprovalRecord, prev: str) -> ApprovalRecord:
     """The record with its digests and chain hash filled in."""
     ran = record.edited_arguments if record.edited_arguments is not None else record.arguments
     record.arguments_digest = record.arguments_digest or arguments_digest(record.arguments)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from signoff.approval.names import MAX_NAME_CHARS, name_problem
 from signoff.approval.people import Person
 from signoff.approval.policy import ApprovalPolicy, OnTimeout
+from signoff.errors import NotStrictJSON
 from signoff.text import strict_json
 from signoff.text.wire import Compact
 
@@ -238,7 +239,7 @@ def parse_arguments(raw: str) -> Any:
     (`signoff.text.strict_json`: no NaN or Infinity, nesting at most 64 deep)."""
     try:
         return strict_json.loads(raw) if raw.strip() else {}
-    except strict_json.NotStrictJSON:
+    except NotStrictJSON:
         return raw
 
 
@@ -246,7 +247,7 @@ def arguments_problem(name: str, raw: str) -> str | None:
     """Why a call's argument text cannot be run (not strict JSON, or not an object), or None."""
     try:
         arguments = strict_json.loads(raw) if raw.strip() else {}
-    except strict_json.NotStrictJSON as exc:
+    except NotStrictJSON as exc:
         return f"invalid JSON arguments for {name}: {exc}"
     if not isinstance(arguments, dict):
         return f"arguments for {name} are not a JSON object: {raw[:200]!r}"

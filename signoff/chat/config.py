@@ -40,7 +40,7 @@ PRESET_MODELS: dict[str, str] = {
 }
 """Default model per preset; vLLM serves whatever it was started with, so it has none."""
 
-MAX_KEY_FILE_BYTES = 64 * 1024
+MAX_API_KEY_FILE_BYTES = 64 * 1024
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 120.0
 
@@ -88,7 +88,7 @@ class LLMConfig:
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be a positive number of seconds")
         if self.api_key_file is not None:
-            read_key_file(self.api_key_file)  # fail now, not at the first request
+            read_api_key_file(self.api_key_file)  # fail now, not at the first request
 
     @classmethod
     def preset(cls, name: str, model: str | None = None, **kwargs: object) -> LLMConfig:
@@ -146,11 +146,11 @@ class LLMConfig:
             ConfigError: `api_key_file` is set but missing, unreadable or empty.
         """
         if self.api_key_file is not None:
-            return read_key_file(self.api_key_file)
+            return read_api_key_file(self.api_key_file)
         return Environment().get(self.api_key_env) or None
 
 
-def read_key_file(path: str) -> str:
+def read_api_key_file(path: str) -> str:
     """The key held in the file at `path`, without surrounding whitespace.
 
     Errors name the file, never its content. A path that does not exist is named only
@@ -163,7 +163,7 @@ def read_key_file(path: str) -> str:
     """
     what = _key_file_name(path)
     try:
-        data = read_small_file(path, MAX_KEY_FILE_BYTES)
+        data = read_small_file(path, MAX_API_KEY_FILE_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"{what} does not exist: mount or create it, or fix the path") from None
     except PermissionError:

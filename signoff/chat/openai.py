@@ -34,7 +34,7 @@ from httpx_sse import aconnect_sse
 from signoff.chat.base import ChatOptions, OnText
 from signoff.chat.config import LLMConfig
 from signoff.chat.masking import mask_secret, masked_exception
-from signoff.chat.stream import MAX_ERROR_TEXT, Turn, error_text, loads, read_stream
+from signoff.chat.stream import MAX_ERROR_TEXT, Turn, provider_error_text, provider_json, read_stream
 from signoff.errors import ProviderError, StreamError
 from signoff.messages import (
     ChatMessage,
@@ -134,7 +134,7 @@ class OpenAIChatClient:
             turn = Turn(on_text)
             try:
                 if "text/event-stream" not in response.headers.get("content-type", ""):
-                    return turn.from_completion(loads(await response.aread()))
+                    return turn.from_completion(provider_json(await response.aread()))
                 await read_stream(source, turn)
             except _BROKEN_BODY as exc:
                 raise StreamError(f"response stream broke off: {exc}; retry the request") from exc
@@ -216,7 +216,7 @@ def message_from_openai(data: Mapping[str, Any]) -> ChatMessage:
 async def _provider_error(response: httpx.Response, key: str | None) -> ProviderError:
     text = (await response.aread()).decode("utf-8", "replace")
     try:
-        message = error_text(json.loads(text))
+        message = provider_error_text(json.loads(text))
     except ValueError:
         message = text.strip() or response.reason_phrase
     # Some providers echo the key they rejected, whole or in part.

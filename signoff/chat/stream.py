@@ -42,7 +42,7 @@ async def read_stream(source: EventSource, turn: Turn) -> None:
             elif event.event == "error":
                 raise StreamError(f"provider sent an error event: {event.data[:MAX_ERROR_TEXT]}")
             else:
-                turn.add_chunk(loads(event.data))
+                turn.add_chunk(provider_json(event.data))
     except httpx.TransportError:
         if not done:  # after [DONE] the answer is whole; a failing goodbye does not matter
             raise
@@ -83,7 +83,7 @@ class Turn:
 
     def _fold(self, chunk: dict[str, Any]) -> str:
         if "error" in chunk:  # some providers report failures inside a 200 stream
-            raise StreamError(f"provider reported an error mid-stream: {error_text(chunk)}")
+            raise StreamError(f"provider reported an error mid-stream: {provider_error_text(chunk)}")
         if chunk.get("usage"):
             self._usage = _usage(chunk["usage"])
         text = ""
@@ -129,7 +129,7 @@ class Turn:
         return ChatResponse(message=message, finish_reason=reason, usage=self._usage)
 
 
-def loads(text: str | bytes) -> Any:
+def provider_json(text: str | bytes) -> Any:
     try:
         return json.loads(text)
     except ValueError as exc:
@@ -151,7 +151,7 @@ def _count(value: Any) -> int:
         return 0
 
 
-def error_text(body: Any) -> str:
+def provider_error_text(body: Any) -> str:
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         return str(body["error"].get("message") or body["error"])
     if isinstance(body, dict) and "error" in body:

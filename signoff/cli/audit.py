@@ -27,15 +27,14 @@ from signoff.cli.history import run_chain
 from signoff.cli.render import render_record
 from signoff.cli.style import Style
 from signoff.contract import AgentRunResult
-from signoff.errors import ConfigError
+from signoff.errors import CommandError, ConfigError
 from signoff.operator import run_client
-from signoff.operator.run_client import CommandError
 from signoff.runtime.settings import read_approver_keys
 from signoff.views.text import safe, value_lines, votes_text
 from signoff.workflows.queries import AuditTrail
 
 if TYPE_CHECKING:
-    from signoff.cli.main import Context
+    from signoff.cli.main import CommandContext
 
 
 async def _from_run(client: Client, workflow_id: str) -> AuditTrail:
@@ -107,7 +106,7 @@ def render_trail(records: list[ApprovalRecord], style: Style, width: int | None)
     return lines
 
 
-async def cmd_audit(args: argparse.Namespace, ctx: Context) -> int:
+async def cmd_audit(args: argparse.Namespace, ctx: CommandContext) -> int:
     """Print the trail (or its JSON); with --verify, check it and say whether it holds."""
     client = await ctx.connect() if (args.verify or not args.file) else None
     trail = _from_file(args.file, args.run) if args.file else await _from_run(client, args.run)  # type: ignore[arg-type]

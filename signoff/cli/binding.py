@@ -27,7 +27,7 @@ on a terminal), the run's only call (asked on a terminal, refused otherwise), `-
 
 
 @dataclass(frozen=True)
-class Target:
+class CallToDecide:
     """One call to decide, with the digest to send and where that digest comes from."""
 
     call_id: str
@@ -38,12 +38,12 @@ class Target:
 
 @dataclass(frozen=True)
 class Plan:
-    targets: list[Target] = field(default_factory=list)
+    targets: list[CallToDecide] = field(default_factory=list)
     unseen: list[ToolApprovalRequest] = field(default_factory=list)
     mode: Mode = "named"
 
 
-class Refusal(Exception):
+class CannotDecide(Exception):
     """Nothing can be decided as asked: why, the exit code, and the calls to show whole."""
 
     def __init__(self, message: str, code: int = 1, show: Sequence[ToolApprovalRequest] = ()) -> None:
@@ -72,24 +72,24 @@ def plan(
     every: bool = False,
     digest: str | None = None,
 ) -> Plan:
-    """The calls to decide. Raises Refusal when none can be, saying why and what to do."""
+    """The calls to decide. Raises CannotDecide when none can be, saying why and what to do."""
     if call is not None:
         return _named(workflow_id, pending, shown, call, digest)
     if not pending:
-        raise Refusal(f"no tool call is awaiting approval in run {workflow_id}")
+        raise CannotDecide(f"no tool call is awaiting approval in run {workflow_id}")
     if every:
-        targets = [Target(r.call_id, shown[r.call_id], r, "shown") for r in pending if r.call_id in shown]
+        targets = [CallToDecide(r.call_id, shown[r.call_id], r, "shown") for r in pending if r.call_id in shown]
         return Plan(targets, [r for r in pending if r.call_id not in shown], "all")
     if digest is not None:
         return Plan([_by_digest(pending, digest)])
     if len(pending) > 1:
         ids = ", ".join(r.call_id for r in pending)
-        raise Refusal(
+        raise CannotDecide(
             f"{len(pending)} calls are pending in run {workflow_id} ({ids}). Name one, or pass --all.", 2, pending
         )
     only = pending[0]
     if only.call_id in shown:
-        return Plan([Target(only.call_id, shown[only.call_id], only, "shown")])
+        return Plan([CallToDecide(only.call_id, shown[only.call_id], only, "shown")])
     return Plan(unseen=[only], mode="only")
 
 
@@ -99,25 +99,27 @@ def _named(
     request = next((r for r in pending if r.call_id == call), None)
     if digest is not None:
         if request is not None and request.arguments_digest.startswith(digest):
-            return Plan([Target(call, request.arguments_digest, request, "given")])
+            return Plan([CallToDecide(call, request.arguments_digest, request, "given")])
         if len(digest) == 64:  # bound in full: the run itself says why it cannot be decided
-            return Plan([Target(call, digest, request, "given")])
+            return Plan([CallToDecide(call, digest, request, "given")])
         now = f"its arguments_digest is {request.arguments_digest}" if request else "it is not pending"
-        raise Refusal(
+        raise CannotDecide(
             f"call {call!r} is not the call you named by --digest {digest}: {now}", 1, [request] if request else []
         )
     if call in shown:  # what the operator saw; if the call changed since, the run refuses it
-        return Plan([Target(call, shown[call], request, "shown")])
+        return Plan([CallToDecide(call, shown[call], request, "shown")])
     if request is None:
         ids = ", ".join(r.call_id for r in pending) or "none"
-        raise Refusal(f"no pending call with id {call!r} in run {workflow_id} (pending call ids: {ids})")
+        raise CannotDecide(f"no pending call with id {call!r} in run {workflow_id} (pending call ids: {ids})")
     return Plan(unseen=[request], mode="named")
 
 
-def _by_digest(pending: Sequence[ToolApprovalRequest], digest: str) -> Target:
+def _by_digest(pending: Sequence[ToolApprovalRequest], digest: str) -> CallToDecide:
     matches = [r for r in pending if r.arguments_digest.startswith(digest)]
     if not matches:
-        raise Refusal(f"no pending call has an arguments_digest starting {digest}; the pending calls are:", 1, pending)
+        raise CannotDecide(
+            f"no pending call has an arguments_digest starting {digest}; the pending calls are:", 1, pending
+        )
     if len(matches) > 1:
-        raise Refusal(f"{len(matches)} pending calls have these arguments; name the call as well", 2, matches)
-    return Target(matches[0].call_id, matches[0].arguments_digest, matches[0], "given")
+        raise CannotDecide(f"{len(matches)} pending calls have these arguments; name the call as well", 2, matches)
+    return CallToDecide(matches[0].call_id, matches[0].arguments_digest, matches[0], "given")

@@ -23,13 +23,13 @@ from signoff.cli.shown import show
 from signoff.cli.style import print_json
 from signoff.cli.who import Who
 from signoff.contract import DecisionAck
+from signoff.errors import CommandError
 from signoff.operator import run_client
-from signoff.operator.run_client import CommandError
 from signoff.operator.waiting import bounded
 from signoff.views.text import safe
 
 if TYPE_CHECKING:
-    from signoff.cli.main import Context
+    from signoff.cli.main import CommandContext
 
 Listed = list[tuple[str, list[ToolApprovalRequest]]]
 
@@ -56,7 +56,7 @@ async def matching_calls(client: Client, args: argparse.Namespace) -> Listed:
     return listed
 
 
-async def decide_by_query(args: argparse.Namespace, ctx: Context, fields: dict[str, Any], who: Who) -> int:
+async def decide_by_query(args: argparse.Namespace, ctx: CommandContext, fields: dict[str, Any], who: Who) -> int:
     """List what the query selects, ask, then decide exactly that, one update per run."""
     verb, console = args.command, ctx.console
     client = await ctx.connect()
@@ -78,7 +78,7 @@ async def decide_by_query(args: argparse.Namespace, ctx: Context, fields: dict[s
 
 
 async def _decide_each(
-    ctx: Context, client: Client, listed: Listed, fields: dict[str, Any], who: Who, as_json: bool
+    ctx: CommandContext, client: Client, listed: Listed, fields: dict[str, Any], who: Who, as_json: bool
 ) -> int:
     async def one_run(workflow_id: str, calls: list[ToolApprovalRequest]) -> DecisionAck:
         run = await run_client.run_facts(client, workflow_id) if any(who.signs(r) for r in calls) else None

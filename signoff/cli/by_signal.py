@@ -17,16 +17,17 @@ from typing import TYPE_CHECKING, Any
 from signoff.approval.requests import ToolApprovalResponse
 from signoff.cli.style import print_json
 from signoff.cli.who import Who
+from signoff.errors import CommandError
 from signoff.operator import run_client
-from signoff.operator.run_client import CommandError, Handle
+from signoff.operator.run_client import Handle
 from signoff.views.text import safe
 
 if TYPE_CHECKING:
-    from signoff.cli.main import Context
+    from signoff.cli.main import CommandContext
 
 
 def shown_responses(
-    ctx: Context, args: argparse.Namespace, fields: dict[str, Any], who: Who, why: str
+    ctx: CommandContext, args: argparse.Namespace, fields: dict[str, Any], who: Who, why: str
 ) -> list[ToolApprovalResponse]:
     """The decisions a run that cannot answer (`why`) can be sent: calls the operator was shown, or
     named with the whole digest. They go unsigned: what a verified call's token must bind (its
@@ -54,7 +55,7 @@ def shown_responses(
 
 
 async def send_by_signal(
-    ctx: Context, args: argparse.Namespace, handle: Handle, responses: list[ToolApprovalResponse], why: str
+    ctx: CommandContext, args: argparse.Namespace, handle: Handle, responses: list[ToolApprovalResponse], why: str
 ) -> int:
     """Send `responses` by signal and say why, and how to see what came of them."""
     await run_client.signal(handle, responses)

@@ -15,19 +15,18 @@ from urllib.parse import urlsplit
 
 from signoff.config.environment import CODEC_KEYS_ENV, CODEC_SERVER_TOKEN_FILE_ENV, UI_URL_ENV, Environment
 from signoff.config.smallfile import read_small_file
-from signoff.errors import ConfigError
-from signoff.operator.run_client import CommandError
+from signoff.errors import CommandError, ConfigError
 from signoff.runtime.codec import CodecKeys
 from signoff.views.links import DEFAULT_UI_BASE
 
-DEFAULT_PORT = 8081
+DEFAULT_CODEC_PORT = 8081
 MAX_TOKEN_FILE_BYTES = 4096
 
 
 def add_codec_parser(sub: Any) -> None:
     p = sub.add_parser("codec-server", help="decrypt payloads for the Temporal Web UI and `temporal --codec-endpoint`")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument("--port", type=int, default=DEFAULT_CODEC_PORT, help=f"port (default {DEFAULT_CODEC_PORT})")
     p.add_argument(
         "--origin",
         action="append",

@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from signoff.approval.requests import GrantSpec, ToolApprovalResponse
-from signoff.cli.binding import Plan, Refusal, Target, plan
+from signoff.cli.binding import CallToDecide, CannotDecide, Plan, plan
 from signoff.cli.bulk import decide_by_query
 from signoff.cli.by_signal import send_by_signal, shown_responses
 from signoff.cli.calls import render_ack
@@ -25,14 +25,15 @@ from signoff.cli.input import terminal_asker
 from signoff.cli.shown import show
 from signoff.cli.style import Console, print_json
 from signoff.cli.who import Who
+from signoff.errors import CommandError, NotStrictJSON, Unanswered, UpdateNotTaken
 from signoff.operator import run_client
 from signoff.operator.edits import check_edit
-from signoff.operator.run_client import CommandError, Handle
+from signoff.operator.run_client import Handle
 from signoff.text import strict_json
 from signoff.views.text import safe, value_lines
 
 if TYPE_CHECKING:
-    from signoff.cli.main import Context
+    from signoff.cli.main import CommandContext
 
 
 def decision_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -46,7 +47,7 @@ def answer_fields(args: argparse.Namespace, approved: bool) -> dict[str, Any]:
     edit = getattr(args, "edit", None)
     try:
         arguments = strict_json.loads(edit) if edit is not None else None
-    except strict_json.NotStrictJSON as exc:
+    except NotStrictJSON as exc:
         raise CommandError(f"--edit is not valid JSON: {exc}", 2) from None
     if edit is not None and not isinstance(arguments, dict):
         raise CommandError('--edit must be a JSON object, e.g. \'{"command": "ls"}\'', 2)
@@ -82,7 +83,7 @@ def _check_usage(args: argparse.Namespace) -> None:
             raise CommandError(message, 2)
 
 
-async def cmd_decide(args: argparse.Namespace, ctx: Context) -> int:
+async def cmd_decide(args: argparse.Namespace, ctx: CommandContext) -> int:
     """`approve` / `deny` in one run (or, with --query, in many: `cli.bulk`)."""
     fields = decision_fields(args)
     if args.json:  # the answer alone on standard output; what is shown to a person goes to standard error
@@ -94,12 +95,12 @@ async def cmd_decide(args: argparse.Namespace, ctx: Context) -> int:
     handle = client.get_workflow_handle(args.run)
     try:
         pending = await run_client.pending(handle)
-    except run_client.Unanswered as silent:  # paused, or no worker: only what the operator was shown can be decided
+    except Unanswered as silent:  # paused, or no worker: only what the operator was shown can be decided
         responses = shown_responses(ctx, args, fields, who, str(silent))
         return await send_by_signal(ctx, args, handle, responses, str(silent))
     try:
         chosen = plan(args.run, pending, ctx.shown.digests(args.run), args.call, args.all, args.digest)
-    except Refusal as refusal:
+    except CannotDecide as refusal:
         show(ctx, args.run, refusal.show, record=ctx.console.tty)
         raise CommandError(str(refusal), refusal.code) from None
     if fields["arguments"] is not None:
@@ -120,7 +121,7 @@ async def cmd_decide(args: argparse.Namespace, ctx: Context) -> int:
         ctx.console.print(f"signed for run {safe(run.workflow_id)}: {safe(run.describe())}")
     try:
         ack = await run_client.submit(handle, responses)
-    except run_client.UpdateNotTaken as exc:  # paused, too many updates in flight, no worker: a signal always lands
+    except UpdateNotTaken as exc:  # paused, too many updates in flight, no worker: a signal always lands
         return await send_by_signal(ctx, args, handle, responses, str(exc))
     except CommandError:
         await _explain_changed(ctx, handle, targets)
@@ -132,7 +133,7 @@ async def cmd_decide(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
-async def _check_edit(ctx: Context, handle: Handle, chosen: Plan, edited: dict[str, Any]) -> None:
+async def _check_edit(ctx: CommandContext, handle: Handle, chosen: Plan, edited: dict[str, Any]) -> None:
     """Refuse an edit that does not fit the tool's schema; show what will run instead of what was asked."""
     request = next((t.request for t in chosen.targets if t.request), None) or next(iter(chosen.unseen), None)
     if request is None:
@@ -146,13 +147,13 @@ async def _check_edit(ctx: Context, handle: Handle, chosen: Plan, edited: dict[s
     )
 
 
-def _unseen(ctx: Context, args: argparse.Namespace, chosen: Plan) -> list[Target]:
+def _unseen(ctx: CommandContext, args: argparse.Namespace, chosen: Plan) -> list[CallToDecide]:
     """Print the calls not shown before; the ones the operator (or the command) decides now."""
     if not chosen.unseen:
         return []
     verb, run = args.command, args.run
     show(ctx, run, chosen.unseen, "Not shown to you before:", record=ctx.console.tty)
-    now = [Target(r.call_id, r.arguments_digest, r, "now") for r in chosen.unseen]
+    now = [CallToDecide(r.call_id, r.arguments_digest, r, "now") for r in chosen.unseen]
     ask = terminal_asker(ctx.console.write)
     ids = ", ".join(safe(r.call_id) for r in chosen.unseen)
     if chosen.mode == "all":
@@ -176,7 +177,7 @@ def _unseen(ctx: Context, args: argparse.Namespace, chosen: Plan) -> list[Target
     raise CommandError("nothing decided", 1)
 
 
-async def _explain_changed(ctx: Context, handle: Handle, targets: Sequence[Target]) -> None:
+async def _explain_changed(ctx: CommandContext, handle: Handle, targets: Sequence[CallToDecide]) -> None:
     """After a refusal: show, whole, each call that is no longer what the operator saw."""
     try:
         now = {r.call_id: r for r in await run_client.pending(handle)}

@@ -19,7 +19,7 @@ from signoff.chat.base import ChatClient
 from signoff.cli.args import identity
 from signoff.cli.demo import configured_model, demo_banner, demo_model, demo_workspace
 from signoff.cli.follow import (
-    Decider,
+    DecideCall,
     InputEnded,
     Prompter,
     auto_approver,
@@ -32,22 +32,22 @@ from signoff.cli.style import Console
 from signoff.cli.who import Who
 from signoff.config.environment import Environment
 from signoff.contract import AgentRunInput
-from signoff.errors import ConfigError
-from signoff.operator.run_client import CommandError, Handle
+from signoff.errors import CommandError, ConfigError
+from signoff.operator.run_client import Handle
 from signoff.runtime.connection import ConnectError, open_client
 from signoff.runtime.devserver import EmbeddedServer
 from signoff.tools.files.scope import WorkspaceScope
 from signoff.views.links import ui_root
 
 if TYPE_CHECKING:
-    from signoff.cli.main import Context
+    from signoff.cli.main import CommandContext
 
 
 ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 """Signals that end the demo like Ctrl-C does: its run is cancelled first."""
 
 
-def demo_decider(args: argparse.Namespace, console: Console, env: Environment) -> Decider:
+def demo_decider(args: argparse.Namespace, console: Console, env: Environment) -> DecideCall:
     """--yes approves; a terminal asks (and its end of input, Ctrl-D, ends the demo); otherwise a
     decision made elsewhere is awaited."""
     if args.yes:
@@ -58,7 +58,12 @@ def demo_decider(args: argparse.Namespace, console: Console, env: Environment) -
 
 
 async def run_demo(
-    client: Client, ctx: Context, args: argparse.Namespace, model: str, chat: Callable[[], ChatClient], started: bool
+    client: Client,
+    ctx: CommandContext,
+    args: argparse.Namespace,
+    model: str,
+    chat: Callable[[], ChatClient],
+    started: bool,
 ) -> int:
     """Serve the demo's run (and, with --inbox, the inbox beside it) until it finishes. However the
     demo ends otherwise (Ctrl-C, SIGTERM or SIGHUP, the end of input at its prompt, a reader of
@@ -72,7 +77,7 @@ async def run_demo(
 
 async def _demo_run(
     client: Client,
-    ctx: Context,
+    ctx: CommandContext,
     args: argparse.Namespace,
     model: str,
     chat: Callable[[], ChatClient],
@@ -111,7 +116,7 @@ async def _demo_run(
                 await _cancel(ctx, handle)
 
 
-async def _cancel(ctx: Context, handle: Handle) -> None:
+async def _cancel(ctx: CommandContext, handle: Handle) -> None:
     with contextlib.suppress(OSError):  # the terminal, or the reader of a pipe, may be gone
         ctx.console.print("", "Cancelling the demo run: no worker will serve it once the demo ends.")
     with contextlib.suppress(Exception):
@@ -148,7 +153,7 @@ class _Ended:
                 loop.remove_signal_handler(sig)
 
 
-async def _temporal_for_demo(ctx: Context) -> tuple[Client, EmbeddedServer | None]:
+async def _temporal_for_demo(ctx: CommandContext) -> tuple[Client, EmbeddedServer | None]:
     try:
         return await open_client(ctx.settings)
     except ConnectError as exc:  # it names the address itself
@@ -157,7 +162,7 @@ async def _temporal_for_demo(ctx: Context) -> tuple[Client, EmbeddedServer | Non
         raise CommandError(f"cannot reach or start Temporal at {ctx.settings.address}: {exc}") from None
 
 
-async def cmd_demo(args: argparse.Namespace, ctx: Context) -> int:
+async def cmd_demo(args: argparse.Namespace, ctx: CommandContext) -> int:
     """One command on a fresh machine: server (if needed), worker, model, a run to approve."""
     try:
         config = configured_model(ctx.env)  # a bad LLM config fails before any server starts

@@ -21,23 +21,24 @@ from signoff.cli.input import Answer, LineReader, parse_answer
 from signoff.cli.render import (
     final_text_seqs,
     gated_call_seqs,
-    render_event,
+    painted_event,
     render_result,
 )
 from signoff.cli.style import Console
 from signoff.cli.who import Who
 from signoff.cli.workers import describe_run, no_worker
 from signoff.contract import AgentRunResult
+from signoff.errors import CommandError, RunPaused
 from signoff.messages import ApprovalDecisionEvent, ApprovalRequestEvent
 from signoff.operator import run_client
-from signoff.operator.run_client import CommandError, Handle, Seen
+from signoff.operator.run_client import Handle, Seen
 from signoff.views.links import inbox_root
 
 if TYPE_CHECKING:
-    from signoff.cli.main import Context
+    from signoff.cli.main import CommandContext
 
 POLL_SECONDS = 0.5
-Decider = Callable[[Handle, ToolApprovalRequest], Awaitable[None]]
+DecideCall = Callable[[Handle, ToolApprovalRequest], Awaitable[None]]
 
 
 async def decide(handle: Handle, console: Console, request: ToolApprovalRequest, answer: Answer, who: Who) -> None:
@@ -72,7 +73,9 @@ async def wait_until_decided(handle: Handle, call_id: str) -> None:
 class Follower:
     """Prints a run's events as they come and hands approval requests to a decider."""
 
-    def __init__(self, handle: Handle, ctx: Context, decider: Decider | None, client: Client | None = None) -> None:
+    def __init__(
+        self, handle: Handle, ctx: CommandContext, decider: DecideCall | None, client: Client | None = None
+    ) -> None:
         self.handle, self.ctx, self.decider, self.client = handle, ctx, decider, client
         self.console = ctx.console
         self.seq = 0
@@ -107,7 +110,7 @@ class Follower:
 
     async def _why_silent(self, exc: CommandError) -> str:
         """Why the run does not answer: no worker polls its task queue, it is paused, or what the query said."""
-        if self.client is not None and not isinstance(exc, run_client.RunPaused):
+        if self.client is not None and not isinstance(exc, RunPaused):
             try:
                 info = await describe_run(self.client, self.handle.id)
             except CommandError:
@@ -130,7 +133,7 @@ class Follower:
                 continue
             if isinstance(event, ApprovalDecisionEvent):
                 self.waiting.discard(event.record.call_id)
-            self.console.print(render_event(event, self.console.style, self.console.width))
+            self.console.print(painted_event(event, self.console.style, self.console.width))
 
     async def _request(self, announced: ToolApprovalRequest) -> None:
         console, ctx = self.console, self.ctx
@@ -139,7 +142,7 @@ class Follower:
         except CommandError:
             request = None  # no worker to answer now: wait, and show what the event says
         if request is None:
-            console.print(render_event(ApprovalRequestEvent(request=announced), console.style, console.width))
+            console.print(painted_event(ApprovalRequestEvent(request=announced), console.style, console.width))
             self.waiting.add(announced.call_id)
             return
         self.waiting.add(request.call_id)
@@ -204,7 +207,7 @@ class Prompter:
         return None
 
 
-def auto_approver(console: Console, who: Who) -> Decider:
+def auto_approver(console: Console, who: Who) -> DecideCall:
     """Approves every request as shown (`demo --yes`)."""
 
     async def approve(handle: Handle, request: ToolApprovalRequest) -> None:
@@ -214,7 +217,7 @@ def auto_approver(console: Console, who: Who) -> Decider:
     return approve
 
 
-def elsewhere(console: Console) -> Decider:
+def elsewhere(console: Console) -> DecideCall:
     """Leaves the decision to the Web UI or another terminal, and says so."""
 
     async def wait(handle: Handle, request: ToolApprovalRequest) -> None:
@@ -228,7 +231,9 @@ def elsewhere(console: Console) -> Decider:
     return wait
 
 
-async def follow_to_end(handle: Handle, ctx: Context, decider: Decider | None, client: Client | None = None) -> int:
+async def follow_to_end(
+    handle: Handle, ctx: CommandContext, decider: DecideCall | None, client: Client | None = None
+) -> int:
     """Follow a run, then show its result; 1 when the run failed. With `client`, a run nobody
     answers for is explained (no worker polls its task queue)."""
     style = ctx.console.style
@@ -243,7 +248,9 @@ async def follow_to_end(handle: Handle, ctx: Context, decider: Decider | None, c
     return 0
 
 
-async def follow_or_leave(handle: Handle, ctx: Context, decider: Decider | None, client: Client | None = None) -> int:
+async def follow_or_leave(
+    handle: Handle, ctx: CommandContext, decider: DecideCall | None, client: Client | None = None
+) -> int:
     """`follow_to_end`; on Ctrl-C, say that the run goes on and how to follow it again."""
     try:
         return await follow_to_end(handle, ctx, decider, client)

@@ -19,16 +19,16 @@ from signoff.contract import (
     DeadlineExtension,
     GrantRevocation,
 )
+from signoff.errors import CommandError
 from signoff.operator import run_client
-from signoff.operator.run_client import CommandError
 from signoff.views.text import format_deadline, safe
 from signoff.workflows.run_input import format_validation_error
 
 if TYPE_CHECKING:
-    from signoff.cli.main import Context
+    from signoff.cli.main import CommandContext
 
 
-async def cmd_extend(args: argparse.Namespace, ctx: Context) -> int:
+async def cmd_extend(args: argparse.Namespace, ctx: CommandContext) -> int:
     """Move a waiting call's deadline later (allowed approvers only; signed for a verified call
     when a key is set)."""
     who = Who.from_args(args, ctx.env)
@@ -74,7 +74,7 @@ def grant_lines(grants: list[Grant], style: Style, now: datetime | None = None) 
     return lines
 
 
-async def cmd_grants(args: argparse.Namespace, ctx: Context) -> int:
+async def cmd_grants(args: argparse.Namespace, ctx: CommandContext) -> int:
     """List the run's grants (live and ended)."""
     grants = await run_client.grants((await ctx.connect()).get_workflow_handle(args.run))
     if args.json:
@@ -84,7 +84,7 @@ async def cmd_grants(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
-async def cmd_revoke(args: argparse.Namespace, ctx: Context) -> int:
+async def cmd_revoke(args: argparse.Namespace, ctx: CommandContext) -> int:
     """End a grant at once: later calls it would have matched wait for a person again."""
     handle = (await ctx.connect()).get_workflow_handle(args.run)
     payload = GrantRevocation(grant_id=args.grant_id).model_dump(mode="json")

@@ -29,11 +29,12 @@ from temporalio.service import RPCError
 from signoff.activities.models import TOOL_ACTIVITY, ToolInput
 from signoff.approval.requests import ApprovalRecord
 from signoff.contract import SIGNAL_APPROVAL, UPDATE_APPROVAL, UPDATE_EXTEND_DEADLINE, AgentRunResult
-from signoff.operator.run_client import CommandError, rpc_text
+from signoff.errors import CommandError
+from signoff.operator.run_client import rpc_text
 from signoff.workflows.run_input import ContinuedRun
 
 MAX_RUNS = 10_000
-MAX_TOKENS = 10_000
+MAX_TOKENS_SHOWN = 10_000
 """Tokens read from one run's decisions (a flood of signals must not make the audit endless)."""
 DECIDING = (SIGNAL_APPROVAL, UPDATE_APPROVAL, UPDATE_EXTEND_DEADLINE)
 
@@ -110,7 +111,7 @@ async def _decisions(client: Client, payloads: Payloads) -> Any:
 def _keep_tokens(evidence: RunEvidence, data: Any, at: datetime) -> None:
     for item in data if isinstance(data, list) else [data]:
         token = item.get("token") if isinstance(item, dict) else None
-        if isinstance(token, str) and len(evidence.tokens) < MAX_TOKENS:
+        if isinstance(token, str) and len(evidence.tokens) < MAX_TOKENS_SHOWN:
             evidence.tokens.append(SentToken(token, at))
 
 

@@ -12,8 +12,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from signoff.config.environment import INBOX_URL_ENV
-from signoff.errors import ConfigError
-from signoff.operator.run_client import CommandError
+from signoff.errors import CommandError, ConfigError
 from signoff.signing.derived import ServedRuns
 from signoff.views.links import inbox_root, ui_root
 
@@ -21,15 +20,15 @@ if TYPE_CHECKING:
     import uvicorn
     from temporalio.client import Client
 
-    from signoff.cli.main import Context
+    from signoff.cli.main import CommandContext
 
-DEFAULT_PORT = 8765
+DEFAULT_INBOX_PORT = 8765
 
 
 def add_inbox_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("inbox", parents=[common], help="serve the inbox: a web page to decide waiting calls, live")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument("--port", type=int, default=DEFAULT_INBOX_PORT, help=f"port (default {DEFAULT_INBOX_PORT})")
     p.add_argument(
         "--local-user",
         metavar="NAME",
@@ -45,7 +44,7 @@ def _loopback(host: str) -> bool:
 
 
 def inbox_server(
-    client: Client, ctx: Context, sock: socket.socket, local_user: str | None
+    client: Client, ctx: CommandContext, sock: socket.socket, local_user: str | None
 ) -> tuple[uvicorn.Server, str]:
     """The inbox for `ctx`'s namespace as a uvicorn server for the bound `sock`, not yet
     serving (`serve(sockets=[sock])`), and what it is.
@@ -110,9 +109,9 @@ def listening_socket(host: str, port: int) -> socket.socket:
 
 
 @contextlib.asynccontextmanager
-async def inbox_beside(client: Client, ctx: Context, user: str) -> AsyncIterator[str]:
+async def inbox_beside(client: Client, ctx: CommandContext, user: str) -> AsyncIterator[str]:
     """The inbox for `user` on 127.0.0.1 (port 8765, or a free one) while the block runs; its URL."""
-    sock = listening_socket("127.0.0.1", DEFAULT_PORT)
+    sock = listening_socket("127.0.0.1", DEFAULT_INBOX_PORT)
     server, _ = inbox_server(client, ctx, sock, user)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
@@ -124,7 +123,7 @@ async def inbox_beside(client: Client, ctx: Context, user: str) -> AsyncIterator
         sock.close()
 
 
-async def cmd_inbox(args: argparse.Namespace, ctx: Context) -> int:
+async def cmd_inbox(args: argparse.Namespace, ctx: CommandContext) -> int:
     """Serve until interrupted."""
     from signoff.runtime.hosts import bound_socket
 

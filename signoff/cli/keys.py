@@ -23,15 +23,14 @@ from signoff.approval.requests import ToolApprovalResponse
 from signoff.cli.decide import answer_fields
 from signoff.cli.who import Who
 from signoff.config.environment import APPROVER_KEY_FILE_ENV, APPROVER_KID_ENV
-from signoff.errors import SigningRefused, UsageError
+from signoff.errors import CommandError, SigningRefused, UsageError
 from signoff.operator import run_client
-from signoff.operator.run_client import CommandError
 from signoff.signing.derived import decision_claim_for
 from signoff.signing.keys import new_key_pair
 from signoff.views.text import safe
 
 if TYPE_CHECKING:
-    from signoff.cli.main import Context
+    from signoff.cli.main import CommandContext
 
 
 def _write_private(path: Path, pem: bytes) -> None:
@@ -87,7 +86,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
     return 0
 
 
-async def cmd_sign(args: argparse.Namespace, ctx: Context) -> int:
+async def cmd_sign(args: argparse.Namespace, ctx: CommandContext) -> int:
     """Print `{"call_id", "approved", "arguments_digest", ..., "token"}` for one pending call."""
     fields = answer_fields(args, approved=not args.deny)
     who = Who.from_args(args, ctx.env)

@@ -43,8 +43,7 @@ from signoff.cli.shown import ShownCalls
 from signoff.cli.style import Console
 from signoff.cli.token import cmd_token
 from signoff.config.environment import DEFAULT_ADDRESS, Environment
-from signoff.errors import ConfigError
-from signoff.operator.run_client import CommandError
+from signoff.errors import CommandError, ConfigError
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.storage import storage_problem
 from signoff.text.neutral import neutralise
@@ -52,7 +51,7 @@ from signoff.views.links import ui_link
 
 
 @dataclasses.dataclass(frozen=True)
-class Context:
+class CommandContext:
     """What every command needs: where Temporal is, where to write, and the environment
     (`signoff.config.environment`) its other settings come from."""
 
@@ -88,7 +87,7 @@ class Context:
             raise CommandError(f"{exc}\n{hint}") from None
 
 
-COMMANDS: dict[str, Callable[[argparse.Namespace, Context], Coroutine[Any, Any, int]]] = {
+COMMANDS: dict[str, Callable[[argparse.Namespace, CommandContext], Coroutine[Any, Any, int]]] = {
     "run": cmd_run,
     "pending": cmd_pending,
     "approve": cmd_decide,
@@ -148,7 +147,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         if args.command == "codec-server":  # its keys, no Temporal connection
             return cmd_codec_server(args, env)
-        ctx = Context(settings_from(args, env), Console(env=env), env=env)
+        ctx = CommandContext(settings_from(args, env), Console(env=env), env=env)
         return asyncio.run(COMMANDS[args.command](args, ctx))
     except CommandError as exc:  # its text may quote the run (call ids, reasons): inert
         print(f"signoff: {neutralise(str(exc))}", file=sys.stderr)

@@ -33,7 +33,7 @@ _SYMBOLS = {
 }
 
 
-def render_event(event: AgentEvent, style: Style, width: int | None = None) -> str:
+def painted_event(event: AgentEvent, style: Style, width: int | None = None) -> str:
     """One event as terminal text."""
     view = describe(event)
     if view.kind == "text":

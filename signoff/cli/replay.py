@@ -24,20 +24,20 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError
 
 from signoff.contract import WORKFLOW_TYPE
-from signoff.operator.run_client import CommandError
+from signoff.errors import CommandError
 from signoff.runtime.fingerprint import workflow_code
 from signoff.runtime.replay import (
     HistoryFileError,
     HistoryReplayer,
     ReplayOutcome,
-    Verdict,
-    describe,
+    ReplayVerdict,
+    event_label,
     load_history,
     replay_data_converter,
 )
 
 if TYPE_CHECKING:
-    from signoff.cli.main import Context
+    from signoff.cli.main import CommandContext
 
 EXIT_DIVERGES, EXIT_UNREADABLE = 1, 3
 DEFAULT_LIMIT = 1000
@@ -73,7 +73,7 @@ def _count(text: str) -> int:
     return int(text)
 
 
-async def cmd_replay(args: argparse.Namespace, ctx: Context) -> int:
+async def cmd_replay(args: argparse.Namespace, ctx: CommandContext) -> int:
     """Replay each history; print per run whether it would resume, and why not."""
     if not args.histories and not args.query:
         raise CommandError("give histories to replay (HISTORY.json ...) or --query to fetch them from the server", 2)
@@ -104,9 +104,9 @@ async def cmd_replay(args: argparse.Namespace, ctx: Context) -> int:
         ctx.console.print(*lines)
     if not args.json:
         ctx.console.print(_summary(outcomes))
-    if any(o.verdict is Verdict.DIVERGES for o in outcomes):
+    if any(o.verdict is ReplayVerdict.DIVERGES for o in outcomes):
         return EXIT_DIVERGES
-    return EXIT_UNREADABLE if any(o.verdict is Verdict.UNREADABLE for o in outcomes) else 0
+    return EXIT_UNREADABLE if any(o.verdict is ReplayVerdict.UNREADABLE for o in outcomes) else 0
 
 
 async def _fetch(client: Client, query: str, limit: int, save: str | None) -> list[tuple[str, WorkflowHistory]]:
@@ -142,14 +142,14 @@ def _command(outcome: ReplayOutcome, files: Sequence[str]) -> str | None:
     return show + " --output json"
 
 
-def _lines(outcome: ReplayOutcome, ctx: Context) -> list[str]:
+def _lines(outcome: ReplayOutcome, ctx: CommandContext) -> list[str]:
     style = ctx.console.style
     where = f"{outcome.source}  (workflow {outcome.workflow_id}, run {outcome.run_id})"
     if outcome.resumes:
         return [f"{style.sym('yes', 'green')} {where}: resumes ({outcome.events} events replayed)"]
-    mark = style.sym("no", "red") if outcome.verdict is Verdict.DIVERGES else style.sym("warn", "yellow")
+    mark = style.sym("no", "red") if outcome.verdict is ReplayVerdict.DIVERGES else style.sym("warn", "yellow")
     head = style.paint(
-        outcome.verdict.value.upper(), "bold", "red" if outcome.verdict is Verdict.DIVERGES else "yellow"
+        outcome.verdict.value.upper(), "bold", "red" if outcome.verdict is ReplayVerdict.DIVERGES else "yellow"
     )
     lines = [f"{mark} {where}: {head}", f"    {outcome.reason}"]
     if outcome.command:
@@ -167,13 +167,13 @@ def _verbose(outcome: ReplayOutcome, history: WorkflowHistory) -> list[str]:
         for event in history.events:
             if abs(event.event_id - outcome.event_id) <= 3:
                 marker = ">" if event.event_id == outcome.event_id else " "
-                lines.append(f"    {marker} {describe(event, event.event_id)}")
+                lines.append(f"    {marker} {event_label(event, event.event_id)}")
     return lines
 
 
 def _summary(outcomes: Sequence[ReplayOutcome]) -> str:
-    counts = {v: sum(o.verdict is v for o in outcomes) for v in Verdict}
+    counts = {v: sum(o.verdict is v for o in outcomes) for v in ReplayVerdict}
     return (
-        f"{counts[Verdict.RESUMES]} would resume, {counts[Verdict.DIVERGES]} would not, "
-        f"{counts[Verdict.UNREADABLE]} could not be checked"
+        f"{counts[ReplayVerdict.RESUMES]} would resume, {counts[ReplayVerdict.DIVERGES]} would not, "
+        f"{counts[ReplayVerdict.UNREADABLE]} could not be checked"
     )

@@ -26,19 +26,20 @@ from signoff.contract import (
     AgentRunResult,
     RunOptions,
 )
+from signoff.errors import CommandError, RunPaused
 from signoff.operator import run_client
-from signoff.operator.run_client import CommandError, Handle
+from signoff.operator.run_client import Handle
 from signoff.operator.waiting import WAITING_OR_PAUSED_QUERY, WAITING_QUERY
 from signoff.views.links import inbox_root
 from signoff.workflows.run_input import format_validation_error
 
 if TYPE_CHECKING:
-    from signoff.cli.main import Context
+    from signoff.cli.main import CommandContext
 
 SUMMARY_CHARS = 80
 
 
-def summary(run_input: AgentRunInput) -> str:
+def run_summary(run_input: AgentRunInput) -> str:
     """The Web UI's one-line summary of a run: `default: Delete the directory /tmp/logs`."""
     text = " ".join((run_input.prompt or "(a transcript)").split())
     line = f"{run_input.agent}: {text}"
@@ -65,20 +66,20 @@ async def start(client: Client, run_input: AgentRunInput, workflow_id: str, task
     """Start an AgentRun with its summary for the Web UI."""
     try:
         return await client.start_workflow(
-            WORKFLOW_TYPE, run_input, id=workflow_id, task_queue=task_queue, static_summary=summary(run_input)
+            WORKFLOW_TYPE, run_input, id=workflow_id, task_queue=task_queue, static_summary=run_summary(run_input)
         )
     except WorkflowAlreadyStartedError:
         raise CommandError(f"a run with id {workflow_id!r} already exists; choose another --id") from None
 
 
-def announce(ctx: Context, workflow_id: str) -> None:
+def announce(ctx: CommandContext, workflow_id: str) -> None:
     style = ctx.console.style
     ctx.console.print(f"started run {style.paint(workflow_id, 'bold')}")
     if link := ctx.link(workflow_id):
         ctx.console.print(f"Web UI: {style.paint(link, 'cyan')}")
 
 
-async def cmd_run(args: argparse.Namespace, ctx: Context) -> int:
+async def cmd_run(args: argparse.Namespace, ctx: CommandContext) -> int:
     """Start an AgentRun (with a key set, as its signed requester); with --wait, follow it and
     answer approvals at the prompt."""
     who = Who.from_args(args, ctx.env)
@@ -114,7 +115,7 @@ async def _rows(
             PendingRow(request.workflow_id or workflow_id, request, top=workflow_id if request.path else None)
             for request in await run_client.pending(handle)
         ]
-    except run_client.RunPaused:
+    except RunPaused:
         tools = (listed or await describe_run(client, workflow_id)).tools
         return [PendingRow(workflow_id, note=PAUSED_NOTE, tools=tools, paused=True)]
     except CommandError:
@@ -181,7 +182,7 @@ async def _list(client: Client, query: str) -> list[RunInfo]:
             return runs
 
 
-async def cmd_pending(args: argparse.Namespace, ctx: Context) -> int:
+async def cmd_pending(args: argparse.Namespace, ctx: CommandContext) -> int:
     """Every call awaiting approval (of one run, or across the namespace: visibility lags a little)."""
     client = await ctx.connect()
     if args.run:
@@ -213,14 +214,14 @@ async def cmd_pending(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
-async def cmd_watch(args: argparse.Namespace, ctx: Context) -> int:
+async def cmd_watch(args: argparse.Namespace, ctx: CommandContext) -> int:
     """Follow a run's events until it finishes, without deciding anything."""
     client = await ctx.connect()
     await describe_run(client, args.run)  # a mistyped id says so at once, not "still waiting"
     return await follow_or_leave(client.get_workflow_handle(args.run), ctx, None, client)
 
 
-async def cmd_result(args: argparse.Namespace, ctx: Context) -> int:
+async def cmd_result(args: argparse.Namespace, ctx: CommandContext) -> int:
     """Print a run's result, readably or (--json) as raw JSON; for a run still going, say what it waits
     for, then wait (or, with --no-wait, stop: exit 1)."""
     client = await ctx.connect()

@@ -32,7 +32,7 @@ from signoff.cli.calls import shown_call
 from signoff.config.environment import Environment
 
 if TYPE_CHECKING:
-    from signoff.cli.main import Context
+    from signoff.cli.main import CommandContext
 
 FILE_NAME = "shown.json"
 MAX_AGE = 30 * 86400.0
@@ -151,7 +151,7 @@ def _pruned(entries: dict[str, Any], now: float) -> dict[str, Any]:
 
 
 def show(
-    ctx: Context, workflow_id: str, requests: Sequence[ToolApprovalRequest], title: str = "", record: bool = True
+    ctx: CommandContext, workflow_id: str, requests: Sequence[ToolApprovalRequest], title: str = "", record: bool = True
 ) -> None:
     """Print calls whole and (with `record`) remember that this operator was shown them.
 

@@ -88,7 +88,7 @@ class Style:
         return self.paint(self.symbols[name], *names)
 
 
-def inert(text: str, colour: bool) -> str:
+def inert_keeping_colours(text: str, colour: bool) -> str:
     """`text` neutralised, keeping the colour codes `Style` writes when colours are on."""
     if not colour:
         return neutralise(text)
@@ -118,17 +118,17 @@ class Console:
 
     def print(self, *lines: str) -> None:
         for line in lines:
-            self.stream.write(inert(line, self.style.colour) + "\n")
+            self.stream.write(inert_keeping_colours(line, self.style.colour) + "\n")
         self.stream.flush()
 
     def write(self, text: str) -> None:
         """Text without a newline (a prompt)."""
-        self.stream.write(inert(text, self.style.colour))
+        self.stream.write(inert_keeping_colours(text, self.style.colour))
         self.stream.flush()
 
     def note(self, text: str) -> None:
         """A line about the command itself, on standard error: the output stays what was asked for."""
-        print(inert(text, False), file=sys.stderr, flush=True)
+        print(inert_keeping_colours(text, False), file=sys.stderr, flush=True)
 
 
 class Spinner:

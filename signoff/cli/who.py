@@ -22,8 +22,7 @@ from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse
 from signoff.approval.signatures import SignoffClaim, requester_claim
 from signoff.cli.args import default_approver, identity
 from signoff.config.environment import APPROVER_KEY_FILE_ENV, Environment
-from signoff.errors import ConfigError, SigningRefused, UsageError
-from signoff.operator.run_client import CommandError
+from signoff.errors import CommandError, ConfigError, SigningRefused, UsageError
 from signoff.signing.derived import RunFacts, ServedRuns, decision_claim_for, extension_claim_for
 from signoff.signing.keys import SigningKey
 

@@ -20,8 +20,8 @@ from temporalio.client import Client
 from temporalio.converter import decode_typed_search_attributes
 from temporalio.service import RPCError
 
+from signoff.errors import CommandError
 from signoff.operator import run_client
-from signoff.operator.run_client import CommandError
 from signoff.views.text import safe
 from signoff.workflows.record import SIGNOFF_PENDING_TOOLS
 

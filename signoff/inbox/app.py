@@ -40,9 +40,10 @@ from signoff.approval.digest import arguments_digest
 from signoff.approval.names import same_name
 from signoff.approval.requests import GrantSpec
 from signoff.config.environment import read_duration
+from signoff.errors import CommandError
 from signoff.inbox.calls import CallView, Decided, Filters, WaitingCall, call_key, call_view, list_page, run_calls
-from signoff.inbox.decide import Action, Decisions, Result, Screen, Target
-from signoff.inbox.guard import CSRF_FIELD, CSRF_HEADER, Guard, SecurityHeaders
+from signoff.inbox.decide import Choice, InboxDecisions, Result, Screen, SeenCall
+from signoff.inbox.guard import CSRF_FIELD, CSRF_HEADER, RequestGuard, SecurityHeaders
 from signoff.inbox.live import MAX_STREAMS_PER_VIEWER, HeldStream, StreamSlots, Visible, Watcher, event_stream
 from signoff.inbox.scope import Scope, ScopeName
 from signoff.inbox.seen import Opened
@@ -51,7 +52,6 @@ from signoff.inbox.slack import SlackInteractions, SlackSettings
 from signoff.inbox.view import HERE, arguments_diff, environment
 from signoff.inbox.who import Viewer, WhoIsAsking
 from signoff.operator.edits import schema_problem, tool_schema
-from signoff.operator.run_client import CommandError
 from signoff.runtime.codec_server import read_body
 from signoff.runtime.hosts import AllowedHosts, HostCheck
 from signoff.signing.derived import ServedRuns
@@ -69,9 +69,9 @@ class Inbox:
 
     client: Client
     who: WhoIsAsking
-    decisions: Decisions
+    decisions: InboxDecisions
     watcher: Watcher
-    guard: Guard
+    guard: RequestGuard
     namespace: str
     ui_root: str | None = None
     scope: Scope = field(default_factory=Scope)
@@ -115,9 +115,9 @@ def inbox_app(
     inbox = Inbox(
         client,
         who,
-        Decisions(client, signer, served),
+        InboxDecisions(client, signer, served),
         Watcher(client, poll_seconds),
-        Guard(hosts, public_url),
+        RequestGuard(hosts, public_url),
         namespace,
         ui_root,
         Scope(scope, signer is not None),
@@ -327,7 +327,7 @@ class Pages:
         screen = self.screen(viewer, bulk=False)
         return self._results(request, viewer, [await self.inbox.decisions.decide(viewer, target, action, screen)])
 
-    async def _confirm_edit(self, request: Request, viewer: Viewer, target: Target, action: Action) -> Response:
+    async def _confirm_edit(self, request: Request, viewer: Viewer, target: SeenCall, action: Choice) -> Response:
         """Edited arguments, before anything is sent: the diff against the model's, to confirm
         (or the reason they cannot be sent: the call changed, the schema, the policy)."""
         assert action.arguments is not None
@@ -436,11 +436,11 @@ def _json_list(text: str) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _target(parts: list[Any]) -> Target | None:
+def _target(parts: list[Any]) -> SeenCall | None:
     """A call as the page named it: [run, call id, digest], each a non-empty string."""
     if len(parts) != 3 or not all(isinstance(p, str) and p for p in parts) or not _DIGEST.fullmatch(parts[2]):
         return None
-    return Target(parts[0], parts[1], parts[2])
+    return SeenCall(parts[0], parts[1], parts[2])
 
 
 def _page_token(text: str) -> bytes | None:
@@ -450,14 +450,14 @@ def _page_token(text: str) -> bytes | None:
         return None
 
 
-def _action(form: dict[str, list[str]], single: bool) -> Action:
+def _action(form: dict[str, list[str]], single: bool) -> Choice:
     """What the form asks for; ValueError says what is wrong with it."""
     verb = _one(form, "action")
     if verb not in ("approve", "deny"):
         raise ValueError("choose approve or deny")
     reason = _one(form, "reason").strip() or None
     if verb == "deny":
-        return Action(approved=False, reason=reason)
+        return Choice(approved=False, reason=reason)
     arguments = None
     if single and _one(form, "edit") == "1":
         try:
@@ -466,7 +466,7 @@ def _action(form: dict[str, list[str]], single: bool) -> Action:
             raise ValueError(f"the edited arguments are not valid JSON: {exc}") from None
         if not isinstance(arguments, dict):
             raise ValueError('the edited arguments must be a JSON object, e.g. {"command": "ls"}')
-    return Action(approved=True, reason=reason, arguments=arguments, grant=_grant(form) if single else None)
+    return Choice(approved=True, reason=reason, arguments=arguments, grant=_grant(form) if single else None)
 
 
 def _grant(form: dict[str, list[str]]) -> GrantSpec | None:

@@ -22,10 +22,10 @@ from temporalio.service import RPCError
 
 from signoff.approval.requests import ApprovalRecord, ToolApprovalRequest
 from signoff.contract import QUERY_MESSAGES, SA_AGENT, SA_PENDING_TOOLS
+from signoff.errors import CommandError
 from signoff.messages import ChatMessage
 from signoff.operator import run_client
 from signoff.operator.edits import tool_schema
-from signoff.operator.run_client import CommandError
 from signoff.operator.waiting import WAITING_QUERY, bounded
 from signoff.signing.derived import RunFacts
 from signoff.views.render import decided_by

@@ -26,13 +26,12 @@ from temporalio.client import Client
 from signoff.approval.authority import grant_problem, refusal, vote_problem
 from signoff.approval.people import Person
 from signoff.approval.requests import GrantSpec, ToolApprovalRequest, ToolApprovalResponse
-from signoff.errors import SigningRefused
+from signoff.errors import CommandError, SigningRefused
 from signoff.inbox.calls import WaitingCall, how_decided, run_calls
 from signoff.inbox.signer import InboxSigner
 from signoff.inbox.who import Viewer
 from signoff.operator import run_client
 from signoff.operator.edits import schema_problem, tool_schema
-from signoff.operator.run_client import CommandError
 from signoff.operator.waiting import bounded
 from signoff.signing.derived import ServedRuns, decision_claim_for
 
@@ -42,7 +41,7 @@ Screen = Callable[[WaitingCall], "str | None"]
 
 
 @dataclass(frozen=True)
-class Target:
+class SeenCall:
     """A call as the person saw it: run, call id, arguments digest."""
 
     workflow_id: str
@@ -51,7 +50,7 @@ class Target:
 
 
 @dataclass(frozen=True)
-class Action:
+class Choice:
     """What the person chose: approve (maybe with edited arguments, maybe granting) or deny."""
 
     approved: bool
@@ -66,21 +65,21 @@ class Result:
     (`conflict`: refused because the run's request does not match what it shows, or the run
     is not one the inbox signs for)."""
 
-    target: Target
+    target: SeenCall
     outcome: Outcome
     message: str
     tool: str = ""
     conflict: bool = False
 
 
-def decider(viewer: Viewer, signing: bool) -> Person:
+def viewer_as_person(viewer: Viewer, signing: bool) -> Person:
     """The viewer as the run will see them: verified (with groups) when the inbox signs."""
     if signing:
         return Person(name=viewer.name, groups=viewer.groups, verified=True)
     return Person.claimed(viewer.name)  # a claimed name: the run trusts no claimed groups
 
 
-class Decisions:
+class InboxDecisions:
     """Decides calls for the inbox's viewers, signing each decision when it has a key."""
 
     def __init__(self, client: Client, signer: InboxSigner | None = None, served: ServedRuns | None = None) -> None:
@@ -98,13 +97,13 @@ class Decisions:
             )
         if self._signs(request) and call.run is not None and (problem := self.served.problem(call.run)):
             return problem
-        who = decider(viewer, self.signer is not None)
+        who = viewer_as_person(viewer, self.signer is not None)
         return refusal(request, who, call.requested_by) or (vote_problem(request, who) if approving else None)
 
     def may_edit(self, request: ToolApprovalRequest) -> bool:
         return request.policy.quorum <= 1 and isinstance(request.arguments, dict)
 
-    async def decide(self, viewer: Viewer, target: Target, action: Action, screen: Screen | None = None) -> Result:
+    async def decide(self, viewer: Viewer, target: SeenCall, action: Choice, screen: Screen | None = None) -> Result:
         """Decide one call as `viewer` saw it; a refusal is a result, never an exception.
 
         Args:
@@ -133,22 +132,22 @@ class Decisions:
         return Result(target, _outcome(outcome), _said(outcome, response), call.request.name)
 
     async def decide_all(
-        self, viewer: Viewer, targets: Sequence[Target], action: Action, screen: Screen | None = None
+        self, viewer: Viewer, targets: Sequence[SeenCall], action: Choice, screen: Screen | None = None
     ) -> list[Result]:
         """Decide exactly `targets`, each bound to its digest; one result each, in order.
 
         The calls of one run are decided one after the other (a run takes a few updates at
         once); runs are decided side by side.
         """
-        runs: dict[str, list[Target]] = {}
+        runs: dict[str, list[SeenCall]] = {}
         for target in dict.fromkeys(targets):
             runs.setdefault(target.workflow_id, []).append(target)
 
-        async def one_run(calls: list[Target]) -> list[Result]:
+        async def one_run(calls: list[SeenCall]) -> list[Result]:
             return [await self.decide(viewer, t, action, screen) for t in calls]
 
         answers = await bounded([lambda c=c: one_run(c) for c in runs.values()])  # type: ignore[misc]
-        results: dict[Target, Result] = {}
+        results: dict[SeenCall, Result] = {}
         for calls, answer in zip(runs.values(), answers, strict=True):
             if isinstance(answer, BaseException):
                 results.update({t: Result(t, "refused", f"not decided: {answer}") for t in calls})
@@ -156,7 +155,7 @@ class Decisions:
                 results.update({r.target: r for r in answer})
         return [results[t] for t in dict.fromkeys(targets)]
 
-    async def _current(self, target: Target) -> WaitingCall | str:
+    async def _current(self, target: SeenCall) -> WaitingCall | str:
         """The call as it waits now, or why it cannot be decided as seen."""
         calls = await run_calls(self.client, target.workflow_id)
         call = next((c for c in calls if c.request.call_id == target.call_id), None)
@@ -170,7 +169,7 @@ class Decisions:
             )
         return call
 
-    async def _response(self, viewer: Viewer, call: WaitingCall, action: Action) -> ToolApprovalResponse:
+    async def _response(self, viewer: Viewer, call: WaitingCall, action: Choice) -> ToolApprovalResponse:
         """The decision to send; ValueError says why it cannot be sent (SigningRefused: why the
         inbox does not sign it)."""
         request = call.request

@@ -46,7 +46,7 @@ SECURITY_HEADERS = {
 }
 
 
-class Guard:
+class RequestGuard:
     """CSRF tokens and origin checks.
 
     Args:

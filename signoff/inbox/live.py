@@ -32,8 +32,8 @@ from starlette.types import Receive, Scope, Send
 from temporalio.client import Client
 
 from signoff.approval.names import name_key
+from signoff.errors import CommandError
 from signoff.inbox.calls import Decided, WaitingCall, every_waiting_call, how_decided
-from signoff.operator.run_client import CommandError
 from signoff.operator.waiting import bounded
 from signoff.text.neutral import neutralise
 

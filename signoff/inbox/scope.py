@@ -16,7 +16,7 @@ from typing import Literal
 
 from signoff.approval.authority import refusal
 from signoff.inbox.calls import WaitingCall
-from signoff.inbox.decide import decider
+from signoff.inbox.decide import viewer_as_person
 from signoff.inbox.who import Viewer
 
 ScopeName = Literal["all", "mine"]
@@ -39,7 +39,7 @@ class Scope:
         """Whether `viewer` sees `call`."""
         if self.name == "all":
             return True
-        return refusal(call.request, decider(viewer, self.signing), call.requested_by) is None
+        return refusal(call.request, viewer_as_person(viewer, self.signing), call.requested_by) is None
 
     def refusal(self, call: WaitingCall, viewer: Viewer) -> str | None:
         """Why `viewer` may not decide `call` because they cannot see it, or None."""

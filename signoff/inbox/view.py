@@ -26,7 +26,7 @@ from signoff.views.render import arguments_text
 from signoff.views.text import format_age, format_deadline, policy_text, votes_text
 
 HERE = Path(__file__).parent
-SUMMARY_CHARS = 160
+ARGUMENTS_SUMMARY_CHARS = 160
 
 
 def inert(value: Any) -> str:
@@ -44,13 +44,13 @@ def one_line(value: Any) -> str:
     return " ".join(neutralise(arguments_text(value)).split())
 
 
-def summary(value: Any, limit: int = SUMMARY_CHARS) -> str:
+def summary(value: Any, limit: int = ARGUMENTS_SUMMARY_CHARS) -> str:
     """Arguments on one line, cut to `limit` characters (the call page shows them whole)."""
     text = one_line(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def fits(value: Any, limit: int = SUMMARY_CHARS) -> bool:
+def fits(value: Any, limit: int = ARGUMENTS_SUMMARY_CHARS) -> bool:
     """Whether `summary` shows the arguments whole (False: the list row cuts them)."""
     return len(one_line(value)) <= limit
 

@@ -44,13 +44,3 @@ class Fail:
 
 
 Action = CallModel | RunTools | AwaitApproval | Finish | Fail
-
-
-class DecisionError(ValueError):
-    """A decision that cannot be applied; the message names the pending call ids."""
-
-    def __init__(self, problem: str, pending: list[str]) -> None:
-        self.problem = problem
-        self.pending = pending
-        shown = ", ".join(pending) if pending else "none"
-        super().__init__(f"{problem} (pending call ids: {shown})")

@@ -41,7 +41,8 @@ from signoff.approval.authority import Decider, Decision
 from signoff.approval.people import Person
 from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.requests import ApprovalRecord, Grant, ToolApprovalRequest, ToolApprovalResponse
-from signoff.loop.actions import Action, AwaitApproval, CallModel, DecisionError, Fail, Finish, RunTools
+from signoff.errors import DecisionError
+from signoff.loop.actions import Action, AwaitApproval, CallModel, Fail, Finish, RunTools
 from signoff.loop.decisions import DENIED_WITHOUT_REASON, Decisions
 from signoff.loop.limits import Limits, cap_text
 from signoff.loop.resume import reopen, starter, unanswered_calls
@@ -66,7 +67,6 @@ __all__ = [
     "AgentLoop",
     "AwaitApproval",
     "CallModel",
-    "DecisionError",
     "Fail",
     "Finish",
     "RunTools",

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from signoff.approval import audit, authority
 from signoff.approval.authority import Decider, Decision
 from signoff.approval.requests import ApprovalRecord, Grant, ToolApprovalResponse
-from signoff.loop.actions import DecisionError
+from signoff.errors import DecisionError
 from signoff.loop.rounds import Rounds
 from signoff.loop.state import CallStatus, LoopState, PendingCall
 from signoff.messages import ApprovalDecisionEvent, GrantEvent
@@ -204,7 +204,7 @@ class Decisions:
 
     def _record(self, record: ApprovalRecord) -> None:
         s = self.state
-        audit.seal(record, s.audit_head)
+        audit.chain_record(record, s.audit_head)
         s.audit_head = record.hash
         s.approvals.append(record)
         audit.elide_old_arguments(s.approvals, s.limits.audit_budget)

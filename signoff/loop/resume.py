@@ -17,7 +17,7 @@ from signoff.approval.authority import Decider
 from signoff.approval.names import same_name
 from signoff.approval.people import Person
 from signoff.approval.requests import ToolApprovalResponse
-from signoff.loop.actions import DecisionError
+from signoff.errors import DecisionError
 from signoff.loop.answer import with_call_ids
 from signoff.messages import ChatMessage, ToolCall
 

@@ -13,7 +13,7 @@ from signoff.approval import authority
 from signoff.approval.authority import Decider
 from signoff.approval.policy import OnTimeout
 from signoff.approval.requests import MAX_SECONDS, ToolApprovalRequest, ToolApprovalResponse
-from signoff.loop.actions import DecisionError
+from signoff.errors import DecisionError
 from signoff.loop.decisions import Decisions
 from signoff.loop.rounds import Rounds
 from signoff.loop.state import CallStatus, LoopState, PendingCall

@@ -17,8 +17,9 @@ from temporalio.client import Client
 
 from signoff.agent.snapshot import RunSnapshot
 from signoff.contract import QUERY_SNAPSHOT
+from signoff.errors import CommandError
 from signoff.operator import run_client
-from signoff.operator.run_client import CommandError, Handle
+from signoff.operator.run_client import Handle
 
 MAX_SCHEMA_ERRORS = 5
 

@@ -38,6 +38,7 @@ from signoff.contract import (
     DecisionAck,
     RunStatus,
 )
+from signoff.errors import CommandError, RunPaused, Unanswered, UpdateNotTaken
 from signoff.messages import AgentEvent
 from signoff.signing.derived import RunFacts
 from signoff.workflows.queries import AuditTrail
@@ -60,27 +61,6 @@ class Seen:
     seq: int
     event: AgentEvent | None
     kind: str
-
-
-class CommandError(Exception):
-    """A command that cannot go on: the message for stderr and the exit code."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class Unanswered(CommandError):
-    """The run cannot answer now: no worker answered in time, or it is paused (`RunPaused`)."""
-
-
-class RunPaused(Unanswered):
-    """The run is paused (`temporal workflow pause`): it answers no query and takes no update."""
-
-
-class UpdateNotTaken(CommandError):
-    """The run did not take the update (paused, 10 updates in flight, or no worker in time):
-    what it carried may still go by signal, which a run always accepts."""
 
 
 PAUSED = "the run is paused (temporal workflow pause): it answers no queries and takes no updates until unpaused"

@@ -50,7 +50,7 @@ NO_STORE_DRIVER = "signoff.none"
 Step = Callable[[Sequence[Payload]], Awaitable[list[Payload]]]
 
 
-class StoreUnavailable(RuntimeError):
+class _StoreUnavailable(RuntimeError):
     """A payload store failed for a reason of its own (not the reference's): retry later."""
 
 
@@ -78,7 +78,7 @@ async def _each(step: Step, payloads: Sequence[Payload], replaying: bool) -> lis
     becoming `not_a_payload`."""
     try:
         return await step(payloads)
-    except StoreUnavailable:
+    except _StoreUnavailable:
         raise
     except Exception as exc:
         if replaying and storage_problem(exc) is not None:
@@ -111,7 +111,7 @@ class _Guarded(StorageDriver):
         except UnresolvablePayload:
             raise
         except Exception as exc:
-            raise StoreUnavailable(f"the payload store {self.driver.name()} failed: {exc}") from exc
+            raise _StoreUnavailable(f"the payload store {self.driver.name()} failed: {exc}") from exc
 
     async def aclose(self) -> None:
         close = getattr(self.driver, "aclose", None)

@@ -49,7 +49,7 @@ from temporalio.worker import (
 
 from signoff.config.environment import Environment
 from signoff.contract import SAME_STORE, WORKFLOW_TYPE
-from signoff.errors import UsageError
+from signoff.errors import SignoffError, UsageError
 from signoff.runtime.codec import ENCODING, KEY_ID, CodecKeys, EncryptionCodec
 from signoff.runtime.guard import NO_STORE_DRIVER, guarded
 from signoff.runtime.storage import PayloadStore, data_converter, storage_problem
@@ -97,7 +97,7 @@ _CHANGED = (
 )
 
 
-class Verdict(str, Enum):
+class ReplayVerdict(str, Enum):
     """What the replay says about one run."""
 
     RESUMES = "resumes"
@@ -123,7 +123,7 @@ class ReplayOutcome:
     workflow_id: str
     run_id: str
     events: int
-    verdict: Verdict
+    verdict: ReplayVerdict
     reason: str | None = None
     event_id: int | None = None
     error: str | None = None
@@ -131,17 +131,13 @@ class ReplayOutcome:
 
     @property
     def resumes(self) -> bool:
-        return self.verdict is Verdict.RESUMES
+        return self.verdict is ReplayVerdict.RESUMES
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "verdict": self.verdict.value}
 
 
-class HistoryFileError(UsageError):
-    """A file is not a workflow history (not JSON, no events, not starting with the start)."""
-
-
-class HistoryReplayError(AssertionError):
+class HistoryReplayError(SignoffError, AssertionError):
     """Some histories would not resume, or could not be checked; `outcomes` holds them all."""
 
     def __init__(self, outcomes: Sequence[ReplayOutcome]) -> None:
@@ -150,6 +146,10 @@ class HistoryReplayError(AssertionError):
         lines = [f"{len(bad)} of {len(outcomes)} histories would not resume on the installed code:"]
         lines += [f"- {o.source} ({o.verdict.value}): {o.reason}" for o in bad]
         super().__init__("\n".join(lines))
+
+
+class HistoryFileError(UsageError):
+    """A file is not a workflow history (not JSON, no events, not starting with the start)."""
 
 
 def load_history(path: str | os.PathLike[str]) -> WorkflowHistory:
@@ -266,7 +266,7 @@ class HistoryReplayer:
             if kind == WORKFLOW_TYPE
             else (f"it is a history of {kind!r}, not of {WORKFLOW_TYPE!r}")
         )
-        return _outcome(source, history, Verdict.UNREADABLE, reason=reason)
+        return _outcome(source, history, ReplayVerdict.UNREADABLE, reason=reason)
 
     def _unreadable(self, history: WorkflowHistory) -> str | None:
         """What this process lacks to read the history's payloads, or None."""
@@ -294,18 +294,18 @@ class HistoryReplayer:
 
     def _outcome(self, source: str, history: WorkflowHistory, failure: Exception | None) -> ReplayOutcome:
         if failure is None:
-            return _outcome(source, history, Verdict.RESUMES)
+            return _outcome(source, history, ReplayVerdict.RESUMES)
         message = str(failure)
         problem = storage_problem(failure) or self._store_problem(message)
         if problem is not None:
-            return _outcome(source, history, Verdict.UNREADABLE, reason=problem, error=message)
+            return _outcome(source, history, ReplayVerdict.UNREADABLE, reason=problem, error=message)
         event_id, words = plain_words(message, history)
         raised = self._failures.pop(history.run_id, None)
         if raised:
             words += f" ({raised})"
         if isinstance(failure, workflow.NondeterminismError):
             words += ". " + _CHANGED
-        return _outcome(source, history, Verdict.DIVERGES, reason=words, error=message, event_id=event_id)
+        return _outcome(source, history, ReplayVerdict.DIVERGES, reason=words, error=message, event_id=event_id)
 
     def _store_problem(self, message: str) -> str | None:
         """A stored or encrypted payload the replay could not read (the failure may be encoded)."""
@@ -329,13 +329,13 @@ def plain_words(message: str, history: WorkflowHistory) -> tuple[int | None, str
         does = _CODE_DOES.get(m.group(1), f"issues a {m.group(1).lower()} command")
         return (
             event_id,
-            f"where the history records {describe(events.get(event_id), event_id)}, the installed code {does}",
+            f"where the history records {event_label(events.get(event_id), event_id)}, the installed code {does}",
         )
     if m := _NO_COMMAND.search(message):
         event_id = int(m.group(1))
         return (
             event_id,
-            f"the history records {describe(events.get(event_id), event_id)}, which the installed "
+            f"the history records {event_label(events.get(event_id), event_id)}, which the installed "
             "code never issues (it does less there, or waits where the run went on)",
         )
     if m := _MISMATCH.search(message):
@@ -354,7 +354,7 @@ def plain_words(message: str, history: WorkflowHistory) -> tuple[int | None, str
     return (int(found.group(1)) if found else None), f"the installed code fails the workflow task: {first[:500]}"
 
 
-def describe(event: HistoryEvent | None, event_id: int) -> str:
+def event_label(event: HistoryEvent | None, event_id: int) -> str:
     """`event 11 (ActivityTaskScheduled: signoff.tool)`."""
     if event is None:
         return f"event {event_id}"
@@ -369,7 +369,7 @@ def describe(event: HistoryEvent | None, event_id: int) -> str:
     return f"event {event_id} ({name}{detail})"
 
 
-def _outcome(source: str, history: WorkflowHistory, verdict: Verdict, **details: Any) -> ReplayOutcome:
+def _outcome(source: str, history: WorkflowHistory, verdict: ReplayVerdict, **details: Any) -> ReplayOutcome:
     return ReplayOutcome(
         source=source,
         workflow_id=history.workflow_id,

@@ -59,7 +59,7 @@ from signoff.workflows.agent_run import AgentRun
 __all__ = [  # connecting lives in runtime/connection.py; these names stay importable from here
     "ConnectionSettings",
     "build_worker",
-    "connect",
+    "connect_address",
     "ensure_search_attributes",
     "load_agents",
     "main",
@@ -176,7 +176,7 @@ def build_worker(
     )
 
 
-async def connect(address: str, namespace: str = DEFAULT_NAMESPACE) -> Client:
+async def connect_address(address: str, namespace: str = DEFAULT_NAMESPACE) -> Client:
     """A client for `address` with this process's other settings (TLS, payload store...)."""
     return await connect_with(ConnectionSettings.load(address=address, namespace=namespace))
 

@@ -15,13 +15,11 @@ import math
 import re
 from typing import Any
 
+from signoff.errors import NotStrictJSON
+
 MAX_DEPTH = 64
 """Most containers nested in one another (CONTRACT v3 "Input limits")."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-class NotStrictJSON(ValueError):
-    """Text or a value that is not strict JSON; the message says what is wrong."""
 
 
 def loads(text: str) -> Any:

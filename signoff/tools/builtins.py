@@ -38,7 +38,7 @@ from signoff.tools.files.filetool import (
     write_target,
 )
 from signoff.tools.files.fs import make_dirs_beneath, remove_tree
-from signoff.tools.files.guard import Guard, Refusal, descriptor_path, is_beneath
+from signoff.tools.files.guard import Guard, PathRefused, descriptor_path, is_beneath
 from signoff.tools.files.scope import WorkspaceScope
 from signoff.tools.preview.effects import show_write
 from signoff.tools.preview.survey import removal_preview
@@ -150,10 +150,10 @@ class WriteFile(FileTool):
                     return fd
                 except FileExistsError:
                     if stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
-                        raise Refusal(dangling_link(place.shown)) from None
+                        raise PathRefused(dangling_link(place.shown)) from None
         finally:
             os.close(dir_fd)
-        raise Refusal(f"{place.shown} kept changing while it was being opened; nothing was written")
+        raise PathRefused(f"{place.shown} kept changing while it was being opened; nothing was written")
 
 
 class RemovePath(FileTool):

@@ -133,7 +133,7 @@ class FunctionTool(Generic[P, R]):
                 value = await asyncio.to_thread(self._call, **kwargs)
         except Exception as exc:  # a tool's failure is data for the model
             return ToolResult.error(f"{type(exc).__name__}: {exc}")
-        return render_result(value)
+        return as_tool_result(value)
 
 
 @overload
@@ -189,7 +189,7 @@ def tool(
     return wrap if fn is None else wrap(fn)
 
 
-def render_result(value: Any) -> ToolResult:
+def as_tool_result(value: Any) -> ToolResult:
     """A function's return value as a ToolResult: text as-is, anything else as JSON."""
     if isinstance(value, ToolResult):
         return value

@@ -54,7 +54,7 @@ class Notice(BaseModel):
     sent_at: datetime
 
 
-def inert(value: Any, limit: int) -> str:
+def one_line_json(value: Any, limit: int) -> str:
     """`value` as one line of escaped JSON, at most about `limit` characters, safe in any chat."""
     text = json.dumps(value, ensure_ascii=True, default=str)
     for char, escape in _ESCAPES.items():
@@ -63,10 +63,10 @@ def inert(value: Any, limit: int) -> str:
 
 
 def name(value: Any) -> str:
-    """A name or id as it is when it is plainly one (`run_command`, `group:sre`), else inert."""
+    """A name or id as it is when it is plainly one (`run_command`, `group:sre`), else `one_line_json`."""
     if isinstance(value, str) and _PLAIN_NAME.fullmatch(value):
         return value
-    return inert(value, NAME_SHOWN)
+    return one_line_json(value, NAME_SHOWN)
 
 
 def notice_text(
@@ -82,7 +82,7 @@ def notice_text(
     call = request or decision or {}
     where = f"{name(call.get('name', '?'))} in run {name(workflow_id)} (call {name(call.get('call_id', '?'))})"
     lines = [f"signoff: {_headline(kind, where, request, decision)}"]
-    lines.append(f"arguments: `{inert(call.get('arguments'), ARGUMENTS_SHOWN)}`")
+    lines.append(f"arguments: `{one_line_json(call.get('arguments'), ARGUMENTS_SHOWN)}`")
     if request is not None and kind in WAITING_KINDS:
         lines += _rules(request)
     lines += [f"{'approve' if c.startswith('signoff approve') else 'deny'}: `{_line(c)}`" for c in commands]
@@ -134,14 +134,18 @@ def _headline(kind: NoticeKind, where: str, request: dict[str, Any] | None, deci
     record = decision or {}
     if kind == "approval_timed_out":
         outcome = {"approved": "approved", "failed_run": "the run failed"}.get(record.get("outcome") or "", "denied")
-        reason = inert(record.get("reason") or "no decision in time", REASON_SHOWN)
+        reason = one_line_json(record.get("reason") or "no decision in time", REASON_SHOWN)
         return f"no decision in time on {where}: {outcome} by its policy ({reason})"
     verb = "approved" if record.get("approved") else "denied"
     who = f" by {name(record['approver'])}" if record.get("approver") else ""
     how = " (verified)" if record.get("verified") else ""
     if record.get("grant_id"):
         how += f" through grant {name(record['grant_id'])}"
-    why = f": {inert(record['reason'], REASON_SHOWN)}" if record.get("reason") and not record.get("approved") else ""
+    why = (
+        f": {one_line_json(record['reason'], REASON_SHOWN)}"
+        if record.get("reason") and not record.get("approved")
+        else ""
+    )
     return f"{where} {verb}{who}{how}{why}"
 
 
@@ -162,7 +166,7 @@ def _rules(request: dict[str, Any]) -> list[str]:
 
 def _when(data: dict[str, Any] | None, key: str) -> str:
     value = (data or {}).get(key)
-    return inert(value, 40).strip('"') if value else "?"
+    return one_line_json(value, 40).strip('"') if value else "?"
 
 
 def _line(text: str) -> str:

@@ -63,7 +63,8 @@ with workflow.unsafe.imports_passed_through():
         DecisionAck,
         RunStatus,
     )
-    from signoff.loop.actions import Action, AwaitApproval, CallModel, DecisionError, Fail, Finish, RunTools
+    from signoff.errors import DecisionError
+    from signoff.loop.actions import Action, AwaitApproval, CallModel, Fail, Finish, RunTools
     from signoff.loop.agent_loop import AgentLoop, unanswered_calls
     from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET, Limits, size_over, too_large
     from signoff.loop.resume import misplaced_answer
@@ -74,10 +75,10 @@ with workflow.unsafe.imports_passed_through():
     from signoff.workflows.intake import DecisionIntake, Router
     from signoff.workflows.metrics import RunMetrics
     from signoff.workflows.notifications import Notifier, notice_for
-    from signoff.workflows.queries import AuditTrail, audit_trail, run_result, run_status
+    from signoff.workflows.queries import AuditTrail, run_result, run_status, trail_of
     from signoff.workflows.record import SIGNOFF_AGENT, RunRecord
     from signoff.workflows.refusal import INVALID_INPUT, Refusal
-    from signoff.workflows.run_input import ContinuedRun, InvalidInput, check_seal, decode, seal
+    from signoff.workflows.run_input import ContinuedRun, InvalidInput, check_seal, decode, worker_seal
 
 
 T = TypeVar("T", bound=BaseModel)
@@ -262,7 +263,7 @@ class AgentRun:
 
     @workflow.query(name=QUERY_AUDIT)
     def audit(self) -> AuditTrail:
-        return audit_trail(self._loop.state)
+        return trail_of(self._loop.state)
 
     # --- starting --------------------------------------------------------------------
 
@@ -486,7 +487,7 @@ class AgentRun:
         )
         self._checked(carried, "the state carried across continue-as-new")
         if workflow.patched(SEALS_STATE):
-            carried.seal = await seal(carried)
+            carried.seal = await worker_seal(carried)
         workflow.continue_as_new(carried, initial_versioning_behavior=upgrade.behaviour(self._loop.state))  # #20
 
     async def _wind_down(self) -> None:

@@ -41,7 +41,8 @@ from signoff.contract import (
     parse_responses,
     unresolvable,
 )
-from signoff.loop.agent_loop import AgentLoop, DecisionError
+from signoff.errors import DecisionError
+from signoff.loop.agent_loop import AgentLoop
 from signoff.messages import DecisionIgnoredEvent
 from signoff.text.neutral import neutralise
 from signoff.workflows import verify

@@ -39,7 +39,7 @@ def run_status(loop: AgentLoop, record: RunRecord, agent: str, now: datetime) ->
     )
 
 
-def audit_trail(state: LoopState) -> AuditTrail:
+def trail_of(state: LoopState) -> AuditTrail:
     return AuditTrail(records=state.approvals, head=state.audit_head)
 
 

@@ -41,8 +41,8 @@ __all__ = (
     "check_seal",
     "decode",
     "format_validation_error",
-    "seal",
     "state_digest",
+    "worker_seal",
 )
 _SEAL_TIMEOUT = timedelta(seconds=30)
 
@@ -76,7 +76,7 @@ def state_digest(state: ContinuedRun) -> str:
         raise InvalidInput(f"the state carried across continue-as-new cannot be sealed: {exc}") from None
 
 
-async def seal(state: ContinuedRun) -> str:
+async def worker_seal(state: ContinuedRun) -> str:
     """The worker's seal on `state` for this workflow and chain (`activities/state.py`).
 
     Sealed once. The run calls this once every handler has finished, and no handler can start

@@ -38,7 +38,7 @@ OUTCOME_UNKNOWN = (
     "Error: outcome unknown: the worker running this tool stopped before it reported. "
     "It was not run again; check its effects before retrying."
 )
-SUMMARY_CHARS = 120
+ACTIVITY_SUMMARY_CHARS = 120
 
 
 def tool_options(idempotent: bool) -> dict[str, Any]:
@@ -59,7 +59,7 @@ def tool_summary(call: ToolCall) -> str:
         (arguments,) = arguments.values()
     text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=True)
     text = text.encode("unicode_escape").decode("ascii")
-    short = text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
+    short = text if len(text) <= ACTIVITY_SUMMARY_CHARS else text[: ACTIVITY_SUMMARY_CHARS - 1] + "…"
     return f"{call.name}: {short}"
 
 

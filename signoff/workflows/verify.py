@@ -39,14 +39,14 @@ async def decider(loop: AgentLoop, token: str | None, claimed: str | None, valid
         return Decider.claimed(claimed)
     if validated and is_bound(token):
         return _signed_by(loop, token, claimed)
-    return await identify(loop, token, claimed, "approver")
+    return await verify_token(loop, token, claimed, "approver")
 
 
 async def requester(loop: AgentLoop, token: str, claimed: str | None) -> Requester:
     """Who asked for the run, from their token; one signed for anything but asking for
     this workflow id fails the start (a `Refusal`). Records the name in the loop's state."""
     try:
-        who = await identify(loop, token, claimed, "requester")
+        who = await verify_token(loop, token, claimed, "requester")
     except ApplicationError as exc:
         raise Refusal(f"invalid input: {exc.message}", INVALID_INPUT) from None
     wanted = requester_claim(workflow.info().workflow_id)
@@ -57,7 +57,7 @@ async def requester(loop: AgentLoop, token: str, claimed: str | None) -> Request
     return Requester.of(who.person, bound=bound)
 
 
-async def identify(loop: AgentLoop, token: str, claimed: str | None, purpose: str) -> Decider:
+async def verify_token(loop: AgentLoop, token: str, claimed: str | None, purpose: str) -> Decider:
     """Verify a token worker-side (recorded in history); ApplicationError says why it failed.
 
     The answer also says whether verified decisions must be signed: always, from a v3

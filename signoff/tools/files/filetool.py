@@ -23,7 +23,7 @@ from pydantic import Field
 from signoff.tools._arguments import Arguments, json_schema, validate_arguments
 from signoff.tools.base import ToolCapabilities, ToolResult
 from signoff.tools.files.fs import EscapeError, Probe, open_beneath, probe_beneath
-from signoff.tools.files.guard import Guard, Refusal, check_path, require_regular
+from signoff.tools.files.guard import Guard, PathRefused, check_path, require_regular
 from signoff.tools.files.scope import ScopePolicy, WorkspaceScope
 from signoff.tools.preview.diff import visible
 
@@ -102,7 +102,7 @@ class Place:
         is refused, never acted on.
 
         Raises:
-            Refusal: off limits, not a regular file, or swapped while opening.
+            PathRefused: off limits, not a regular file, or swapped while opening.
             IsADirectoryError: it is a directory.
             OSError: it cannot be opened (EscapeError when confined and it leads out).
         """
@@ -117,7 +117,7 @@ class Place:
         try:
             opened = os.fstat(fd)
             if (opened.st_dev, opened.st_ino) != (found.st_dev, found.st_ino):
-                raise Refusal(f"{self.shown} changed while it was being opened; nothing was done")
+                raise PathRefused(f"{self.shown} changed while it was being opened; nothing was done")
         except BaseException:
             os.close(fd)
             raise
@@ -160,7 +160,7 @@ class FileTool:
         try:
             check_path(args.path, self.scope.absolute(args.path))
             return self.leaves(args)
-        except (Refusal, OSError, ValueError):
+        except (PathRefused, OSError, ValueError):
             return False  # refused or failing when run: unapproved runs stay confined
 
     def leaves(self, args: Any) -> bool:
@@ -203,7 +203,7 @@ class FileTool:
             return ToolResult.error(self.scope.unapproved_refusal(shown))
         except TreatedAsOutside as exc:
             return ToolResult.error(self.scope.unapproved_refusal(shown, exc.why))
-        except Refusal as exc:
+        except PathRefused as exc:
             return ToolResult.error(str(exc))
         except OSError as exc:
             return ToolResult.error(f"{shown}: {exc.strerror or exc}")
@@ -246,12 +246,12 @@ def write_target(place: Place) -> tuple[str, str]:
     """The parent and name of the file a write names, once it is sure to stay where it may.
 
     Raises:
-        Refusal: the path ends in `.` or `..`.
+        PathRefused: the path ends in `.` or `..`.
         TreatedAsOutside: a confined call's path leads out of the workspace.
     """
     parent, name = split_last(place.path)
     if name is None:
-        raise Refusal(f"{place.shown} does not name a file")
+        raise PathRefused(f"{place.shown} does not name a file")
     if place.confined and place.probe(place.path).leaves:
         raise TreatedAsOutside("it leads out through '..', an absolute path or a symlink")
     return parent, name

@@ -54,7 +54,7 @@ _KINDS = {
 }
 
 
-class Refusal(Exception):
+class PathRefused(Exception):
     """A file-tool call that must not run; the message is the tool error the model reads."""
 
 
@@ -116,33 +116,33 @@ class Guard:
         """Refuse what `fd` (whose `fstat` is `found`) opened, if it is off limits.
 
         Raises:
-            Refusal: it is in a system filesystem or is one of the worker's secret files.
+            PathRefused: it is in a system filesystem or is one of the worker's secret files.
         """
         real = descriptor_path(fd)
         tree = _tree_of(real) if real and real.startswith("/") else None
         if found.st_dev in self.devices or tree is not None:
-            raise Refusal(_system_message(shown, tree or "a system filesystem"))
+            raise PathRefused(_system_message(shown, tree or "a system filesystem"))
         self.check_secret(shown, found)
 
     def check_entry(self, shown: str, found: os.stat_result) -> None:
         """Refuse an entry met inside a tree: on a system filesystem, or a secret file.
 
         Raises:
-            Refusal: it is.
+            PathRefused: it is.
         """
         if found.st_dev in self.devices:
-            raise Refusal(_system_message(shown, "a system filesystem"))
+            raise PathRefused(_system_message(shown, "a system filesystem"))
         self.check_secret(shown, found)
 
     def check_secret(self, shown: str, found: os.stat_result) -> None:
         """Refuse `found` if it is one of the worker's secret files (by device and inode).
 
         Raises:
-            Refusal: it is.
+            PathRefused: it is.
         """
         secret = self.secrets.get((found.st_dev, found.st_ino))
         if secret is not None:
-            raise Refusal(
+            raise PathRefused(
                 f"{shown!r} is the worker's own secret file ({secret}); file tools never read, write or remove it"
             )
 
@@ -151,11 +151,11 @@ def check_path(shown: str, absolute: str) -> None:
     """Refuse a path whose real location is in `/proc`, `/sys` or `/dev`; opens nothing.
 
     Raises:
-        Refusal: it is.
+        PathRefused: it is.
     """
     tree = _tree_of(os.path.realpath(absolute))
     if tree is not None:
-        raise Refusal(_system_message(shown, tree))
+        raise PathRefused(_system_message(shown, tree))
 
 
 def _system_message(shown: str, where: str) -> str:
@@ -172,12 +172,14 @@ def require_regular(shown: str, found: os.stat_result) -> None:
 
     Raises:
         IsADirectoryError: it is a directory (callers word their own hint).
-        Refusal: it is a FIFO, device, socket or link.
+        PathRefused: it is a FIFO, device, socket or link.
     """
     if stat.S_ISDIR(found.st_mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), shown)
     if not stat.S_ISREG(found.st_mode):
-        raise Refusal(f"{shown} is not a regular file ({kind_of(found)}); file tools only read and write regular files")
+        raise PathRefused(
+            f"{shown} is not a regular file ({kind_of(found)}); file tools only read and write regular files"
+        )
 
 
 def is_beneath(real: str | os.PathLike[str] | None, root: str | os.PathLike[str]) -> bool:
@@ -191,7 +193,7 @@ def is_beneath(real: str | os.PathLike[str] | None, root: str | os.PathLike[str]
 __all__ = [
     "SYSTEM_TREES",
     "Guard",
-    "Refusal",
+    "PathRefused",
     "check_path",
     "descriptor_path",
     "is_beneath",

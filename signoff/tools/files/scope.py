@@ -44,7 +44,7 @@ class ScopePolicy(str, Enum):
             raise ConfigError(f"scope policy {value!r} is not valid; use one of: {allowed}") from None
 
 
-DEFAULT_POLICY = ScopePolicy(DEFAULT_SCOPE_POLICY)
+DEFAULT_SCOPE = ScopePolicy(DEFAULT_SCOPE_POLICY)
 
 
 class ScopeDecision(str, Enum):
@@ -64,7 +64,7 @@ class WorkspaceScope:
         policy: what a path outside does.
     """
 
-    def __init__(self, root: str | os.PathLike[str], policy: ScopePolicy | str = DEFAULT_POLICY) -> None:
+    def __init__(self, root: str | os.PathLike[str], policy: ScopePolicy | str = DEFAULT_SCOPE) -> None:
         """Check the root and the policy now, so a bad config fails at startup.
 
         Raises:

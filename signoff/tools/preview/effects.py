@@ -20,7 +20,7 @@ from signoff.tools.files.filetool import (
     refuse_hard_linked,
     write_target,
 )
-from signoff.tools.files.guard import Refusal, descriptor_path, is_beneath
+from signoff.tools.files.guard import PathRefused, descriptor_path, is_beneath
 from signoff.tools.files.scope import WorkspaceScope
 from signoff.tools.preview.diff import MAX_COMPARED_BYTES, visible, write_preview
 
@@ -29,7 +29,7 @@ def show_write(place: Place, content: str, scope: WorkspaceScope) -> ToolResult:
     """A unified diff of the file the call names against `content` (see `write_preview`).
 
     Raises:
-        Refusal, TreatedAsOutside, OSError, ValueError: as `WriteFile.run` would.
+        PathRefused, TreatedAsOutside, OSError, ValueError: as `WriteFile.run` would.
     """
     shown = place.shown
     parent, name = write_target(place)
@@ -61,7 +61,7 @@ def _show_new(place: Place, parent: str, name: str, content: str, scope: Workspa
     try:
         place.guard.check_opened(place.shown, dir_fd, os.fstat(dir_fd))
         if stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
-            raise Refusal(dangling_link(place.shown))
+            raise PathRefused(dangling_link(place.shown))
     except FileNotFoundError:
         pass  # as expected: nothing there yet
     finally:

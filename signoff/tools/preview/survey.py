@@ -4,7 +4,7 @@ Walked through descriptors as `fs.remove_tree` removes it: each level is opened
 `O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK` relative to its parent's descriptor, so a link is
 counted, never followed, and an entry swapped for something else is skipped, not entered.
 Nothing is read but directory entries and their `lstat`. The walk stops after
-`max_entries` entries, `seconds`, or `MAX_DEPTH` levels, and does not enter a system
+`max_entries` entries, `seconds`, or `MAX_SURVEY_DEPTH` levels, and does not enter a system
 filesystem mounted inside the tree; the survey then says its counts are a lower bound.
 """
 
@@ -22,7 +22,7 @@ from signoff.tools.preview.diff import many, visible
 
 SURVEY_ENTRIES = 10_000
 SURVEY_SECONDS = 2.0
-MAX_DEPTH = 100
+MAX_SURVEY_DEPTH = 100
 """Levels entered (each holds a descriptor open while its subdirectories are walked)."""
 SHOWN_ENTRIES = 20
 
@@ -108,8 +108,8 @@ class _Walk:
         if found.st_dev in self.guard.devices:
             self.note(f"a system filesystem is mounted at {label}: not counted")
             return
-        if depth > MAX_DEPTH:
-            self.note(f"directories deeper than {MAX_DEPTH} levels were not counted")
+        if depth > MAX_SURVEY_DEPTH:
+            self.note(f"directories deeper than {MAX_SURVEY_DEPTH} levels were not counted")
             return
         try:
             child = os.open(name, _DIRECTORY, dir_fd=fd)
@@ -200,7 +200,7 @@ def describe_tree(shown: str, survey: TreeSurvey, *, listed: bool = True) -> str
 
 
 __all__ = [
-    "MAX_DEPTH",
+    "MAX_SURVEY_DEPTH",
     "SHOWN_ENTRIES",
     "SURVEY_ENTRIES",
     "SURVEY_SECONDS",
