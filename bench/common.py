@@ -36,7 +36,7 @@ from temporalio.testing import WorkflowEnvironment
 from signoff.runtime.devserver import find_temporal_binary
 from signoff.runtime.storage import data_converter
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
-from signoff.workflows.record import SEARCH_ATTRIBUTE_KEYS
+from signoff.workflows.feed import SEARCH_ATTRIBUTE_KEYS
 
 REPO = Path(__file__).resolve().parent.parent
 # How each kind of worker is started (after the interpreter), and the line it prints when ready.

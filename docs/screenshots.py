@@ -29,7 +29,7 @@ from signoff.runtime.devserver import find_temporal_binary
 from signoff.runtime.worker import build_worker
 from signoff.testing import Reply, ScriptedModelServer, ScriptedRequest
 from signoff.tools.files.scope import WorkspaceScope
-from signoff.workflows.record import SEARCH_ATTRIBUTE_KEYS
+from signoff.workflows.feed import SEARCH_ATTRIBUTE_KEYS
 
 HERE = Path(__file__).parent
 CONFIG = 'name = "checkout"\nlisten = "0.0.0.0:8080"\ndebug = true\nworkers = 4\nlog_level = "debug"\n'

@@ -16,7 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from signoff.runtime.devserver import DYNAMIC_CONFIG, find_temporal_binary
 from signoff.runtime.storage import data_converter
-from signoff.workflows.record import SEARCH_ATTRIBUTE_KEYS
+from signoff.workflows.feed import SEARCH_ATTRIBUTE_KEYS
 from tests.processes import Processes
 
 # pytest-timeout's alarm fires inside the event loop's select(), outside the test's task: the task

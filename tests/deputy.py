@@ -23,7 +23,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from signoff.approval.digest import arguments_digest
-from signoff.workflows.record import SIGNOFF_AGENT, SIGNOFF_PENDING_TOOLS, SIGNOFF_STATUS
+from signoff.workflows.feed import SIGNOFF_AGENT, SIGNOFF_PENDING_TOOLS, SIGNOFF_STATUS
 from tests.waiting import assert_eventually
 
 HARMLESS = {"command": "echo harmless"}

@@ -24,8 +24,8 @@ from temporalio.exceptions import ActivityError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from signoff.activities import AgentActivities
+from signoff.activities.agents import ServedAgents
 from signoff.activities.models import Requester
-from signoff.activities.served import ServedAgents
 from signoff.agent.builder import AgentBuilder
 from signoff.approval import audit
 from signoff.approval.digest import arguments_digest

@@ -24,7 +24,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import ActivityEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from signoff.activities.served import ServedAgents
+from signoff.activities.agents import ServedAgents
 from signoff.agent.snapshot import RunSnapshot
 from signoff.approval.digest import arguments_digest
 from signoff.runtime.devserver import find_temporal_binary

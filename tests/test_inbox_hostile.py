@@ -24,7 +24,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from signoff.approval.digest import arguments_digest
 from signoff.contract import AgentRunInput, RunOptions
-from signoff.workflows.record import SIGNOFF_PENDING_TOOLS, SIGNOFF_STATUS
+from signoff.workflows.feed import SIGNOFF_PENDING_TOOLS, SIGNOFF_STATUS
 from tests.inbox_harness import Stack, inbox_stack
 from tests.test_web_ui import CHROMIUM
 from tests.waiting import assert_eventually

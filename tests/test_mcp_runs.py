@@ -14,7 +14,7 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.testing import ActivityEnvironment
 
 from signoff import AgentBuilder, ApprovalPolicy, MCPServer, MCPTool, PolicyBook
-from signoff.activities.served import ServedAgents
+from signoff.activities.agents import ServedAgents
 from signoff.agent.builder import ChatClientAgent
 from signoff.agent.snapshot import RunSnapshot
 from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse

@@ -16,7 +16,7 @@ from temporalio import workflow
 from signoff.approval.requests import ToolApprovalRequest
 from signoff.contract import STATUS_AWAITING
 from signoff.workflows.details import describe_pending
-from signoff.workflows.record import RunRecord
+from signoff.workflows.feed import RunRecord
 
 _original = RunRecord.set_status
 

@@ -23,6 +23,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.plugin import SimplePlugin
 
+from signoff.activities.agents import ServedAgents
 from signoff.activities.chat import model_turn
 from signoff.activities.identify import identify
 from signoff.activities.memory import RunMemory
@@ -47,7 +48,6 @@ from signoff.activities.needs import ActivitySettings
 from signoff.activities.notify import deliver
 from signoff.activities.observe import model_turn_done, tool_call_done
 from signoff.activities.prepare import prepare_run
-from signoff.activities.served import ServedAgents
 from signoff.activities.spent import SpentSignatures
 from signoff.activities.state import seal, unseal
 from signoff.activities.tool import Callers, SignOffs, run_call

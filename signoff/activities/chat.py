@@ -17,10 +17,10 @@ from datetime import timedelta
 
 from temporalio.exceptions import ApplicationError
 
+from signoff.activities.agents import ServedAgents, Taken
 from signoff.activities.heartbeat import heartbeating
 from signoff.activities.memory import RunMemory
 from signoff.activities.models import ChatInput, ChatTurn, Requester
-from signoff.activities.served import ServedAgents, Taken
 from signoff.activities.tool import Callers
 from signoff.agent.gate import gated_call_ids
 from signoff.agent.snapshot import RunSnapshot

@@ -7,10 +7,10 @@ snapshot, so it is done here rather than by the first model turn.
 
 from __future__ import annotations
 
+from signoff.activities.agents import ServedAgents
 from signoff.activities.chat import check_requester
 from signoff.activities.heartbeat import heartbeating
 from signoff.activities.models import PrepareInput, PrepareOutput
-from signoff.activities.served import ServedAgents
 from signoff.agent.gate import gated_call_ids
 from signoff.tools.preview.gather import previews
 

@@ -36,10 +36,10 @@ from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
+from signoff.activities.agents import ServedAgents
 from signoff.activities.heartbeat import heartbeating
 from signoff.activities.identify import NO_KEYS, Verifier
 from signoff.activities.models import ToolInput, ToolOutput
-from signoff.activities.served import ServedAgents
 from signoff.activities.spent import SpentSignatures
 from signoff.agent.gate import needs_approval
 from signoff.approval.digest import arguments_digest

@@ -23,7 +23,7 @@ from temporalio.service import RPCError
 from signoff.errors import CommandError
 from signoff.operator import run_client
 from signoff.views.text import safe
-from signoff.workflows.record import SIGNOFF_PENDING_TOOLS
+from signoff.workflows.feed import SIGNOFF_PENDING_TOOLS
 
 POLLED_LATELY = timedelta(seconds=90)
 """A worker long-polls for up to a minute at a time: one not seen for longer is gone."""

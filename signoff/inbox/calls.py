@@ -29,7 +29,7 @@ from signoff.operator.edits import tool_schema
 from signoff.operator.waiting import WAITING_QUERY, bounded
 from signoff.signing.derived import RunFacts
 from signoff.views.render import decided_by
-from signoff.workflows.record import SIGNOFF_PENDING_TOOLS
+from signoff.workflows.feed import SIGNOFF_PENDING_TOOLS
 
 PAGE_RUNS = 50
 TRANSCRIPT_KEPT = 12

@@ -28,7 +28,7 @@ from temporalio.worker.workflow_sandbox import (
 )
 
 from signoff.activities import AgentActivities
-from signoff.activities.served import with_sub_agents
+from signoff.activities.agents import with_sub_agents
 from signoff.agent.builder import ChatClientAgent
 from signoff.agent.defaults import default_agent
 from signoff.chat.base import ChatClient

@@ -70,13 +70,13 @@ with workflow.unsafe.imports_passed_through():
     from signoff.loop.resume import misplaced_answer
     from signoff.loop.transcript import Sender
     from signoff.messages import AgentEvent, ChatMessage, ToolCall
-    from signoff.workflows import instances, steps, upgrade, verify  # #20: upgrade = moving to a new version
+    from signoff.workflows import activity_options, instances, upgrade, verify  # #20: upgrade = moving to a new version
     from signoff.workflows.children import SIGNAL_CHILD_PENDING, ChildPending, Children, Reporter, own_view
+    from signoff.workflows.feed import SIGNOFF_AGENT, RunRecord
     from signoff.workflows.intake import DecisionIntake, Router
     from signoff.workflows.metrics import RunMetrics
     from signoff.workflows.notifications import Notifier, notice_for
     from signoff.workflows.queries import AuditTrail, run_result, run_status, trail_of
-    from signoff.workflows.record import SIGNOFF_AGENT, RunRecord
     from signoff.workflows.refusal import INVALID_INPUT, Refusal
     from signoff.workflows.run_input import ContinuedRun, InvalidInput, check_seal, decode, worker_seal
 
@@ -285,7 +285,7 @@ class AgentRun:
                 requester=self._requester,
             ),
             summary="snapshot the agent; gate the open calls",
-            **steps.prepare_options(),
+            **activity_options.prepare_options(),
         )
         self._adopt(prepared.snapshot, prepared.snapshot_digest, prepared.unavailable)
         try:
@@ -328,7 +328,7 @@ class AgentRun:
             AgentActivities.chat,
             self._checked(chat_input, "the model's input"),
             summary=f"model turn {loop.state.round + 1}",
-            **steps.chat_options(),
+            **activity_options.chat_options(),
         )
         if turn.snapshot is not None and turn.snapshot_digest:
             self._adopt(turn.snapshot, turn.snapshot_digest, turn.unavailable)
@@ -379,13 +379,13 @@ class AgentRun:
             output: ToolOutput = await workflow.execute_activity_method(
                 AgentActivities.tool,
                 self._checked(tool_input, f"the input of {call.name}"),
-                summary=steps.tool_summary(call),
-                **steps.tool_options(idempotent),
+                summary=activity_options.tool_summary(call),
+                **activity_options.tool_options(idempotent),
             )
         except ActivityError as exc:
             if not idempotent and isinstance(exc.cause, ActivityTimeout):
-                return steps.OUTCOME_UNKNOWN
-            return f"Error: {steps.root_message(exc)}"
+                return activity_options.OUTCOME_UNKNOWN
+            return f"Error: {activity_options.root_message(exc)}"
         return output.content
 
     # --- waiting for people ------------------------------------------------------------
@@ -406,7 +406,7 @@ class AgentRun:
                 await workflow.wait_condition(
                     self._changed_since(self._revision),
                     timeout=timeout,
-                    timeout_summary=steps.timer_summary(loop, wake),
+                    timeout_summary=activity_options.timer_summary(loop, wake),
                 )
             except TimeoutError:  # the timer fired: a deadline, reminder or escalation is due
                 assert wake is not None
@@ -515,4 +515,4 @@ class AgentRun:
             cause = exc.cause
             if isinstance(cause, ApplicationError):
                 raise ApplicationError(cause.message, *cause.details, type=cause.type, non_retryable=True) from exc
-            raise ApplicationError(steps.root_message(exc), non_retryable=True) from exc
+            raise ApplicationError(activity_options.root_message(exc), non_retryable=True) from exc

@@ -46,7 +46,7 @@ from signoff.loop.agent_loop import AgentLoop
 from signoff.messages import DecisionIgnoredEvent
 from signoff.text.neutral import neutralise
 from signoff.workflows import verify
-from signoff.workflows.record import RunRecord
+from signoff.workflows.feed import RunRecord
 from signoff.workflows.refusal import Refusal, error_text, refused
 from signoff.workflows.run_input import format_validation_error
 

@@ -42,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
         NotificationFailedEvent,
     )
     from signoff.views.notices import NoticeKind
-    from signoff.workflows.steps import root_message
+    from signoff.workflows.activity_options import root_message
 
 DRAIN = timedelta(seconds=30)
 """How long a finishing run waits for notices still in flight."""

@@ -13,7 +13,7 @@ from signoff.approval.requests import ApprovalRecord
 from signoff.contract import AgentRunResult, RunStatus
 from signoff.loop.agent_loop import AgentLoop
 from signoff.loop.state import LoopState
-from signoff.workflows.record import RunRecord
+from signoff.workflows.feed import RunRecord
 
 
 class AuditTrail(BaseModel):
