@@ -28,7 +28,13 @@ from signoff.activities.chat import model_turn
 from signoff.activities.identify import identify
 from signoff.activities.memory import RunMemory
 from signoff.activities.models import (
+    CHAT_ACTIVITY,
+    IDENTIFY_ACTIVITY,
+    NOTIFY_ACTIVITY,
+    PREPARE_ACTIVITY,
+    SEAL_ACTIVITY,
     TOOL_ACTIVITY,
+    UNSEAL_ACTIVITY,
     ChatInput,
     ChatTurn,
     IdentifyInput,
@@ -89,12 +95,12 @@ class AgentActivities:
         self._callers = Callers()
         self._signoffs = SignOffs(self.settings.verifier, SpentSignatures(self.settings.signature_max_age))
 
-    @activity.defn(name="signoff.prepare")
+    @activity.defn(name=PREPARE_ACTIVITY)
     async def prepare(self, input: PrepareInput) -> PrepareOutput:
         """Snapshot the agent for a resumed transcript, and gate its open calls."""
         return await prepare_run(self.served, input)
 
-    @activity.defn(name="signoff.chat")
+    @activity.defn(name=CHAT_ACTIVITY)
     async def chat(self, input: ChatInput) -> ChatTurn:
         """One model turn, streamed; which of its calls need approval."""
         turn = await model_turn(self.served, self._memory, self._callers, input, self.served.payload_budget)
@@ -108,22 +114,22 @@ class AgentActivities:
         tool_call_done(input.agent, input.call.name, output.content)
         return output
 
-    @activity.defn(name="signoff.identify")
+    @activity.defn(name=IDENTIFY_ACTIVITY)
     async def identify(self, input: IdentifyInput) -> IdentifyOutput:
         """Who a token vouches for, or why it does not."""
         return identify(self.settings.verifier, input)
 
-    @activity.defn(name="signoff.seal")
+    @activity.defn(name=SEAL_ACTIVITY)
     async def seal(self, input: SealInput) -> SealOutput:
         """Seal the state this run continues as new with (local activity only)."""
         return seal(self.settings.state_key, input)
 
-    @activity.defn(name="signoff.unseal")
+    @activity.defn(name=UNSEAL_ACTIVITY)
     async def unseal(self, input: UnsealInput) -> UnsealOutput:
         """Check the seal of the state this continued run starts from (local activity only)."""
         return await unseal(self.settings.state_key, input)
 
-    @activity.defn(name="signoff.notify")
+    @activity.defn(name=NOTIFY_ACTIVITY)
     async def notify(self, input: NotifyInput) -> NotifyOutput:
         """POST one notice to one channel (retried by Temporal; see notify.py)."""
         return await deliver(self.settings.notify, input)

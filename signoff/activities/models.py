@@ -15,8 +15,21 @@ from signoff.messages import ChatMessage, ChatResponse, MCPUnavailableEvent, Too
 from signoff.text.wire import Compact
 from signoff.views.notices import NoticeKind
 
+# The activities' names, stable across versions (histories name them): their one home.
+PREPARE_ACTIVITY = "signoff.prepare"
+"""Snapshots the agent for a resumed transcript, and gates its open calls."""
+CHAT_ACTIVITY = "signoff.chat"
+"""One model turn."""
 TOOL_ACTIVITY = "signoff.tool"
 """The activity that runs one tool call; `signoff audit --verify` finds the calls run by it."""
+IDENTIFY_ACTIVITY = "signoff.identify"
+"""Verifies a token worker-side."""
+SEAL_ACTIVITY = "signoff.seal"
+"""Seals the state a run carries across continue-as-new (a local activity)."""
+UNSEAL_ACTIVITY = "signoff.unseal"
+"""Checks the seal of a continued run's state (a local activity)."""
+NOTIFY_ACTIVITY = "signoff.notify"
+"""Sends one notice to the notification channels."""
 
 
 class Requester(Compact, Person):

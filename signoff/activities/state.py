@@ -28,7 +28,7 @@ from pathlib import Path
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from signoff.activities.models import SealInput, SealOutput, UnsealInput, UnsealOutput
+from signoff.activities.models import SEAL_ACTIVITY, UNSEAL_ACTIVITY, SealInput, SealOutput, UnsealInput, UnsealOutput
 from signoff.config.environment import STATE_KEY_FILE_ENV
 from signoff.config.smallfile import read_small_file
 from signoff.contract import WORKFLOW_TYPE
@@ -86,12 +86,12 @@ def _local_only(what: str) -> str:
 
 
 def seal(key: bytes | None, input: SealInput) -> SealOutput:
-    workflow_id = _local_only("signoff.seal")
+    workflow_id = _local_only(SEAL_ACTIVITY)
     return SealOutput(seal=_mac(key, workflow_id, input.chain_id, input.digest) if key else "")
 
 
 async def unseal(key: bytes | None, input: UnsealInput) -> UnsealOutput:
-    workflow_id = _local_only("signoff.unseal")
+    workflow_id = _local_only(UNSEAL_ACTIVITY)
     if key is not None:
         if not input.seal:
             return UnsealOutput(
