@@ -13,6 +13,9 @@ from pathlib import Path
 
 from signoff.errors import ConfigError
 
+MAX_SECRET_BYTES = 4096
+"""The most a one-secret file may hold (a notification secret, an S3 secret key)."""
+
 
 def read_small_file(path: str | os.PathLike[str], limit: int) -> bytes:
     """The bytes of the regular file at `path`, which must hold at most `limit` bytes.
@@ -54,4 +57,4 @@ def read_secret_line(path: Path, setting: str, limit: int = 1024) -> str:
         raise ConfigError(f"{setting}: {path} must hold one line of ASCII (a token or a secret)") from None
 
 
-__all__ = ["read_secret_line", "read_small_file"]
+__all__ = ["MAX_SECRET_BYTES", "read_secret_line", "read_small_file"]

@@ -21,7 +21,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import StorageDriverClaim, StorageDriverRetrieveContext
 
 from signoff.config.environment import S3_SECRET_ACCESS_KEY_FILE_ENV, Environment
-from signoff.config.smallfile import read_small_file
+from signoff.config.smallfile import MAX_SECRET_BYTES, read_small_file
 from signoff.errors import ConfigError
 from signoff.runtime.filestore import UnresolvablePayload, not_a_payload
 
@@ -35,7 +35,6 @@ except ImportError as exc:  # the optional extra is not installed
     ) from None
 
 # The secret key as container secrets are mounted (botocore reads it only from env or INI files).
-MAX_SECRET_BYTES = 4096
 # The SDK's driver writes keys of this shape (`v0/ns/...`, `v0/d/sha256/...`).
 _KEY_START = "v0/"
 
