@@ -40,8 +40,8 @@ from signoff.agent.builder import AgentBuilder, ChatClientAgent
 from signoff.approval.identity import ApproverKeys
 from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.signatures import requester_claim
-from signoff.approval.signing import SigningKey
 from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
+from signoff.signing.keys import SigningKey
 from signoff.testing import ScriptedModelServer
 from signoff.tools.function import tool
 from signoff.views.slack import ACTION_APPROVE, ACTION_DENY, ACTION_REVIEW

@@ -16,7 +16,7 @@ from signoff.approval.policy import ApprovalPolicy
 from signoff.cli.main import main
 from signoff.config.environment import Environment
 from signoff.errors import ConfigError
-from signoff.inbox.slack import Replays, SlackSettings, signature_problem
+from signoff.inbox.slack import Replays, SlackSettings, slack_signature_problem
 from signoff.inbox.slack_users import SlackUsers, parse_users
 from signoff.views.slack import ACTIONS, CallRef, request_message, review_view, settled_message
 
@@ -119,16 +119,16 @@ def _sign(secret: str, timestamp: str, body: bytes) -> str:
 def test_slacks_signature_and_its_window() -> None:
     body, now = b"payload=%7B%7D", 1_800_000_000.0
     good = _sign("s3cret", str(int(now)), body)
-    assert signature_problem("s3cret", body, str(int(now)), good, now) is None
-    assert "does not match" in str(signature_problem("other", body, str(int(now)), good, now))
-    assert "does not match" in str(signature_problem("s3cret", body + b"x", str(int(now)), good, now))
+    assert slack_signature_problem("s3cret", body, str(int(now)), good, now) is None
+    assert "does not match" in str(slack_signature_problem("other", body, str(int(now)), good, now))
+    assert "does not match" in str(slack_signature_problem("s3cret", body + b"x", str(int(now)), good, now))
     old = str(int(now) - 301)
-    assert "within 5 minutes" in str(signature_problem("s3cret", body, old, _sign("s3cret", old, body), now))
+    assert "within 5 minutes" in str(slack_signature_problem("s3cret", body, old, _sign("s3cret", old, body), now))
     ahead = str(int(now) + 301)
-    assert "within 5 minutes" in str(signature_problem("s3cret", body, ahead, _sign("s3cret", ahead, body), now))
+    assert "within 5 minutes" in str(slack_signature_problem("s3cret", body, ahead, _sign("s3cret", ahead, body), now))
     for bad in ("", "-5", "1e9", "9" * 40):
-        assert signature_problem("s3cret", body, bad, good, now) is not None
-    assert signature_problem("s3cret", body, str(int(now)), "v0=ünïcode", now) is not None
+        assert slack_signature_problem("s3cret", body, bad, good, now) is not None
+    assert slack_signature_problem("s3cret", body, str(int(now)), "v0=ünïcode", now) is not None
 
 
 def test_a_signature_is_taken_once_within_its_window_and_forgotten_after() -> None:

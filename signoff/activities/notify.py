@@ -39,7 +39,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from signoff.activities.models import NotifyInput, NotifyOutput
-from signoff.activities.slack import SlackChannel
+from signoff.activities.slack import MAX_RETRY_AFTER, SlackChannel
 from signoff.agent.snapshot import NotifyPlan
 from signoff.config.environment import DEFAULT_ADDRESS, NOTIFY_SECRET_FILE_ENV, NOTIFY_URLS_ENV, Environment
 from signoff.config.smallfile import MAX_SECRET_BYTES, read_small_file
@@ -52,7 +52,6 @@ from signoff.views.notices import WAITING_KINDS, Notice, notice_text, slack_mess
 EVENT_HEADER = "X-Signoff-Event"
 DELIVERY_HEADER = "X-Signoff-Delivery"
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
-MAX_RETRY_AFTER = timedelta(minutes=5)
 SLACK_PREFIX = "slack+"
 """`slack+https://hooks.slack.com/...`: this channel takes Slack's message format."""
 

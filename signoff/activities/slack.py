@@ -47,6 +47,7 @@ HISTORY_PAGES = 5
 HISTORY_SLACK = 120.0
 """Seconds before the call's request that the search starts (clocks differ)."""
 MAX_RETRY_AFTER = timedelta(minutes=5)
+"""The longest `Retry-After` a channel (Slack, a webhook) is waited for before the next try."""
 REMEMBERED = 10_000
 FATAL = frozenset(
     {

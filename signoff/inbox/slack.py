@@ -23,9 +23,9 @@ instance); the server reads the call as it waits now, and decides it only if it 
 its deadline has not passed, and the person may decide it (the call's policy: approvers,
 quorum, `separate_requester`, as the run applies it). Otherwise the person gets a private
 (`chat.postEphemeral`) message saying why, and nothing is sent to the run. The decision goes
-through the inbox's own `Decisions` (`signoff.inbox.decide`): signed for that subject with the
+through the inbox's own `InboxDecisions` (`signoff.inbox.decide`): signed for that subject with the
 inbox's signing key (`SIGNOFF_INBOX_SIGNING_KEY_FILE`) by the same signer, with the claim
-derived from the call as shown and the server's facts (`signoff.approval.derived`). So the
+derived from the call as shown and the server's facts (`signoff.signing.derived`). So the
 tool's activity verifies it as any signed decision, and a quorum counts a Slack approval, an
 inbox approval and a CLI approval alike (one per subject).
 
@@ -55,13 +55,12 @@ from signoff.config.environment import (
     Environment,
 )
 from signoff.config.smallfile import read_secret_line
-from signoff.errors import ConfigError
+from signoff.errors import CommandError, ConfigError
 from signoff.inbox.calls import WaitingCall, how_decided, run_calls
-from signoff.inbox.decide import Action, Decisions, Result, Target
+from signoff.inbox.decide import Choice, InboxDecisions, Result, SeenCall
 from signoff.inbox.slack_users import SlackUsers
 from signoff.inbox.view import arguments_diff
 from signoff.operator import run_client
-from signoff.operator.run_client import CommandError
 from signoff.runtime.codec_server import read_body
 from signoff.views.links import inbox_link
 from signoff.views.notices import NoticeKind
@@ -87,7 +86,7 @@ if TYPE_CHECKING:
 
 WINDOW_SECONDS = 300
 """Slack's: a request signed longer ago than this (or ahead of now by as much) is refused."""
-MAX_BODY_BYTES = 1024 * 1024
+MAX_INTERACTION_BYTES = 1024 * 1024
 MAX_REMEMBERED = 100_000
 
 
@@ -192,7 +191,7 @@ class Edits:
         return edit
 
 
-def signature_problem(secret: str, body: bytes, timestamp: str, signature: str, now: float) -> str | None:
+def slack_signature_problem(secret: str, body: bytes, timestamp: str, signature: str, now: float) -> str | None:
     """Why a request is not one Slack signed just now with `secret` (None: it is)."""
     if not timestamp.isdigit() or len(timestamp) > 12:
         return "no X-Slack-Request-Timestamp"
@@ -208,7 +207,7 @@ def signature_problem(secret: str, body: bytes, timestamp: str, signature: str, 
 class SlackInteractions:
     """The Slack app: verifies each request, then lets `slack_bolt` route it to the handlers."""
 
-    def __init__(self, settings: SlackSettings, decisions: Decisions, inbox_root: str | None = None) -> None:
+    def __init__(self, settings: SlackSettings, decisions: InboxDecisions, inbox_root: str | None = None) -> None:
         from slack_bolt.async_app import AsyncApp
         from slack_sdk.web.async_client import AsyncWebClient
 
@@ -229,13 +228,13 @@ class SlackInteractions:
         """`POST /slack/interactions`."""
         from slack_bolt.adapter.starlette.async_handler import to_async_bolt_request, to_starlette_response
 
-        body = await read_body(request, MAX_BODY_BYTES)
+        body = await read_body(request, MAX_INTERACTION_BYTES)
         if body is None:
-            return PlainTextResponse(f"at most {MAX_BODY_BYTES} bytes", status_code=413)
+            return PlainTextResponse(f"at most {MAX_INTERACTION_BYTES} bytes", status_code=413)
         timestamp = request.headers.get("x-slack-request-timestamp", "")
         signature = request.headers.get("x-slack-signature", "")
         now = time.time()
-        problem = signature_problem(self.settings.signing_secret, body, timestamp, signature, now)
+        problem = slack_signature_problem(self.settings.signing_secret, body, timestamp, signature, now)
         if problem is None and not self.replays.first(signature, now):
             problem = "this request was taken already (a replay)"
         if problem is not None:
@@ -250,11 +249,11 @@ class SlackInteractions:
     def _register(self) -> None:
         async def approve(ack: Any, body: dict[str, Any]) -> None:
             await ack()
-            await self._decide_click(body, Action(approved=True))
+            await self._decide_click(body, Choice(approved=True))
 
         async def deny(ack: Any, body: dict[str, Any]) -> None:
             await ack()
-            await self._decide_click(body, Action(approved=False))
+            await self._decide_click(body, Choice(approved=False))
 
         async def review(ack: Any, body: dict[str, Any]) -> None:
             await ack()
@@ -272,7 +271,7 @@ class SlackInteractions:
         self.app.view(REVIEW_VIEW)(submitted)
         self.app.view(CONFIRM_VIEW)(confirmed)
 
-    async def _decide_click(self, body: dict[str, Any], action: Action) -> None:
+    async def _decide_click(self, body: dict[str, Any], action: Choice) -> None:
         click = Click.of(body)
         if click.ref is None:
             await self._tell(click, "This button names no call signoff knows: nothing was decided.")
@@ -346,7 +345,7 @@ class SlackInteractions:
                 await ack(response_action="errors", errors={"arguments": "must be a JSON object"})
                 return
             arguments = parsed
-        action = Action(approved=choice == "approve", reason=(reason or "").strip() or None, arguments=arguments)
+        action = Choice(approved=choice == "approve", reason=(reason or "").strip() or None, arguments=arguments)
         where = {"channel": str(meta.get("channel") or ""), "ts": str(meta.get("ts") or "")}
         if arguments is not None:  # an edit: shown as a diff to confirm before anything is sent
             call = await self._current(ref)
@@ -364,7 +363,7 @@ class SlackInteractions:
                 diff = "\n".join(line for _, line in arguments_diff(call.request.arguments, arguments))
                 await ack(response_action="update", view=confirm_view(ref, where, diff, edit, action.reason))
                 return
-            action = Action(approved=True, reason=action.reason)  # nothing edited: the approval of what was shown
+            action = Choice(approved=True, reason=action.reason)  # nothing edited: the approval of what was shown
         await self._send(ack, user, ref, action, where)
 
     async def _confirmed(self, ack: Any, body: dict[str, Any]) -> None:
@@ -379,18 +378,18 @@ class SlackInteractions:
             )
             await ack(response_action="update", view=result_view(text))
             return
-        action = Action(approved=True, reason=edit.reason, arguments=edit.arguments)
+        action = Choice(approved=True, reason=edit.reason, arguments=edit.arguments)
         await self._send(
             ack, user, ref, action, {"channel": str(meta.get("channel") or ""), "ts": str(meta.get("ts") or "")}
         )
 
-    async def _send(self, ack: Any, user: str, ref: CallRef, action: Action, where: dict[str, str]) -> None:
+    async def _send(self, ack: Any, user: str, ref: CallRef, action: Choice, where: dict[str, str]) -> None:
         """Decide `ref` for the Slack `user` (mapped again: a mapping may have gone), answer the modal."""
         person = self.settings.users.person(user)
         if person is None:
             await ack(response_action="update", view=result_view(_unmapped(user)))
             return
-        target = Target(ref.workflow_id, ref.call_id, ref.digest)
+        target = SeenCall(ref.workflow_id, ref.call_id, ref.digest)
         result = await self.decisions.decide(person.viewer(), target, action, _screen(ref))
         await ack(response_action="update", view=result_view(_result_text(result)))
         if result.outcome != "refused":
@@ -471,9 +470,9 @@ class Click:
         return cls(user, channel, ts, CallRef.parse(value))
 
     @property
-    def target(self) -> Target:
+    def target(self) -> SeenCall:
         assert self.ref is not None
-        return Target(self.ref.workflow_id, self.ref.call_id, self.ref.digest)
+        return SeenCall(self.ref.workflow_id, self.ref.call_id, self.ref.digest)
 
 
 def _screen(ref: CallRef) -> Any:

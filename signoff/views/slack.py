@@ -27,7 +27,7 @@ from typing import Any
 
 from signoff.approval.authority import allowed_approvers
 from signoff.approval.policy import ApprovalPolicy
-from signoff.views.notices import NoticeKind, inert, name
+from signoff.views.notices import NoticeKind, name, one_line_json
 
 INSTALL = "pip install 'signoff[slack]'"
 """What to install for the Slack app (Slack's `slack_bolt` and `slack_sdk`)."""
@@ -225,7 +225,7 @@ def settled(record: dict[str, Any], kind: NoticeKind = "approval_decided") -> st
     if record.get("approved") and record.get("edited_arguments") is not None:
         how += " with edited arguments"
     reason = record.get("reason")
-    why = f": {escape(inert(reason, 300))}" if reason and not record.get("approved") else ""
+    why = f": {escape(one_line_json(reason, 300))}" if reason and not record.get("approved") else ""
     return f"{verb}{who}{how}{why}"
 
 
