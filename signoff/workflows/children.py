@@ -39,7 +39,7 @@ with workflow.unsafe.imports_passed_through():
         SubAgentLink,
     )
     from signoff.messages import AgentEvent, FinishReason, SubAgentEvent, ToolCall
-    from signoff.workflows import steps
+    from signoff.workflows import activity_options
 
 SIGNAL_CHILD_PENDING = "signoff_child_pending"
 """Internal: a child run's waiting calls, reported to its parent."""
@@ -143,7 +143,7 @@ class Children:
             self._ended(workflow_id)
             self._emit(SubAgentEvent(call_id=call.id, agent=agent, workflow_id=workflow_id, state="failed"))
             what = "failed" if isinstance(exc, ChildWorkflowError) else "could not run"
-            return f"Error: the {agent} sub-agent {what}: {steps.root_message(exc)}"
+            return f"Error: the {agent} sub-agent {what}: {activity_options.root_message(exc)}"
         except asyncio.CancelledError:  # the run is cancelled (its close policy cancels the child too)
             self._ended(workflow_id)
             raise
