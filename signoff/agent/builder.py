@@ -1,4 +1,5 @@
-"""Agents: how they are built (`AgentBuilder`), what they are for a run, the in-process driver.
+"""Agents: how they are built (`AgentBuilder`) and what they are for a run (the in-process
+driver that runs them is `signoff.agent.driver`).
 
 `ChatClientAgent.run()` is the original API: a stream of `AgentEvent`s that ends
 with a finish event — `awaiting_approval` when gated calls wait — and a next
@@ -14,41 +15,33 @@ in process over the agent's own sessions (close them with `await agent.aclose()`
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar, assert_never
+from typing import TYPE_CHECKING
 
-from signoff.agent.delegation import inherited_gates, tightened_by
+from signoff.agent.delegation import tightened_by
+from signoff.agent.driver import InProcessDriver, as_messages, now
 from signoff.agent.gate import gated_call_ids, snapshot_of
-from signoff.agent.session import AgentRunOptions, AgentSession, CancellationToken
+from signoff.agent.session import AgentRunOptions, AgentSession
 from signoff.agent.snapshot import RunSnapshot
 from signoff.agent.subagent import SubAgentTool
 from signoff.approval.policy import ApprovalPolicy, PolicyBook
-from signoff.approval.requests import ToolApprovalRequest, parse_arguments
-from signoff.chat.base import ChatClient, ChatOptions
+from signoff.approval.requests import ToolApprovalRequest
+from signoff.chat.base import ChatClient
 from signoff.contract import InheritedGate
-from signoff.errors import RunFailedError, UsageError
-from signoff.loop.agent_loop import AgentLoop, AwaitApproval, CallModel, Fail, Finish, RunTools, unanswered_calls
-from signoff.loop.answer import checked_answer, within_limit
+from signoff.errors import UsageError
+from signoff.loop.agent_loop import AgentLoop, unanswered_calls
 from signoff.loop.limits import Limits
 from signoff.loop.state import DEFAULT_MAX_ROUNDS
 from signoff.messages import (
     AgentEvent,
     ChatMessage,
-    ChatResponse,
-    ErrorEvent,
-    FinishEvent,
-    FinishReason,
     MCPUnavailableEvent,
-    TextEvent,
     ToolSpec,
 )
 from signoff.tools.base import Tool, tool_spec
 from signoff.tools.context import ContextProvider
-from signoff.tools.dispatch import execute_call
 from signoff.tools.mcp.config import MCPServer
 from signoff.tools.mcp.tool import MCPTool, OwnSessions, open_tools
 from signoff.tools.preview.gather import previews
@@ -56,8 +49,6 @@ from signoff.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from signoff.tools.mcp.sessions import MCPSessions
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -198,7 +189,7 @@ class ChatClientAgent:
         if self.chat_client is None:
             raise UsageError(f"agent {self.name!r} has no chat client; use with_chat_client(...)")
         options = options or AgentRunOptions()
-        history = (session.messages if session else []) + _as_messages(messages)
+        history = (session.messages if session else []) + as_messages(messages)
         definition = self.definition(history)
         if self.mcp_servers:
             definition = await self.open_definition(history, self.mcp_sessions())
@@ -217,109 +208,14 @@ class ChatClientAgent:
         open_calls = unanswered_calls(history)
         gated = gated_call_ids(snapshot, definition.registry, open_calls)
         shown = await previews(definition.registry, open_calls, gated)
-        loop.resume(options.tool_approval_responses, gated, _now(), previews=shown)
+        loop.resume(options.tool_approval_responses, gated, now(), previews=shown)
         try:
-            async for event in self._drive(loop, options, definition, snapshot, depth, waiting):
+            driver = InProcessDriver(self.chat_client, options, definition, snapshot, depth, waiting)
+            async for event in driver.drive(loop):
                 yield event
         finally:
             if session is not None:
                 session.messages = loop.messages
-
-    async def _drive(
-        self,
-        loop: AgentLoop,
-        options: AgentRunOptions,
-        definition: AgentDefinition,
-        snapshot: RunSnapshot,
-        depth: int,
-        waiting: list[ToolApprovalRequest] | None,
-    ) -> AsyncIterator[AgentEvent]:
-        """Turn the loop's actions into effects, with the agent as the run started with it."""
-        token = options.cancellation or CancellationToken()
-        chat_options = ChatOptions(model=options.model, temperature=options.temperature)
-        while True:
-            for event in loop.drain_events():
-                yield event
-            if token.cancelled and loop.state.finish_reason is None:
-                loop.cancel(_now())
-                continue
-            match loop.next_action():
-                case Finish():
-                    return
-                case Fail(message=message):
-                    raise RunFailedError(message)
-                case AwaitApproval():
-                    if waiting is not None:
-                        waiting.extend(loop.pending_requests())
-                    yield FinishEvent(reason=FinishReason.AWAITING_APPROVAL, usage=loop.state.usage)
-                    return
-                case RunTools() as action:
-                    await self._run_tools(loop, action, token, definition.registry, snapshot, depth)
-                case CallModel():
-                    async for event in self._call_model(loop, definition, snapshot, chat_options, token):
-                        yield event
-                case unknown:
-                    assert_never(unknown)
-
-    async def _call_model(
-        self,
-        loop: AgentLoop,
-        definition: AgentDefinition,
-        snapshot: RunSnapshot,
-        chat_options: ChatOptions,
-        token: CancellationToken,
-    ) -> AsyncIterator[AgentEvent]:
-        prompt = ([ChatMessage.system(definition.instructions)] if definition.instructions else []) + loop.messages
-        deltas: asyncio.Queue[str] = asyncio.Queue()
-        assert self.chat_client is not None
-        request = self.chat_client.complete(prompt, snapshot.specs, chat_options, on_text=deltas.put_nowait)
-        task: asyncio.Task[ChatResponse] = asyncio.ensure_future(request)
-        stop = asyncio.ensure_future(token.wait())
-        try:
-            while True:
-                getter = asyncio.ensure_future(deltas.get())
-                done, _ = await asyncio.wait({task, getter, stop}, return_when=asyncio.FIRST_COMPLETED)
-                if getter in done:
-                    yield TextEvent(text=getter.result())
-                    continue
-                getter.cancel()
-                if task in done:
-                    break
-                return  # cancelled: the next step of the drive finishes the run
-            response = task.result()
-        except Exception as exc:
-            yield ErrorEvent(message=str(exc))
-            raise
-        finally:
-            task.cancel()
-            stop.cancel()
-        response = checked_answer(response, len(loop.messages))
-        calls = within_limit(response.message, snapshot.limits.max_calls_per_turn)
-        gated = gated_call_ids(snapshot, definition.registry, calls)
-        shown = await previews(definition.registry, calls, gated)
-        loop.apply_model_turn(response, gated, _now(), text_streamed=True, previews=shown)
-
-    async def _run_tools(
-        self,
-        loop: AgentLoop,
-        action: RunTools,
-        token: CancellationToken,
-        registry: ToolRegistry,
-        snapshot: RunSnapshot,
-        depth: int,
-    ) -> None:
-        for call in action.calls:
-            approved = loop.approval_of(call.id) is not None
-            tool = registry.get(call.name)
-            work: Awaitable[str]
-            if isinstance(tool, SubAgentTool):
-                work = tool.delegate(parse_arguments(call.arguments), inherited_gates(snapshot), depth)
-            else:
-                work = execute_call(registry, call, approved=approved, max_output=snapshot.limits.max_tool_output)
-            result = await _unless_cancelled(work, token)
-            if result is None:
-                return
-            loop.apply_tool_result(call.id, result)
 
 
 class AgentBuilder:
@@ -414,26 +310,3 @@ class AgentBuilder:
             self._policies,
             self._mcp_servers,
         )
-
-
-async def _unless_cancelled(work: Awaitable[T], token: CancellationToken) -> T | None:
-    task = asyncio.ensure_future(work)
-    stop = asyncio.ensure_future(token.wait())
-    await asyncio.wait({task, stop}, return_when="FIRST_COMPLETED")
-    stop.cancel()
-    if task.done():
-        return task.result()
-    task.cancel()
-    return None
-
-
-def _as_messages(messages: str | ChatMessage | Sequence[ChatMessage]) -> list[ChatMessage]:
-    if isinstance(messages, str):
-        return [ChatMessage.user(messages)]
-    if isinstance(messages, ChatMessage):
-        return [messages]
-    return list(messages)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
