@@ -75,11 +75,19 @@ class Forgery:
     """A forged `AgentRun` on the victim's queue, the victim's worker beside it."""
 
     def __init__(
-        self, client: Client, task_queue: str, tmp_path: Path, keys: Path, quorum: int = 1, **settings: Any
+        self,
+        client: Client,
+        task_queue: str,
+        tmp_path: Path,
+        keys: Path,
+        quorum: int = 1,
+        policy: dict[str, Any] | None = None,
+        **settings: Any,
     ) -> None:
         self.client, self.task_queue, self.keys = client, task_queue, keys
         self.count = tmp_path / "count"
-        policies = PolicyBook.parse({"run_command": {**POLICY["run_command"], "quorum": quorum}})
+        own = {**POLICY["run_command"], "quorum": quorum, **(policy or {})}
+        policies = PolicyBook.parse({"run_command": own})
         worker_settings = WorkerSettings(policies=policies, verifier=ApproverKeys.load(keys), **settings)
         self.activities = AgentActivities(agents_for(tmp_path), settings=worker_settings)
 

@@ -94,13 +94,15 @@ class ChatTurn(Compact):
 
 
 class ApprovalProof(Compact):
-    """Why the run lets this call run: the audit record that approved it, and the request
-    instance it was asked as (`binding.request`; None for a call asked before v4)."""
+    """Why the run lets this call run: the audit record that approved it, the request
+    instance it was asked as (`binding.request`; None for a call asked before v4), and the
+    grants that voted for it (empty: people decided it themselves)."""
 
     call_id: str
     arguments_digest: str
     record_hash: str
     request: str | None = None
+    grants: list[str] = Field(default_factory=list)
 
 
 class ToolInput(Compact):

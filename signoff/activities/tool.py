@@ -15,6 +15,9 @@ The activity does not take the workflow's word for anything it can check itself:
   nothing without enough of them; an approval that does not verify is not passed on to a
   tool that does more for approved calls (a file tool leaving the workspace, an MCP tool
   the run's snapshot says is read-only). Otherwise the model is told it was not run.
+- A grant authorises nothing where the worker's own policy for the tool says `"grants": false`:
+  neither a grant the run says it used, nor (verified) a token that approves the call through
+  a grant signed on another.
 - The signatures that authorise a call are then spent, in records the server keeps
   (`signoff.activities.spent`): a signature already honoured by another execution (a reset
   run's, a forged history's second try) authorises nothing, and a grant's `max_uses` holds.
@@ -123,6 +126,16 @@ async def raw_description(client: Client, workflow_id: str, run_id: str) -> Work
     return (await client.workflow_service.describe_workflow_execution(request)).workflow_execution_info
 
 
+def no_grants(tool: str, grants: list[str]) -> str:
+    """The model's answer for a call a grant approved, when this worker's policy for its tool
+    takes no grants (`"grants": false`): the run's snapshot may say otherwise (it started before
+    the policy file said so), but the worker's own configuration decides at the last gate."""
+    return (
+        f"Error: this call was not run: this worker's policy for {tool} takes no grants (grants = false), "
+        f"and the run approved it with {', '.join(grants)}; each call of {tool} needs a decision of its own"
+    )
+
+
 def _refusal(why: str) -> ApplicationError:
     return ApplicationError(
         f"signoff.tool runs calls only for AgentRun workflows on its own task queue; {why}",
@@ -202,6 +215,10 @@ async def run_call(served: ServedAgents, callers: Callers, signoffs: SignOffs, i
     needed = needs_approval(entry, tool if run.own else None, arguments) or needs_approval(own_entry, tool, arguments)
     if needed and not approved:
         return ToolOutput(content=NOT_APPROVED)
+    if approved and not own_policy.grants and input.approval and input.approval.grants:
+        if needed:
+            return ToolOutput(content=no_grants(call.name, input.approval.grants))
+        approved = False  # a grant unlocks nothing a tool keeps for approved calls
     if approved and own_policy.verified:
         assert chain_id is not None
         if (problem := await signoffs.problem(input, own_policy, chain_id)) is not None:

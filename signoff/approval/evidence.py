@@ -8,9 +8,10 @@ workflow says about approvals counts here (CONTRACT v3 "Evidence, not state"); w
   this chain, this call, its tool and arguments digest, the request instance the run says it
   asked (`binding.request`), `approved`, and the arguments that will run (the edited ones'
   digest, or the call's own);
-- or a grant signed on an earlier call of this chain: the same tool, the arguments that
-  were approved (for a `match: arguments` grant), within its `ttl_seconds` of the token's
-  `iat`, and the call running its own arguments;
+- or, where the policy takes grants (not `"grants": false`), a grant signed on an earlier
+  call of this chain: the same tool, the arguments that were approved (for a `match:
+  arguments` grant), within its `ttl_seconds` of the token's `iat`, and the call running its
+  own arguments;
 - from subjects the policy allows (names and verified groups, `escalate_to` included: the
   activity cannot tell whether the escalation time had come), counted once each (names
   compared as `signoff.approval.names` does), never the requester's under `separate_requester`
@@ -177,6 +178,8 @@ def verdict(
             else (f"{identity.subject}'s token signs no decision")
         )
         problem = problem or _refused(everyone, call, identity.person(), requested_by)
+        if problem is None and not policy.grants and not signs_this_call(claim, call):
+            problem = f"{identity.subject}'s token approves it through a grant, and {call.tool} takes no grants here"
         if problem is not None:
             problems.append(problem)
         else:

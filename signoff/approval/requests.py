@@ -233,6 +233,12 @@ class ApprovalRecord(BaseModel):
     policy_digest: str = ""
     hash: str = ""
 
+    def grant_ids(self) -> list[str]:
+        """The grants that voted for this call (the one that decided it, and under a quorum the
+        others), in order; empty when people decided it themselves."""
+        found = [v.grant_id for v in self.votes if v.grant_id] + ([self.grant_id] if self.grant_id else [])
+        return list(dict.fromkeys(found))
+
 
 def parse_arguments(raw: str) -> Any:
     """The model's argument text as JSON, or the raw text when it is not strict JSON

@@ -363,6 +363,7 @@ class AgentRun:
                 arguments_digest=record.arguments_digest,
                 record_hash=record.hash,
                 request=self._loop.request_of(call.id),
+                grants=record.grant_ids(),
             )
             if (record)
             else None
