@@ -1,6 +1,6 @@
 """What file tools never touch, under every policy: system trees, secrets, non-regular files.
 
-Also: hard links count as outside for writes, and file tools never block the worker.
+Also: hard links count as outside for reads and writes, and file tools never block the worker.
 """
 
 from __future__ import annotations
@@ -85,9 +85,45 @@ async def test_hard_link_write_runs_when_approved_or_allowed(
     assert not result.is_error and (outside / "target.txt").read_text() == "changed"
 
 
-async def test_reading_a_hard_linked_file_needs_nothing(hard_link: Path) -> None:
+async def test_reading_a_hard_linked_file_is_refused_under_deny_naming_why(resolver: str, hard_link: Path) -> None:
+    """A hard link inside the workspace to a file outside it reads that file: under `deny` it
+    counts as outside, even approved (deny widens for nobody)."""
     read = ReadFile(scope(hard_link.parent, ScopePolicy.DENY))
-    assert (await read.execute({"path": "hl.txt"})).content == "outside's own text"
+    assert not read.requires_approval({"path": "hl.txt"})
+    for approved in (False, True):
+        result = await read.execute({"path": "hl.txt"}, approved=approved)
+        assert result.is_error and "outside's own text" not in result.content
+        assert "is outside the workspace" in result.content and "2 hard links" in result.content
+        assert "the scope policy 'deny' refuses it" in result.content
+
+
+async def test_reading_a_hard_linked_file_asks_under_approve_outside_and_runs_approved(
+    resolver: str, hard_link: Path
+) -> None:
+    read = ReadFile(scope(hard_link.parent, ScopePolicy.APPROVE_OUTSIDE))
+    assert read.requires_approval({"path": "hl.txt"})
+    unapproved = await read.execute({"path": "hl.txt"})
+    assert unapproved.is_error and "not approved" in unapproved.content and "2 hard links" in unapproved.content
+    assert (await read.execute({"path": "hl.txt"}, approved=True)).content == "outside's own text"
+
+
+async def test_a_file_linked_while_it_waited_is_refused_when_the_read_runs(ws: Path, outside: Path) -> None:
+    """Judged again on the opened descriptor: a file that had one name when the model asked
+    and a second one when the call ran is refused then."""
+    (ws / "notes.txt").write_text("mine")
+    read = ReadFile(scope(ws, ScopePolicy.DENY))
+    assert not read.requires_approval({"path": "notes.txt"})
+    os.link(ws / "notes.txt", outside / "elsewhere.txt")
+    result = await read.execute({"path": "notes.txt"})
+    assert result.is_error and "2 hard links" in result.content
+
+
+async def test_removing_a_hard_link_removes_only_the_workspace_name(hard_link: Path, outside: Path) -> None:
+    """Why `remove_path` needs no such check: unlinking a name changes no other name's file."""
+    remove = RemovePath(scope(hard_link.parent, ScopePolicy.DENY))
+    assert not remove.requires_approval({"path": "hl.txt"})
+    assert not (await remove.execute({"path": "hl.txt"})).is_error
+    assert not hard_link.exists() and (outside / "target.txt").read_text() == "outside's own text"
 
 
 # --- FIFOs, sockets and the worker's threads -------------------------------------------------

@@ -64,7 +64,11 @@ class RemovePathArguments(PathArguments):
 
 
 class ReadFile(FileTool):
-    """Reads a text file; past `max_bytes`, the start is returned with a note saying so."""
+    """Reads a text file; past `max_bytes`, the start is returned with a note saying so.
+
+    A file with more than one hard link counts as outside the workspace (its other names
+    may be anywhere on the same filesystem, `/etc/shadow`'s included), as for a write: judged
+    when the model asks, and again on the opened descriptor when the call runs."""
 
     name = "read_file"
     description = "Read a text file"
@@ -73,12 +77,17 @@ class ReadFile(FileTool):
         super().__init__(scope)
         self.max_bytes = max_bytes
 
+    def leaves(self, args: Any) -> bool:
+        probe = self.scope.probe(args.path)
+        return probe.leaves or hard_linked(probe.stat)
+
     def run(self, place: Place, args: PathArguments) -> ToolResult:
         try:
             fd, found = place.open_regular(os.O_RDONLY)
         except IsADirectoryError:
             return ToolResult.error(f"{args.path} is a directory; use list_dir to see its entries")
         try:
+            refuse_hard_linked(place, found)
             data = read_up_to(fd, self.max_bytes)
         finally:
             os.close(fd)

@@ -183,7 +183,7 @@ class WorkspaceScope:
         Inside the workspace always RUN; outside it, the policy decides: DENY →
         REFUSE (a tool error), APPROVE_OUTSIDE → ASK (a human), ALLOW → RUN. The file
         tools' own gate (`FileTool.requires_approval`) adds what location cannot say:
-        a write through a hard link counts as outside, `remove_path` judges the entry's
+        a read or write through a hard link counts as outside, `remove_path` judges the entry's
         directory (a link is removed, not followed).
         """
         if self.policy is ScopePolicy.ALLOW or self.is_inside(path):
