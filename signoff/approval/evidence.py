@@ -178,7 +178,8 @@ def verdict(
             else (f"{identity.subject}'s token signs no decision")
         )
         problem = problem or _refused(everyone, call, identity.person(), requested_by)
-        if problem is None and not policy.grants and not signs_this_call(claim, call):
+        grant_use = isinstance(claim, DecisionClaim) and not signs_this_call(claim, call)
+        if problem is None and grant_use and not policy.grants:
             problem = f"{identity.subject}'s token approves it through a grant, and {call.tool} takes no grants here"
         if problem is not None:
             problems.append(problem)
