@@ -142,8 +142,8 @@ async def test_a_command_run_as_the_tool_user_cannot_read_the_workers_environmen
     await worker.wait_for_output(READY)
 
     output = await approved_command_output(
-        client, task_queue, "id -u; cat /proc/$PPID/environ; cat llm_key; echo HOME=$HOME"
-    )
+        client, task_queue, f"id -u; cat /proc/{worker.pid}/environ; cat llm_key; echo HOME=$HOME"
+    )  # the worker is the command's grandparent: its parent is the supervisor (signoff.tools.supervise)
 
     assert output.splitlines() == [
         "exit code: 0",

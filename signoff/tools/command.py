@@ -6,7 +6,9 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -16,10 +18,18 @@ from signoff.tools._arguments import Arguments, json_schema, validate_arguments
 from signoff.tools.base import ToolResult
 from signoff.tools.files.scope import WorkspaceScope
 from signoff.tools.process import ToolUser, tool_environment
+from signoff.tools.supervise import encode_options
 
 DEFAULT_TIMEOUT_SECS = 60
 MAX_TIMEOUT_SECS = 3600
 DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024
+END_GRACE_SECS = 15.0
+"""How long the supervisor has to end a command that is asked to end (its sweep takes at most 10 s)."""
+DRAIN_SECS = 2.0
+"""How long the output is read once the command has ended."""
+SUPERVISOR = str(Path(__file__).with_name("supervise.py"))
+SUPERVISOR_ENV = {"PATH": os.defpath}
+"""The supervisor's own environment; the command's comes with its options."""
 
 
 class RunCommandArguments(Arguments):
@@ -37,12 +47,16 @@ class RunCommand:
 
     The result is `exit code: N` and the combined stdout and stderr; a non-zero exit
     is a normal result, for the model to read. Output beyond the cap keeps its start
-    and its end (where errors usually are) with a note of what was cut. On timeout or
-    cancellation the command's whole process group is killed, so its children die too
-    (all but those that start a session of their own).
+    and its end (where errors usually are) with a note of what was cut.
 
-    The command counts as finished when its output closes: a background job that
-    keeps stdout open runs into the timeout unless its output is redirected.
+    Nothing the command starts outlives it. The shell runs under a supervisor of its own
+    (`signoff.tools.supervise`, in a session of its own) that is the subreaper of every
+    process the command starts: a background job, a double fork, a `setsid` daemon. When
+    the shell exits, or on timeout or cancellation, the supervisor kills all of them; the
+    call then returns, with the output they wrote until then. Should the supervisor itself
+    be killed first (only the command's own user can), the worker kills what is left of its
+    session. A command that asks another service to run something (`at`, `systemd-run`, a
+    container engine, ssh) is beyond any of this.
 
     The command sees only an allow-listed environment (`signoff.tools.process`): no
     Temporal settings, provider key or other secret of the worker's unless an operator
@@ -102,36 +116,54 @@ class RunCommand:
         args = validate_arguments(RunCommandArguments, self.name, arguments)
         if isinstance(args, ToolResult):
             return args
+        status_read, status_write = os.pipe()
         try:
-            proc = await asyncio.create_subprocess_exec(
-                "/bin/sh",
-                "-c",
-                args.command,
-                cwd=self.scope.root,
-                env=self.env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True,  # its own process group: one signal reaches all
-                **(self.user.popen_options() if self.user else {}),
-            )
+            proc = await self._start(args.command, status_write)
         except OSError as exc:
+            os.close(status_read)
             return ToolResult.error(f"could not start the command: {exc}")
+        finally:
+            os.close(status_write)
         output = CappedOutput(self.max_output_bytes)
+        reader = asyncio.ensure_future(_collect(proc, output))
         try:
-            await asyncio.wait_for(_collect(proc, output), args.timeout_secs)
+            await asyncio.wait_for(asyncio.shield(proc.wait()), args.timeout_secs)
+            timed_out = False
         except TimeoutError:
-            _kill_group(proc)
-            await proc.wait()
+            timed_out = True
+            await _end(proc)
+        except BaseException:  # cancelled (e.g. the activity was): leave nothing running behind us
+            await asyncio.shield(_ended(proc, status_read, reader))
+            raise
+        await _ended(proc, status_read, reader)
+        if timed_out:
             return ToolResult.error(
                 f"command timed out after {args.timeout_secs}s and was killed "
                 f"with its child processes; output so far:\n{output.text()}"
             )
-        except BaseException:
-            # Cancelled (e.g. the activity was): leave nothing running behind us.
-            _kill_group(proc)
-            raise
         return ToolResult(content=f"exit code: {proc.returncode}\n{output.text()}")
+
+    async def _start(self, command: str, status_fd: int) -> asyncio.subprocess.Process:
+        """The command's supervisor (`signoff.tools.supervise`), in a session of its own, running
+        `/bin/sh -c command` with the tool's environment, as the tool user if one is set."""
+        switch = self.user.popen_options() if self.user else {}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",
+            "-S",
+            SUPERVISOR,
+            cwd=self.scope.root,
+            env=SUPERVISOR_ENV,
+            stdin=asyncio.subprocess.PIPE,  # the options, then its lifeline: closed, the command ends
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=(status_fd,),
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(encode_options(command, self.env, switch.get("user"), switch.get("group"), status_fd))
+        await proc.stdin.drain()
+        return proc
 
 
 class CappedOutput:
@@ -169,10 +201,65 @@ async def _collect(proc: asyncio.subprocess.Process, output: CappedOutput) -> No
     assert proc.stdout is not None
     while chunk := await proc.stdout.read(64 * 1024):
         output.feed(chunk)
-    await proc.wait()
 
 
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
+async def _end(proc: asyncio.subprocess.Process) -> None:
+    """Ask the supervisor to end the command (close its lifeline); kill its group if it does not."""
+    if proc.stdin is not None:
+        proc.stdin.close()
+    try:
+        await asyncio.wait_for(asyncio.shield(proc.wait()), END_GRACE_SECS)
+    except TimeoutError:
+        _kill_group(proc.pid)
+        await proc.wait()
+
+
+async def _ended(proc: asyncio.subprocess.Process, status_fd: int, reader: asyncio.Future[None]) -> None:
+    """Once the supervisor has exited: make sure nothing of the command is left, and read the
+    rest of its output (every writer of which is gone then)."""
+    if proc.returncode is None:
+        await _end(proc)
+    try:
+        swept = os.read(status_fd, 64) == b"swept\n"
+    finally:
+        os.close(status_fd)
+    if not swept:  # the supervisor was killed before it swept: end what is left of its session
+        await asyncio.to_thread(_end_session, proc.pid)
+    try:
+        await asyncio.wait_for(reader, DRAIN_SECS)
+    except TimeoutError:
+        pass  # something outside the tree holds the output open: the result is what came
+
+
+def _kill_group(pgid: int) -> None:
     # ProcessLookupError: the whole group has already exited.
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _end_session(session: int) -> None:
+    """Kill every process of `session` (the supervisor's), by its group and then one by one."""
+    _kill_group(session)
+    for _ in range(10):
+        found = [pid for pid, sid in _sessions() if sid == session]
+        if not found:
+            return
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _sessions() -> list[tuple[int, int]]:
+    """(pid, session id) of every live process (zombies left out), from /proc."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != b"Z":
+            found.append((int(name), int(fields[3])))
+    return found
