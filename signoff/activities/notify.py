@@ -42,7 +42,7 @@ from signoff.activities.models import NotifyInput, NotifyOutput
 from signoff.activities.slack import MAX_RETRY_AFTER, SlackChannel
 from signoff.agent.snapshot import NotifyPlan
 from signoff.config.environment import DEFAULT_ADDRESS, NOTIFY_SECRET_FILE_ENV, NOTIFY_URLS_ENV, Environment
-from signoff.config.smallfile import MAX_SECRET_BYTES, read_small_file
+from signoff.config.smallfile import MAX_SECRET_BYTES, ExposedSecret, read_small_file
 from signoff.errors import ConfigError
 from signoff.text.notify_signature import SIGNATURE_HEADER, signature
 from signoff.views.howto import decide_commands
@@ -170,6 +170,8 @@ def read_notify_secret(path: Path) -> bytes:
     """
     try:
         data = read_small_file(path, MAX_SECRET_BYTES).strip()
+    except ExposedSecret as exc:
+        raise ConfigError(f"{NOTIFY_SECRET_FILE_ENV}: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{NOTIFY_SECRET_FILE_ENV}: cannot read {path}: {exc.strerror or exc}") from None
     except ValueError as exc:

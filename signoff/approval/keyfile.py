@@ -22,7 +22,7 @@ from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 from jwt.exceptions import InvalidKeyError
 
 from signoff.approval.names import name_problem
-from signoff.config.smallfile import read_small_file
+from signoff.config.smallfile import ExposedSecret, check_private, read_small_file
 from signoff.errors import ConfigError
 
 MAX_KEY_FILE_BYTES = 1 << 20
@@ -90,11 +90,12 @@ def read_key_file(path: Path) -> KeySet:
             message names the file and says what was expected.
     """
     text = _read_text(path).strip()
-    if text.startswith("{"):
-        return _jwks(path, text)
-    if "-----BEGIN " in text:
-        return _pem(path, text)
-    return _secret(path, text)
+    if text.startswith("{") or "-----BEGIN " in text:
+        _private(path, "decides whose signatures count", private=False)  # public keys: anyone may read them
+        return _jwks(path, text) if text.startswith("{") else _pem(path, text)
+    keys = _secret(path, text)
+    _private(path, "holds an HS256 secret", private=True)
+    return keys
 
 
 def read_secret(path: Path) -> bytes:
@@ -109,9 +110,18 @@ def read_secret(path: Path) -> bytes:
     return secret
 
 
+def _private(path: Path, what: str, *, private: bool) -> None:
+    try:
+        check_private(path, private=private)
+    except ExposedSecret as exc:
+        raise ConfigError(f"the approver key file {what}, but {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the approver key file {path}: {exc.strerror or exc}") from None
+
+
 def _read_text(path: Path) -> str:
     try:
-        data = read_small_file(path, MAX_KEY_FILE_BYTES)
+        data = read_small_file(path, MAX_KEY_FILE_BYTES, private=None)  # checked once known secret or public
     except OSError as exc:
         raise ConfigError(f"cannot read the approver key file {path}: {exc.strerror or exc}") from None
     except ValueError as exc:

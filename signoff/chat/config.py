@@ -22,7 +22,7 @@ from signoff.config.environment import (
     LLM_MODEL_ENV,
     Environment,
 )
-from signoff.config.smallfile import read_small_file
+from signoff.config.smallfile import ExposedSecret, read_small_file
 from signoff.errors import ConfigError
 
 PRESETS: dict[str, str] = {
@@ -164,6 +164,8 @@ def read_api_key_file(path: str) -> str:
     what = _key_file_name(path)
     try:
         data = read_small_file(path, MAX_API_KEY_FILE_BYTES)
+    except ExposedSecret as exc:
+        raise ConfigError(f"{LLM_API_KEY_FILE_ENV}: {exc}") from None
     except FileNotFoundError:
         raise ConfigError(f"{what} does not exist: mount or create it, or fix the path") from None
     except PermissionError:

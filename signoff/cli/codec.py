@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from signoff.config.environment import CODEC_KEYS_ENV, CODEC_SERVER_TOKEN_FILE_ENV, UI_URL_ENV, Environment
-from signoff.config.smallfile import read_small_file
+from signoff.config.smallfile import ExposedSecret, read_small_file
 from signoff.errors import CommandError, ConfigError
 from signoff.runtime.codec import CodecKeys
 from signoff.views.links import DEFAULT_UI_BASE
@@ -64,6 +64,8 @@ def read_token(path: str | None) -> str | None:
         return None
     try:
         token = read_small_file(path, MAX_TOKEN_FILE_BYTES).decode("utf-8", "replace").strip()
+    except ExposedSecret as exc:
+        raise CommandError(f"the codec server's token file: {exc}") from None
     except (OSError, ValueError) as exc:
         why = getattr(exc, "strerror", None) or exc
         raise CommandError(f"cannot read the codec server's token file {path}: {why}") from None

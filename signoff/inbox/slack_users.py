@@ -25,7 +25,7 @@ from typing import Any
 
 from signoff.approval.names import name_problem
 from signoff.config.environment import SLACK_USERS_ENV
-from signoff.config.smallfile import read_small_file
+from signoff.config.smallfile import ExposedSecret, read_small_file
 from signoff.errors import ConfigError
 from signoff.inbox.who import MAX_GROUPS, Viewer
 
@@ -76,7 +76,9 @@ def read_users(path: Path) -> dict[str, SlackPerson]:
         ConfigError: the file cannot be read or is not such a mapping.
     """
     try:
-        text = read_small_file(path, MAX_FILE_BYTES).decode("utf-8")
+        text = read_small_file(path, MAX_FILE_BYTES, private=False).decode("utf-8")  # it names, it hides nothing
+    except ExposedSecret as exc:  # whoever may change it may map themselves to an approver
+        raise ConfigError(f"{SLACK_USERS_ENV}: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{SLACK_USERS_ENV}: cannot read {path}: {exc.strerror or exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:

@@ -41,7 +41,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
 from signoff.config.environment import CODEC_KEYS_ENV, Environment
-from signoff.config.smallfile import read_small_file
+from signoff.config.smallfile import ExposedSecret, read_small_file
 from signoff.errors import ConfigError
 
 ENCODING = b"binary/encrypted"
@@ -96,6 +96,8 @@ class CodecKeys:
         where = f"{CODEC_KEYS_ENV} file {path}"
         try:
             data = read_small_file(path, _MAX_KEY_FILE_BYTES)
+        except ExposedSecret as exc:
+            raise ConfigError(f"{CODEC_KEYS_ENV}: {exc}") from None
         except OSError as exc:
             raise ConfigError(f"cannot read the {where}: {exc.strerror or exc}") from None
         except ValueError as exc:

@@ -21,7 +21,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import StorageDriverClaim, StorageDriverRetrieveContext
 
 from signoff.config.environment import S3_SECRET_ACCESS_KEY_FILE_ENV, Environment
-from signoff.config.smallfile import MAX_SECRET_BYTES, read_small_file
+from signoff.config.smallfile import MAX_SECRET_BYTES, ExposedSecret, read_small_file
 from signoff.errors import ConfigError
 from signoff.runtime.filestore import UnresolvablePayload, not_a_payload
 
@@ -47,6 +47,8 @@ def _session(env: Environment | None = None) -> aioboto3.Session:
     key_id, path = given
     try:
         secret = read_small_file(path, MAX_SECRET_BYTES).decode("utf-8", "replace").strip()
+    except ExposedSecret as exc:
+        raise ConfigError(f"{S3_SECRET_ACCESS_KEY_FILE_ENV}: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{S3_SECRET_ACCESS_KEY_FILE_ENV}={path}: cannot read it ({exc.strerror})") from None
     except ValueError as exc:

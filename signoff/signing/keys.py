@@ -36,7 +36,7 @@ from signoff.approval.names import name_problem
 from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse
 from signoff.approval.signatures import SignoffClaim
 from signoff.config.environment import APPROVER_KEY_FILE_ENV
-from signoff.config.smallfile import read_small_file
+from signoff.config.smallfile import ExposedSecret, check_private, read_small_file
 from signoff.errors import ConfigError, UsageError
 from signoff.signing.derived import RunFacts, ServedRuns, decision_claim_for
 
@@ -75,7 +75,11 @@ class SigningKey:
         """
         file = Path(path)
         try:
-            data = read_small_file(file, 1 << 16)
+            data = read_small_file(file, 1 << 16, private=None)
+            if b"PRIVATE KEY-----" in data:
+                check_private(file)  # an HS256 secret is checked as one by read_key_file
+        except ExposedSecret as exc:
+            raise ConfigError(f"{APPROVER_KEY_FILE_ENV}: the private key signs approvals, but {exc}") from None
         except (OSError, ValueError) as exc:
             why = getattr(exc, "strerror", None) or exc
             raise ConfigError(f"{APPROVER_KEY_FILE_ENV}: cannot read {file}: {why}") from None

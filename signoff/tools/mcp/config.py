@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from signoff.approval.digest import canonical_json, sha256_hex
 from signoff.config.environment import MCP_CONFIG_ENV, Environment
-from signoff.config.smallfile import read_small_file
+from signoff.config.smallfile import ExposedSecret, read_small_file
 from signoff.errors import ConfigError
 
 DEFAULT_CALL_TIMEOUT = 300.0
@@ -171,7 +171,9 @@ class MCPServer(BaseModel):
         """
         file = Path(path)
         try:
-            text = read_small_file(file, _MAX_CONFIG_BYTES).decode()
+            text = read_small_file(file, _MAX_CONFIG_BYTES, private=False).decode()
+        except ExposedSecret as exc:  # its stdio servers run as the worker: others must not add one
+            raise ConfigError(f"{MCP_CONFIG_ENV}: {exc}") from None
         except (OSError, ValueError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise ConfigError(f"{MCP_CONFIG_ENV}: cannot read {file}: {why}") from None
