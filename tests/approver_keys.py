@@ -48,6 +48,7 @@ def write_secret(path: Path, secret: str | None = None) -> str:
     """An HS256 secret file as docs/verified-approvers.md makes it (`secrets.token_urlsafe(48)` and a newline)."""
     secret = secret or secrets.token_urlsafe(48)
     path.write_text(secret + "\n")
+    path.chmod(0o600)  # a secret is its owner's alone, or no worker reads it
     return secret
 
 

@@ -24,6 +24,7 @@ def key_file(tmp_path: Path) -> Path:
     path = tmp_path / "llm_key"
     path.write_text(f"  {KEY}\n")  # as `echo` or an editor leaves it
     path.chmod(0o600)
+    path.chmod(0o600)
     return path
 
 
@@ -45,6 +46,7 @@ async def test_the_key_from_the_file_is_sent_and_a_rotated_file_is_read_again(ke
         async with OpenAIChatClient(cfg) as client:
             await client.complete([ChatMessage.user("hi")], [])
             key_file.write_text("sk-rotated-0000000000\n")
+            key_file.chmod(0o600)
             await client.complete([ChatMessage.user("hi")], [])
     sent = [r.headers["authorization"] for r in server.requests]
     assert sent == [f"Bearer {KEY}", "Bearer sk-rotated-0000000000"]
@@ -79,6 +81,7 @@ def test_a_missing_file_is_a_config_error_naming_it(tmp_path: Path) -> None:
 def test_an_empty_file_is_a_config_error(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.write_text(" \n")
+    empty.chmod(0o600)
     with pytest.raises(ConfigError, match=f"'{empty}' .* is empty"):
         LLMConfig(base_url="http://m.test/v1", model="m", api_key_file=str(empty))
 

@@ -21,6 +21,7 @@ def key_line(kid: str) -> str:
 
 def write_keys(path: Path, *lines: str) -> Path:
     path.write_text("# signoff codec keys, oldest first\n" + "\n".join(lines) + "\n")
+    path.chmod(0o600)
     return path
 
 

@@ -82,6 +82,7 @@ def test_a_private_key_signs_with_its_kid_for_the_workers_jwks(tmp_path: Path) -
     (tmp_path / "inbox.pem").write_bytes(
         key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     )
+    (tmp_path / "inbox.pem").chmod(0o600)
     write_jwks(tmp_path / "keys.json", jwk(key, "inbox-1", signoff_service=True))
     signer = InboxSigner.from_env(
         Environment(
@@ -96,6 +97,7 @@ def test_a_private_key_signs_with_its_kid_for_the_workers_jwks(tmp_path: Path) -
 def test_a_service_key_made_by_signoff_keys_new_signs_for_the_inbox_users_with_its_own_kid(tmp_path: Path) -> None:
     pem, entry = new_key_pair("inbox", service=True)
     (tmp_path / "inbox.pem").write_bytes(pem)
+    (tmp_path / "inbox.pem").chmod(0o600)
     write_jwks(tmp_path / "keys.json", entry)
     signer = InboxSigner.load(tmp_path / "inbox.pem")
     assert signer.key.kid == entry["kid"]
@@ -107,6 +109,7 @@ def test_a_service_key_made_by_signoff_keys_new_signs_for_the_inbox_users_with_i
 def test_a_signing_key_file_that_is_no_key_is_refused_naming_the_setting(tmp_path: Path) -> None:
     (tmp_path / "public.pem").write_text("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
     (tmp_path / "short.key").write_text("too short\n")
+    (tmp_path / "short.key").chmod(0o600)
     for path in ("public.pem", "short.key", "missing.key"):
         with pytest.raises(ConfigError, match="SIGNOFF_INBOX_SIGNING_KEY_FILE"):
             InboxSigner.load(tmp_path / path)

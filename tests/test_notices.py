@@ -88,6 +88,7 @@ def test_config_from_env(tmp_path: Path) -> None:
     assert NotifyConfig.from_env(Environment({}), "localhost:7233", "default") is None
     secret = tmp_path / "secret"
     secret.write_text("s3cret-value\n")
+    secret.chmod(0o600)
     env = {
         "SIGNOFF_NOTIFY_URLS": " http://a.example/1, http://a.example/1 ,https://b.example/2",
         "SIGNOFF_NOTIFY_SECRET_FILE": str(secret),
@@ -113,6 +114,7 @@ def test_config_refuses_a_missing_or_empty_secret_file(tmp_path: Path, content: 
     secret = tmp_path / "secret"
     if content is not None:
         secret.write_text(content)
+        secret.chmod(0o600)
     env = {"SIGNOFF_NOTIFY_URLS": "http://a.example/1", "SIGNOFF_NOTIFY_SECRET_FILE": str(secret)}
     with pytest.raises(ConfigError, match="SIGNOFF_NOTIFY_SECRET_FILE"):
         NotifyConfig.from_env(Environment(env), "localhost:7233", "default")

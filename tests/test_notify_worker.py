@@ -42,6 +42,7 @@ async def test_a_worker_configured_by_env_sends_signed_notices_with_its_links(
     client: Client, task_queue: str, procs: Processes, tmp_path: Path
 ) -> None:
     (tmp_path / "notify.secret").write_text("a-notify-secret-from-a-file\n")
+    (tmp_path / "notify.secret").chmod(0o600)
     with Receiver() as receiver, ScriptedModelServer(one_command) as model:
         env = worker_env(
             client,

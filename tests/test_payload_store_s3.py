@@ -170,6 +170,7 @@ async def test_secret_key_is_read_from_the_file_a_compose_secret_mounts(
 
     secret = tmp_path / "minio_password"
     secret.write_text("from-the-file\n")
+    secret.chmod(0o600)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "signoff")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "from-the-environment")
     monkeypatch.setenv("SIGNOFF_S3_SECRET_ACCESS_KEY_FILE", str(secret))

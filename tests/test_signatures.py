@@ -54,6 +54,7 @@ def test_a_mismatch_names_every_field_that_differs() -> None:
 def person(tmp_path: Path) -> tuple[SigningKey, ApproverKeys]:
     pem, entry = new_key_pair("alice", ["sre"], kid="alice-1")
     (tmp_path / "alice.pem").write_bytes(pem)
+    (tmp_path / "alice.pem").chmod(0o600)
     (tmp_path / "jwks.json").write_text(json.dumps({"keys": [entry]}))
     return SigningKey.load(tmp_path / "alice.pem", "alice-1"), ApproverKeys.load(tmp_path / "jwks.json")
 
@@ -103,6 +104,7 @@ def test_a_jwks_entry_must_say_whom_it_signs_for_plainly(tmp_path: Path) -> None
 def test_a_service_key_signs_for_the_people_it_names(tmp_path: Path) -> None:
     pem, entry = new_key_pair("inbox", kid="inbox-1", service=True)
     (tmp_path / "inbox.pem").write_bytes(pem)
+    (tmp_path / "inbox.pem").chmod(0o600)
     (tmp_path / "jwks.json").write_text(json.dumps({"keys": [entry]}))
     token = SigningKey.load(tmp_path / "inbox.pem", "inbox-1").sign(approval(), "carol", groups=["sre"])
     assert ApproverKeys.load(tmp_path / "jwks.json").verify(token).subject == "carol"

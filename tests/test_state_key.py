@@ -16,7 +16,9 @@ from tests.helpers import agents_for, worker_settings
 
 def test_a_key_file_is_read_and_a_short_or_unreadable_one_stops_the_worker(tmp_path: Path) -> None:
     (tmp_path / "good").write_text("s" * 48 + "\n")
+    (tmp_path / "good").chmod(0o600)
     (tmp_path / "short").write_text("s" * 16)
+    (tmp_path / "short").chmod(0o600)
     assert read_state_key(tmp_path / "good") == b"s" * 48
     with pytest.raises(ConfigError, match="at least 32"):
         read_state_key(tmp_path / "short")
@@ -46,5 +48,6 @@ def test_without_a_key_on_a_configured_cluster_the_worker_says_what_it_checks_in
         "checked with the server only (set SIGNOFF_STATE_KEY_FILE to seal it)" in line for line in setup.describe()
     )
     (tmp_path / "state.key").write_text("k" * 40)
+    (tmp_path / "state.key").chmod(0o600)
     named = worker_settings(agents_for(tmp_path), {"SIGNOFF_STATE_KEY_FILE": str(tmp_path / "state.key")})
     assert named.state_key == b"k" * 40

@@ -36,8 +36,24 @@ async def test_with_keys_it_starts_and_says_what_it_verifies_with(
     client: Client, procs: Processes, task_queue: str, tmp_path: Path
 ) -> None:
     (tmp_path / "approver.key").write_text("s" * 48)
+    (tmp_path / "approver.key").chmod(0o600)
     env = env_for(client, tmp_path, task_queue, SIGNOFF_APPROVER_KEYS=tmp_path / "approver.key")
     worker = procs.worker("worker", env)
     await worker.wait_for_output(READY)
     assert "approver tokens: HS256" in worker.stdout() and "s" * 48 not in worker.stdout()
     assert "approval policies for: run_command" in worker.stdout()
+
+
+async def test_a_worker_whose_secret_key_file_others_can_read_refuses_to_start_naming_it_and_the_fix(
+    client: Client, procs: Processes, task_queue: str, tmp_path: Path
+) -> None:
+    """Issue 27: an HS256 secret that group or others may read is a secret others may hold."""
+    key = tmp_path / "approver.key"
+    key.write_text("s" * 48)
+    key.chmod(0o644)
+    worker = procs.worker("worker", env_for(client, tmp_path, task_queue, SIGNOFF_APPROVER_KEYS=key))
+    code = await worker.wait_exit(30)
+    last = worker.stderr().strip().splitlines()[-1]
+    assert code != 0 and READY not in worker.stdout()
+    assert f"{key} can be read by group and others (mode 0644)" in last and f"chmod 600 {key}" in last, last
+    assert "s" * 48 not in worker.stderr() + worker.stdout()
