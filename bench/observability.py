@@ -69,6 +69,7 @@ async def main(argv: list[str] | None = None) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="signoff-bench-observability-"))
     keys = folder / "codec.keys"
     keys.write_text(f"bench:{base64.b64encode(os.urandom(32)).decode()}\n")
+    keys.chmod(0o600)  # a secret file is its owner's alone, or no worker reads it
     metrics_address = f"127.0.0.1:{free_port()}"
     queues = {kind: f"{kind}-{uuid.uuid4().hex[:8]}" for kind in KINDS}
     env = {

@@ -95,6 +95,7 @@ async def main(argv: list[str] | None = None) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="signoff-bench-spent-"))
     pem, entry = new_key_pair("bench", kid="bench-1")
     (folder / "bench.pem").write_bytes(pem)
+    (folder / "bench.pem").chmod(0o600)
     (folder / "approvers.json").write_text(json.dumps({"keys": [entry]}))
     (folder / "policies.json").write_text(json.dumps({TOOL: {"verified": True}}))
     key = SigningKey.load(folder / "bench.pem", "bench-1")

@@ -46,10 +46,12 @@ def _keys(folder: Path) -> tuple[ApproverKeys, dict[str, SigningKey], ApproverKe
     for index in range(20):
         pem, entry = new_key_pair(f"person{index}", kid=f"person{index}-1")
         (folder / f"{index}.pem").write_bytes(pem)
+        (folder / f"{index}.pem").chmod(0o600)
         entries.append(entry)
         signers[f"person{index}"] = SigningKey.load(folder / f"{index}.pem", f"person{index}-1")
     (folder / "jwks.json").write_text(json.dumps({"keys": entries}))
     (folder / "secret").write_text("s" * 48)
+    (folder / "secret").chmod(0o600)
     return ApproverKeys.load(folder / "jwks.json"), signers, ApproverKeys.load(folder / "secret"), folder / "secret"
 
 
