@@ -22,7 +22,7 @@ from signoff.runtime.fingerprint import workflow_code
 from signoff.runtime.replay import ReplayVerdict, load_history, plain_words
 from signoff.testing import HistoryReplayError, replay_histories
 from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, call, running_worker, start_run
-from tests.histories.manifest import HERE, Manifest
+from tests.histories.manifest import HERE, Manifest, private_copy
 from tests.histories.record import parked
 from tests.processes import REPO, clean_env, package_copy
 from tests.waiting import assert_eventually
@@ -120,11 +120,11 @@ def test_an_encrypted_history_cannot_be_checked_without_its_keys_and_resumes_wit
         "(SIGNOFF_CODEC_KEYS is not set)"
     ) in without.stdout
     assert "0 would resume, 0 would not, 1 could not be checked" in without.stdout
-    assert replay_cli(history, SIGNOFF_CODEC_KEYS=HERE / "codec.keys").returncode == 0
+    assert replay_cli(history, SIGNOFF_CODEC_KEYS=private_copy(HERE / "codec.keys")).returncode == 0
 
 
 def test_a_stored_history_needs_the_workers_payload_store(tmp_path: Path) -> None:
-    history, keys = HERE / "stored.json", HERE / "codec.keys"
+    history, keys = HERE / "stored.json", private_copy(HERE / "codec.keys")
     without = replay_cli(history, SIGNOFF_CODEC_KEYS=keys)
     assert without.returncode == 3
     assert (

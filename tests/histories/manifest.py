@@ -5,7 +5,9 @@ need not, why), and the log of every change to workflow code with how it was mad
 
 from __future__ import annotations
 
+import functools
 import json
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,16 @@ KINDS = ("recorded", "patched", "new-version", "no-command-change")
 """How a change of workflow code was made safe (the log's `kind`): the first record; a new
 `workflow.patched` id; a new version (runs of the old one resume only on its workers);
 a change that cannot alter any command (a reviewer's call, with its reason)."""
+
+
+@functools.cache
+def private_copy(path: Path) -> Path:
+    """A copy of a committed key file (the test key `codec.keys`) that is its owner's alone, as
+    every reader of a secret file requires: git keeps no such mode, so a checkout's is 0644."""
+    copy = Path(tempfile.mkdtemp(prefix="signoff-history-keys-")) / path.name
+    copy.write_bytes(path.read_bytes())
+    copy.chmod(0o600)
+    return copy
 
 
 @dataclass(frozen=True)
@@ -42,7 +54,7 @@ class Entry:
         """`replay_histories` keywords: the key file and store it was written with."""
         settings: dict[str, Any] = {}
         if self.codec_keys:
-            settings["codec_keys"] = HERE / self.codec_keys
+            settings["codec_keys"] = private_copy(HERE / self.codec_keys)
         if self.payload_store:
             settings["payload_store"] = (HERE / self.payload_store).absolute().as_uri()
         return settings

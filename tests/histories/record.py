@@ -62,7 +62,7 @@ from tests.helpers import (
     start_run,
     wait_pending,
 )
-from tests.histories.manifest import HERE, Manifest
+from tests.histories.manifest import HERE, Manifest, private_copy
 from tests.mcp_helpers import mcp_call, stdio
 from tests.processes import free_port
 from tests.receiver import Receiver
@@ -508,7 +508,7 @@ async def record_encrypted(rig: Rig) -> dict[str, WorkflowHistory]:
     """Runs under SIGNOFF_CODEC_KEYS (the test key `codec.keys`); `stored` also keeps its
     large tool output in the payload store `payloads/` (ciphertext, committed with it)."""
     out = {}
-    env = {"TEMPORAL_ADDRESS": rig.address, "SIGNOFF_CODEC_KEYS": str(HERE / "codec.keys")}
+    env = {"TEMPORAL_ADDRESS": rig.address, "SIGNOFF_CODEC_KEYS": str(private_copy(HERE / "codec.keys"))}
     settings = ConnectionSettings.load(Environment(env))
     async with rig.worker(script, client=await connect(settings, worker=True)) as queue:
         client = await connect(settings)
