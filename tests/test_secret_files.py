@@ -20,6 +20,7 @@ from signoff.approval.keyfile import read_key_file as read_approver_keys
 from signoff.chat.config import read_api_key_file
 from signoff.cli.codec import read_token
 from signoff.config.environment import S3_SECRET_ACCESS_KEY_FILE_ENV
+from signoff.config.smallfile import read_secret_line
 from signoff.errors import CommandError, ConfigError
 from signoff.runtime import s3store
 from signoff.signing.keys import SigningKey
@@ -107,6 +108,8 @@ SECRETS: dict[str, tuple[Callable[[Path], Any], bytes]] = {
     "SIGNOFF_CODEC_KEYS": (CodecKeys.read, b"2026-06:" + b"QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE=\n"),
     "SIGNOFF_STATE_KEY_FILE": (read_state_key, b"k" * 48),
     "SIGNOFF_CODEC_SERVER_TOKEN_FILE": (lambda p: read_token(str(p)), b"t" * 32),
+    "SIGNOFF_SLACK_BOT_TOKEN_FILE": (lambda p: read_secret_line(p, "SIGNOFF_SLACK_BOT_TOKEN_FILE"), b"xoxb-1-2-3\n"),
+    "SIGNOFF_SLACK_SIGNING_SECRET_FILE": (lambda p: read_secret_line(p, "SIGNOFF_SLACK_SIGNING_SECRET_FILE"), b"abc\n"),
 }
 
 

@@ -139,6 +139,7 @@ def write_private(path: Path, key: Any) -> Path:
     path.write_bytes(
         key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     )
+    path.chmod(0o600)  # a secret file is its owner's alone, or nothing reads it
     return path
 
 
@@ -151,6 +152,8 @@ async def stack(env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFacto
     write_jwks(tmp / "jwks.json", jwk(inbox_key, "inbox", signoff_service=True), jwk(bob_key, "bob", sub="bob"))
     (tmp / "token").write_text(TOKEN + "\n")
     (tmp / "secret").write_text(SIGNING_SECRET + "\n")
+    (tmp / "token").chmod(0o600)
+    (tmp / "secret").chmod(0o600)
     (tmp / "users.json").write_text(json.dumps(USERS))
     queue = f"slack-{uuid.uuid4().hex[:8]}"
     address = env.client.service_client.config.target_host

@@ -168,6 +168,8 @@ def test_the_users_file_maps_user_ids_only(tmp_path: Path) -> None:
 def test_the_inbox_needs_both_slack_files_and_a_users_file(tmp_path: Path) -> None:
     (tmp_path / "token").write_text("xoxb-1\n")
     (tmp_path / "secret").write_text("abc\n")
+    (tmp_path / "token").chmod(0o600)
+    (tmp_path / "secret").chmod(0o600)
     (tmp_path / "users.json").write_text("{}")
     assert SlackSettings.from_env(Environment({})) is None
     with pytest.raises(ConfigError, match="SIGNOFF_SLACK_SIGNING_SECRET_FILE"):
@@ -199,11 +201,13 @@ def test_a_worker_with_a_slack_token_needs_a_channel_and_never_shows_the_token(t
     from signoff.activities.slack import SlackChannel
 
     (tmp_path / "token").write_text("xoxb-very-secret\n")
+    (tmp_path / "token").chmod(0o600)
     token = {"SIGNOFF_SLACK_BOT_TOKEN_FILE": str(tmp_path / "token")}
     assert SlackChannel.from_env(Environment({})) is None
     with pytest.raises(ConfigError, match="SIGNOFF_SLACK_CHANNEL"):
         SlackChannel.from_env(Environment(token))
     (tmp_path / "empty").write_text("\n")
+    (tmp_path / "empty").chmod(0o600)
     with pytest.raises(ConfigError, match="empty"):
         SlackChannel.from_env(
             Environment({"SIGNOFF_SLACK_BOT_TOKEN_FILE": str(tmp_path / "empty"), "SIGNOFF_SLACK_CHANNEL": "C1"})
