@@ -23,8 +23,8 @@ from signoff.config.environment import S3_SECRET_ACCESS_KEY_FILE_ENV
 from signoff.config.smallfile import read_secret_line
 from signoff.errors import CommandError, ConfigError
 from signoff.runtime import s3store
-from signoff.signing.keys import SigningKey
 from signoff.runtime.codec import CodecKeys
+from signoff.signing.keys import SigningKey
 from signoff.tools.mcp import MCPServer
 from tests.approver_keys import ed25519_key, jwk, public_pem, write_jwks
 
