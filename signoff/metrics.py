@@ -9,7 +9,7 @@ activity counts tokens; the worker polls the pending gauge from visibility
 | --- | --- | --- |
 | `signoff_pending_approvals` | gauge | — (runs of the task queue waiting for a decision) |
 | `signoff_approval_wait_seconds` | histogram | `outcome`, `tool` |
-| `signoff_decisions_total` | counter | `outcome`: approved, denied, timed_out, granted; `tool` |
+| `signoff_decisions_total` | counter | `outcome`: approved, denied, timed_out, granted, responded; `tool` |
 | `signoff_tool_calls_total` | counter | `tool`, `outcome`: ok, error, rejected, unknown |
 | `signoff_model_tokens_total` | counter | `kind`: prompt, completion; `agent` |
 
@@ -27,7 +27,7 @@ from typing import Literal
 from signoff.approval.requests import ApprovalRecord
 from signoff.contract import METRIC_DECISIONS, METRIC_PENDING, METRIC_TOKENS, METRIC_TOOL_CALLS, METRIC_WAIT
 
-DecisionOutcome = Literal["approved", "denied", "timed_out", "granted"]
+DecisionOutcome = Literal["approved", "denied", "timed_out", "granted", "responded"]
 ToolOutcome = Literal["ok", "error", "rejected", "unknown"]
 
 DESCRIPTIONS = {
@@ -57,6 +57,8 @@ def decision_outcome(record: ApprovalRecord) -> DecisionOutcome:
         return "timed_out"
     if record.grant_id is not None:
         return "granted"
+    if record.outcome == "responded":
+        return "responded"
     return "approved" if record.approved else "denied"
 
 

@@ -115,7 +115,10 @@ async def test_approve_with_edited_arguments_runs_them(
         done = await cli("approve", handle.id, "call_1", "--edit", '{"command": "echo edited"}')
         result: AgentRunResult = await handle.result()
     assert done.code == 0, done.err
-    assert result.text == "saw: exit code: 0\nedited\n"
+    assert result.text == (
+        "saw: exit code: 0\nedited\n\n[signoff: tester edited this call's arguments before it ran; "
+        'it ran with {"command": "echo edited"}]'
+    )
     assert result.approvals[0].edited_arguments == {"command": "echo edited"}
 
 

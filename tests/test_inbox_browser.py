@@ -51,7 +51,10 @@ async def test_a_call_appears_live_and_is_approved_with_an_edit_while_another_br
     await alice.locator("tr.result.approved").wait_for(timeout=WAIT)
     await row(bob, "echo first-call").locator("td.state", has_text="approved by alice").wait_for(timeout=WAIT)
     result = await handle.result()
-    assert result.text == "exit code: 0\nedited-call\n"
+    assert result.text == (
+        "exit code: 0\nedited-call\n\n[signoff: alice edited this call's arguments before it ran; "
+        'it ran with {"command": "echo edited-call"}]'
+    )
     (record,) = result.approvals
     assert (record.approver, record.edited_arguments) == ("alice", {"command": "echo edited-call"})
     assert record.arguments == {"command": "echo first-call"}

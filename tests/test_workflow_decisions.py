@@ -57,7 +57,11 @@ async def test_edited_arguments_run_and_audit_keeps_both(client: Client, task_qu
         assert ack["decided"][0]["name"] == "run_command" and ack["decided"][0]["outcome"] == "approved"
         await handle.execute_update("submit_tool_approval", {"call_id": "call_b", "approved": False})
         result = await handle.result()
-    assert [m.content for m in result.messages[2:4]] == ["exit code: 0\nedited\n", "Rejected: User denied"]
+    told = (
+        "exit code: 0\nedited\n\n[signoff: the approver edited this call's arguments before it ran; "
+        'it ran with {"command": "echo edited"}]'
+    )
+    assert [m.content for m in result.messages[2:4]] == [told, "Rejected: User denied"]
     record = result.approvals[0]
     assert (record.arguments, record.edited_arguments) == ({"command": "echo a"}, {"command": "echo edited"})
 

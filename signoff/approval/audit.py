@@ -40,6 +40,8 @@ def chained_content(record: ApprovalRecord) -> dict[str, Any]:
     """The fields the hash covers, as JSON values."""
     data = record.model_dump(mode="json", include=set(_CHAINED))
     data["votes"] = [vote.approver for vote in record.votes]
+    if record.respond_digest is not None:  # only then: records from before it keep their hashes
+        data["respond_digest"] = record.respond_digest
     return data
 
 

@@ -184,6 +184,18 @@ def requester_problem(policies: Mapping[str, ApprovalPolicy], verified: bool, bo
     return None
 
 
+def respond_problem(request: ToolApprovalRequest, response: ToolApprovalResponse) -> str | None:
+    """Why this decision may not answer the call instead of running it (`respond`), or None."""
+    if response.respond is None:
+        return None
+    call = f"call {request.call_id!r} ({request.name})"
+    if not request.policy.respond:
+        return f"{call}: its policy does not let a person answer it instead of running it (respond = false)"
+    if request.policy.quorum > 1:
+        return f"{call} needs {request.policy.quorum} approvers: one person cannot answer it instead"
+    return None
+
+
 def edit_problem(request: ToolApprovalRequest, response: ToolApprovalResponse) -> str | None:
     """Edited arguments change what others approved: only for a single approver's call."""
     if response.arguments is not None and request.policy.quorum > 1:

@@ -64,6 +64,9 @@ class ApprovalPolicy(BaseModel):
         grants: whether an approval may carry a grant ("approve and remember"); False
             makes every call of the tool wait for its own decision. Left out of the JSON
             (and the digest) while True, so policies from before it keep their digests.
+        respond: whether an allowed person may answer a waiting call with its result
+            (`{"call_id", "respond": "<text>"}`) instead of running it: the tool never runs
+            and the model reads the text. Left out of the JSON (and the digest) while False.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -78,6 +81,7 @@ class ApprovalPolicy(BaseModel):
     escalate_after_seconds: float | None = Field(None, gt=0)
     escalate_to: tuple[str, ...] = ()
     grants: bool = Field(True, exclude_if=lambda allowed: allowed is True)
+    respond: bool = Field(False, exclude_if=lambda allowed: allowed is False)
 
     @field_validator("approvers", "escalate_to")
     @classmethod

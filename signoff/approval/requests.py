@@ -22,6 +22,9 @@ from signoff.text.wire import Compact
 MAX_REASON_CHARS = 4096
 MAX_APPROVER_CHARS = MAX_NAME_CHARS
 MAX_TOKEN_CHARS = 16384
+MAX_RESPOND_CHARS = 65_536
+"""The longest text a person may answer a call with instead of running it (`respond`): the
+default cap of a tool's output kept in the transcript."""
 MAX_SECONDS = 366 * 86400
 """The longest time a decision may name (a grant's `ttl_seconds`, a deadline's extension)."""
 MAX_USES = 10_000
@@ -125,12 +128,15 @@ class ToolApprovalResponse(BaseModel):
     """A human's decision on one pending call (`call_id="*"` decides them all).
 
     Unknown fields are rejected: a typo such as `"aproved"` must not read as a denial.
+    `respond` answers the call with its result instead of running it (a tool whose policy
+    says `respond = true`): such a decision needs no `approved`, and is no approval.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     call_id: str = Field(min_length=1, max_length=512)
     approved: bool
+    respond: str | None = Field(None, max_length=MAX_RESPOND_CHARS, exclude_if=lambda text: text is None)
     reason: str | None = Field(None, max_length=MAX_REASON_CHARS)
     approver: str | None = Field(None, max_length=MAX_APPROVER_CHARS)
     arguments: dict[str, Any] | None = None
@@ -153,8 +159,17 @@ class ToolApprovalResponse(BaseModel):
     def _a_name(cls, approver: str | None) -> str | None:
         return checked_name("approver", approver)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _an_answer_is_no_approval(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "approved" not in data and data.get("respond") is not None:
+            return {**data, "approved": False}
+        return data
+
     @model_validator(mode="after")
     def _approval_only_fields(self) -> ToolApprovalResponse:
+        if self.respond is not None and self.approved:
+            raise ValueError("'respond' answers the call instead of running it: it is no approval (no 'approved')")
         if not self.approved and self.arguments is not None:
             raise ValueError("'arguments' (edited arguments) go with an approval, not a denial")
         if not self.approved and self.grant is not None:
@@ -168,6 +183,11 @@ class ToolApprovalResponse(BaseModel):
     @classmethod
     def deny(cls, call_id: str, reason: str | None = None, **kwargs: Any) -> ToolApprovalResponse:
         return cls(call_id=call_id, approved=False, reason=reason, **kwargs)
+
+    @classmethod
+    def responding(cls, call_id: str, text: str, **kwargs: Any) -> ToolApprovalResponse:
+        """Answer the call with `text` as its result instead of running it (`respond`)."""
+        return cls(call_id=call_id, approved=False, respond=text, **kwargs)
 
 
 def checked_name(what: str, name: str | None) -> str | None:
@@ -224,7 +244,8 @@ class ApprovalRecord(BaseModel):
     requested_at: datetime | None = None
     decided_at: datetime | None = None
     timed_out: bool = False
-    outcome: Literal["approved", "denied", "failed_run"] | None = None
+    outcome: Literal["approved", "denied", "failed_run", "responded"] | None = None
+    """`responded`: a person answered the call with its result (`respond_digest`); nothing ran."""
     verified: bool = False
     votes: list[Vote] = Field(default_factory=list)
     grant_id: str | None = None
@@ -232,6 +253,8 @@ class ApprovalRecord(BaseModel):
     call_digest: str = ""
     policy_digest: str = ""
     hash: str = ""
+    respond_digest: str | None = Field(None, exclude_if=lambda digest: digest is None)
+    """SHA-256 of the text a person answered the call with (`respond`), chained; None otherwise."""
 
     def grant_ids(self) -> list[str]:
         """The grants that voted for this call (the one that decided it, and under a quorum the
@@ -263,6 +286,7 @@ def arguments_problem(name: str, raw: str) -> str | None:
 __all__ = [
     "MAX_APPROVER_CHARS",
     "MAX_REASON_CHARS",
+    "MAX_RESPOND_CHARS",
     "MAX_SECONDS",
     "MAX_TOKEN_CHARS",
     "MAX_USES",

@@ -18,11 +18,11 @@ Pure: parsing and comparing; verifying signatures is `signoff.approval.identity`
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from signoff.approval.digest import arguments_digest
+from signoff.approval.digest import arguments_digest, sha256_hex
 from signoff.approval.requests import Binding, GrantSpec, ToolApprovalResponse
 
 CLAIM = "signoff"
@@ -34,11 +34,15 @@ SIGN_HELP = (
 
 
 class DecisionClaim(Binding):
-    """A signed decision on one call."""
+    """A signed decision on one call. `respond_digest`: the digest of the text it answers the
+    call with instead of running it (`respond_digest()`; absent otherwise)."""
+
+    absent_when_none: ClassVar[frozenset[str]] = Binding.absent_when_none | {"respond_digest"}
 
     approved: bool
     edited_arguments_digest: str | None = None
     grant: GrantSpec | None = None
+    respond_digest: str | None = None
 
 
 class ExtensionClaim(Binding):
@@ -78,11 +82,21 @@ def read_claim(value: Any) -> SignoffClaim:
     return claim
 
 
+def respond_digest(text: str) -> str:
+    """The digest a signed `respond` names: lowercase hex SHA-256 of the text, UTF-8."""
+    return sha256_hex(text)
+
+
 def decision_claim(binding: Binding, response: ToolApprovalResponse) -> DecisionClaim:
     """The claim a token must carry to sign `response` on the call of `binding`."""
     edited = arguments_digest(response.arguments) if response.arguments is not None else None
+    responded = respond_digest(response.respond) if response.respond is not None else None
     return DecisionClaim(
-        **binding.model_dump(), approved=response.approved, edited_arguments_digest=edited, grant=response.grant
+        **binding.model_dump(),
+        approved=response.approved,
+        edited_arguments_digest=edited,
+        grant=response.grant,
+        respond_digest=responded,
     )
 
 
@@ -129,4 +143,5 @@ __all__ = [
     "mismatch",
     "read_claim",
     "requester_claim",
+    "respond_digest",
 ]

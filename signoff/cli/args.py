@@ -190,6 +190,11 @@ def _add_sign(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--reason", help="recorded in the audit trail; for a denial, the model is told it")
     p.add_argument("--edit", metavar="JSON", help="approve running these arguments (a JSON object) instead")
     p.add_argument(
+        "--respond",
+        metavar="TEXT",
+        help="answer the call with TEXT as its result instead of running it (a policy with respond = true)",
+    )
+    p.add_argument(
         "--grant", choices=[m.value for m in GrantMatch], help="the approval also grants later matching calls"
     )
     p.add_argument("--grant-ttl", type=parse_duration, metavar="TTL", help="the grant lasts this long (1h)")

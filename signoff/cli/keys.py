@@ -19,6 +19,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from signoff.approval.requests import ToolApprovalResponse
 from signoff.cli.decide import answer_fields
 from signoff.cli.who import Who
@@ -28,6 +30,7 @@ from signoff.operator import run_client
 from signoff.signing.derived import decision_claim_for
 from signoff.signing.keys import new_key_pair
 from signoff.views.text import safe
+from signoff.workflows.run_input import format_validation_error
 
 if TYPE_CHECKING:
     from signoff.cli.main import CommandContext
@@ -86,9 +89,20 @@ def cmd_keys(args: argparse.Namespace) -> int:
     return 0
 
 
+def _respond_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """`--respond TEXT`: answer the call with TEXT instead of running it (no approval, no edit, no grant)."""
+    if args.deny or args.edit is not None or args.grant:
+        raise CommandError("--respond answers the call instead of running it: not with --deny, --edit or --grant", 2)
+    try:
+        ToolApprovalResponse.responding("-", args.respond)
+    except ValidationError as exc:
+        raise CommandError(f"--respond: {format_validation_error(exc)}", 2) from None
+    return {"respond": args.respond, "reason": args.reason}
+
+
 async def cmd_sign(args: argparse.Namespace, ctx: CommandContext) -> int:
     """Print `{"call_id", "approved", "arguments_digest", ..., "token"}` for one pending call."""
-    fields = answer_fields(args, approved=not args.deny)
+    fields = _respond_fields(args) if args.respond is not None else answer_fields(args, approved=not args.deny)
     who = Who.from_args(args, ctx.env)
     client = await ctx.connect()
     handle = client.get_workflow_handle(args.run)

@@ -34,6 +34,7 @@ chain `signoff.approval.audit`, the transcript budget `signoff.loop.budget`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 
@@ -63,6 +64,7 @@ CANCELLED_REASON = "Run cancelled"
 __all__ = [
     "CANCELLED_REASON",
     "DENIED_WITHOUT_REASON",
+    "EDIT_NOTE_CHARS",
     "Action",
     "AgentLoop",
     "AwaitApproval",
@@ -70,6 +72,7 @@ __all__ = [
     "Fail",
     "Finish",
     "RunTools",
+    "edit_note",
     "unanswered_calls",
 ]
 
@@ -226,7 +229,8 @@ class AgentLoop:
         entry = self.state.entry(call_id)
         _expect(entry is not None and entry.status is CallStatus.READY, f"result for {call_id!r}")
         assert entry is not None
-        self._rounds.answer(entry, cap_text(content, self.state.limits.max_tool_output))
+        limit = self.state.limits.max_tool_output
+        self._rounds.answer(entry, cap_text(content, limit) + edit_note(entry.approval))
 
     def cancel(self, now: datetime) -> None:
         """Deny what waits, answer what has not run, and finish `cancelled`."""
@@ -345,6 +349,20 @@ class AgentLoop:
                 self.decide([Decision(response, starter(response, requester, self.state.requested_by))], now)
             except DecisionError as exc:
                 self._rounds.emit(DecisionIgnoredEvent(reason=f"tool_approval_responses: {exc}"))
+
+
+EDIT_NOTE_CHARS = 2_000
+"""The most of a call's edited arguments its tool message shows (the audit keeps them whole)."""
+
+
+def edit_note(record: ApprovalRecord | None) -> str:
+    """What the model is told of a call a person approved with edited arguments: that they
+    were edited, by whom, and what ran (empty for a call that ran as the model asked)."""
+    if record is None or record.edited_arguments is None:
+        return ""
+    shown = cap_text(json.dumps(record.edited_arguments, ensure_ascii=False), EDIT_NOTE_CHARS, "edited arguments")
+    who = record.approver or "the approver"
+    return f"\n[signoff: {who} edited this call's arguments before it ran; it ran with {shown}]"
 
 
 def _expect(ok: bool, what: str) -> None:

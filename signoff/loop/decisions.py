@@ -14,7 +14,9 @@ from datetime import datetime, timedelta
 from signoff.approval import audit, authority
 from signoff.approval.authority import Decider, Decision
 from signoff.approval.requests import ApprovalRecord, Grant, ToolApprovalResponse
+from signoff.approval.signatures import respond_digest
 from signoff.errors import DecisionError
+from signoff.loop.limits import cap_text
 from signoff.loop.rounds import Rounds
 from signoff.loop.state import CallStatus, LoopState, PendingCall
 from signoff.messages import ApprovalDecisionEvent, GrantEvent
@@ -115,6 +117,7 @@ class Decisions:
         assert request is not None
         person = (decider or Decider.claimed(response.approver)).person
         edited = response.arguments if response.approved else None
+        responded = response.respond is not None and not timed_out
         record = ApprovalRecord(
             call_id=entry.call.id,
             name=entry.call.name,
@@ -126,18 +129,21 @@ class Decisions:
             requested_at=request.requested_at,
             decided_at=now,
             timed_out=timed_out,
-            outcome=outcome or ("approved" if response.approved else "denied"),
+            outcome=outcome or ("approved" if response.approved else "responded" if responded else "denied"),
             verified=person.verified and not timed_out,
             votes=list(request.votes),
             grant_id=grant_id,
             arguments_digest=request.arguments_digest,
             policy_digest=request.policy.digest(),
+            respond_digest=respond_digest(response.respond) if response.respond is not None else None,
         )
         self._record(record)
         if response.approved:
             entry.status, entry.approval = CallStatus.READY, record
             if edited is not None:
                 entry.run_arguments = json.dumps(edited)
+        elif response.respond is not None:  # the person's text is the result; the tool never runs
+            self.rounds.answer(entry, cap_text(response.respond, self.state.limits.max_tool_output))
         else:
             self.rounds.answer(entry, f"Rejected: {response.reason or DENIED_WITHOUT_REASON}")
 
@@ -184,7 +190,7 @@ class Decisions:
         if self.state.signed_decisions:
             problem = problem or authority.signature_problem(request, response, decision.decider.claim)
         if problem or not response.approved:
-            return problem
+            return problem or authority.respond_problem(request, response)
         return (
             authority.vote_problem(request, person)
             or authority.edit_problem(request, response)

@@ -435,6 +435,22 @@ async def record_reset(rig: Rig) -> dict[str, WorkflowHistory]:
         return {"reset": await finished(reset)}
 
 
+@shape("responded")
+async def record_answers(rig: Rig) -> dict[str, WorkflowHistory]:
+    """People answer, not only approve (issue 32): a call answered with its result (`respond`),
+    never run, beside a call approved with edited arguments (its tool message says so)."""
+    model = turns([deploy("call_1"), restart("call_2")])
+    respond = ApprovalPolicy(respond=True)
+    async with rig.worker(model, {"ops": ops_agent(deploy=respond)}) as queue:
+        run = await start_run(rig.client, queue, "deploy", agent="ops")
+        await wait_pending(run, 2)
+        answer = {"call_id": "call_1", "respond": "deployed by hand", "approver": "alice"}
+        await run.execute_update("submit_tool_approval", answer)
+        edit = approval("call_2", arguments={"service": "cache"}, approver="bob")
+        await run.execute_update("submit_tool_approval", edit)
+        return {"responded": await finished(run)}
+
+
 @shape("quorum", "requester", "fail_run")
 async def record_policies(rig: Rig) -> dict[str, WorkflowHistory]:
     """`quorum`: two votes, a deadline moved, an escalation. `requester`: a verified
