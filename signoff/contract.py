@@ -33,6 +33,7 @@ SIGNAL_APPROVAL = "tool_approval"
 UPDATE_APPROVAL = "submit_tool_approval"
 UPDATE_EXTEND_DEADLINE = "extend_deadline"
 UPDATE_REVOKE_GRANT = "revoke_grant"
+UPDATE_REARM = "rearm_tool_call"
 QUERY_PENDING = "pending_approvals"
 QUERY_STATUS = "status"
 QUERY_EVENTS = "events"
@@ -181,6 +182,23 @@ class DeadlineExtension(BaseModel):
 
     call_id: str = Field(min_length=1, max_length=512)
     seconds: float = Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)
+    approver: str | None = Field(None, max_length=MAX_APPROVER_CHARS)
+    token: str | None = Field(None, max_length=MAX_TOKEN_CHARS)
+
+    @field_validator("approver")
+    @classmethod
+    def _a_name(cls, approver: str | None) -> str | None:
+        return checked_name("approver", approver)
+
+
+class Rearm(BaseModel):
+    """Input of the `rearm_tool_call` update: re-open an expired call (`on_timeout = "hold"`)
+    with a new deadline, `deadline_seconds` from now (default: its policy's)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str = Field(min_length=1, max_length=512)
+    deadline_seconds: float | None = Field(None, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     approver: str | None = Field(None, max_length=MAX_APPROVER_CHARS)
     token: str | None = Field(None, max_length=MAX_TOKEN_CHARS)
 

@@ -177,6 +177,17 @@ class DeadlineExtendedEvent(_Event):
     by: str | None = None
 
 
+class CallRearmedEvent(_Event):
+    """An expired call re-opened (`rearm_tool_call`): a new request, linked to the one that expired."""
+
+    type: Literal["call_rearmed"] = "call_rearmed"
+    call_id: str
+    by: str | None = None
+    expires_at: datetime | None = None
+    request: str | None = None
+    previous_request: str | None = None
+
+
 class GrantEvent(_Event):
     """A grant was created, used for a call, revoked, or ran out."""
 
@@ -239,6 +250,7 @@ AgentEvent = Annotated[
     | ApprovalReminderEvent
     | ApprovalEscalatedEvent
     | DeadlineExtendedEvent
+    | CallRearmedEvent
     | GrantEvent
     | NotificationFailedEvent
     | MCPUnavailableEvent

@@ -45,6 +45,9 @@ class OnTimeout(str, Enum):
     DENY = "deny"
     APPROVE = "approve"
     FAIL_RUN = "fail_run"
+    HOLD = "hold"
+    """The call expires (status `expired`) and the run stays parked until someone re-opens it
+    (`rearm_tool_call`) or the run ends."""
 
 
 class ApprovalPolicy(BaseModel):

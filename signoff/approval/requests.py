@@ -105,6 +105,11 @@ class ToolApprovalRequest(BaseModel):
     """In query answers: the run that waits on the call (itself or a sub-agent's child run)."""
     path: list[str] | None = Field(None, exclude_if=lambda value: value is None)
     """In query answers: the workflow ids from the run queried down to the one that waits (`[]`: its own)."""
+    status: Literal["waiting", "expired"] = Field("waiting", exclude_if=lambda status: status == "waiting")
+    """`expired`: its deadline passed under `on_timeout = "hold"`; it waits to be re-opened
+    (`rearm_tool_call`). Left out while `waiting`."""
+    rearmed_from: str | None = Field(None, exclude_if=lambda request: request is None)
+    """The request instance (`binding.request`) this one re-opens, when it was re-armed."""
 
 
 class GrantMatch(str, Enum):
@@ -244,7 +249,7 @@ class ApprovalRecord(BaseModel):
     requested_at: datetime | None = None
     decided_at: datetime | None = None
     timed_out: bool = False
-    outcome: Literal["approved", "denied", "failed_run", "responded"] | None = None
+    outcome: Literal["approved", "denied", "failed_run", "responded", "expired"] | None = None
     """`responded`: a person answered the call with its result (`respond_digest`); nothing ran."""
     verified: bool = False
     votes: list[Vote] = Field(default_factory=list)

@@ -153,6 +153,13 @@ def _add_governance(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--seconds", type=_positive, required=True, metavar="N", help="move the deadline N seconds later")
     p.add_argument("--json", action="store_true", help="print the run's answer as JSON")
     _who(p)
+    p = _add_reader(sub, common, "rearm", "re-open an expired call (on_timeout = hold) with a new deadline")
+    p.add_argument("call", help="call id")
+    p.add_argument(
+        "--deadline", type=parse_duration, metavar="TTL", help="the new deadline, from now (2h; default: its policy's)"
+    )
+    p.add_argument("--json", action="store_true", help="print the re-opened request as JSON")
+    _who(p)
     p = _add_reader(sub, common, "grants", "list a run's grants (approve-and-remember)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p = _add_reader(sub, common, "revoke", "end a grant at once")

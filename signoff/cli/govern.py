@@ -9,15 +9,17 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from signoff.approval.requests import Grant
+from signoff.approval.requests import Grant, ToolApprovalRequest
 from signoff.cli.style import Style, print_json
 from signoff.cli.who import Who
 from signoff.contract import (
     UPDATE_EXTEND_DEADLINE,
+    UPDATE_REARM,
     UPDATE_REVOKE_GRANT,
     DeadlineAck,
     DeadlineExtension,
     GrantRevocation,
+    Rearm,
 )
 from signoff.errors import CommandError
 from signoff.operator import run_client
@@ -48,6 +50,25 @@ async def cmd_extend(args: argparse.Namespace, ctx: CommandContext) -> int:
         print_json(ack.model_dump(mode="json"))
     else:
         ctx.console.print(f"{safe(ack.call_id)} now waits until {format_deadline(ack.expires_at)}")
+    return 0
+
+
+async def cmd_rearm(args: argparse.Namespace, ctx: Context) -> int:
+    """Re-open an expired call (`on_timeout = "hold"`) with a new deadline (allowed approvers only)."""
+    approver, token = Who.from_args(args, ctx.env).identity()
+    seconds = args.deadline.total_seconds() if args.deadline else None
+    try:
+        ask = Rearm(call_id=args.call, deadline_seconds=seconds, approver=approver, token=token)
+    except ValidationError as exc:
+        raise CommandError(format_validation_error(exc), 2) from None
+    handle = (await ctx.connect()).get_workflow_handle(args.run)
+    payload = ask.model_dump(mode="json", exclude_none=True)
+    request: ToolApprovalRequest = await run_client.update(handle, UPDATE_REARM, payload, ToolApprovalRequest)
+    if args.json:
+        print_json(request.model_dump(mode="json"))
+    else:
+        until = format_deadline(request.expires_at) if request.expires_at else "a decision (no deadline)"
+        ctx.console.print(f"{safe(request.call_id)} ({safe(request.name)}) is open again; it waits until {until}")
     return 0
 
 

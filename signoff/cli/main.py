@@ -34,7 +34,7 @@ from signoff.cli.audit import cmd_audit
 from signoff.cli.codec import cmd_codec_server
 from signoff.cli.decide import cmd_decide
 from signoff.cli.demo_run import cmd_demo
-from signoff.cli.govern import cmd_extend, cmd_grants, cmd_revoke
+from signoff.cli.govern import cmd_extend, cmd_grants, cmd_rearm, cmd_revoke
 from signoff.cli.inbox import cmd_inbox
 from signoff.cli.keys import cmd_keys, cmd_sign
 from signoff.cli.replay import cmd_replay
@@ -98,6 +98,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, CommandContext], Coroutine[Any
     "extend": cmd_extend,
     "grants": cmd_grants,
     "revoke": cmd_revoke,
+    "rearm": cmd_rearm,
     "demo": cmd_demo,
     "inbox": cmd_inbox,
     "sign": cmd_sign,

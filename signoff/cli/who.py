@@ -125,7 +125,12 @@ class Who:
             raise CommandError(f"no key to sign with: set {APPROVER_KEY_FILE_ENV} ({make})", 2)
         return self._sign(claim, ttl)
 
-    def _sign(self, claim: SignoffClaim, ttl: timedelta) -> str:
+    def identity(self) -> tuple[str | None, str | None]:
+        """(approver, token) for what needs only who you are (a rearm): with a key, a token
+        naming you and signing nothing else; otherwise the name or token given."""
+        return (self.subject, self._sign(None, DECISION_TTL)) if self.key else (self.approver, self.token)
+
+    def _sign(self, claim: SignoffClaim | None, ttl: timedelta) -> str:
         assert self.key is not None
         try:
             groups = self.key.groups if self.subject == self.key.subject else ()

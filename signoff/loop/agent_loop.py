@@ -235,7 +235,7 @@ class AgentLoop:
     def cancel(self, now: datetime) -> None:
         """Deny what waits, answer what has not run, and finish `cancelled`."""
         for entry in self.state.pending:
-            if entry.status is CallStatus.AWAITING:
+            if entry.status in (CallStatus.AWAITING, CallStatus.EXPIRED):
                 self._decisions.settle(entry, ToolApprovalResponse.deny(entry.call.id, CANCELLED_REASON), now)
             if entry.status is CallStatus.READY:
                 self._rounds.answer(entry, f"Rejected: {CANCELLED_REASON}")
@@ -311,6 +311,23 @@ class AgentLoop:
     def check_extension(self, call_id: str, seconds: float, decider: Decider) -> ToolApprovalRequest:
         """Validate an `extend_deadline`; returns the request it would move."""
         return self._timers.check_extension(call_id, seconds, decider)
+
+    def check_rearm(self, call_id: str, seconds: float | None, decider: Decider) -> ToolApprovalRequest:
+        """Validate a `rearm_tool_call`; returns the expired request it would re-open."""
+        return self._timers.check_rearm(call_id, seconds, decider)
+
+    def rearm(
+        self, call_id: str, seconds: float | None, decider: Decider, now: datetime, drawn: str | None = None
+    ) -> ToolApprovalRequest:
+        """Re-open an expired call (`on_timeout = "hold"`) as a new request, with a new
+        deadline (`seconds`, else its policy's) and binding (`drawn`: as for
+        `apply_model_turn`); returns it.
+
+        Raises:
+            DecisionError: the call is not expired, `seconds` is out of range, or the decider
+                may not decide it.
+        """
+        return self._timers.rearm(call_id, seconds, decider, now, drawn)
 
     def extend_deadline(self, call_id: str, seconds: float, decider: Decider) -> datetime:
         """Move a waiting call's deadline `seconds` later; returns the new deadline."""

@@ -66,7 +66,8 @@ class Decisions:
         for item in decisions:
             decision = Decision.of(item)
             star = decision.response.call_id == "*"
-            for call_id in waiting if star else [decision.response.call_id]:
+            awaiting = [p.call.id for p in self.state.waiting()]  # `*` leaves expired calls be
+            for call_id in awaiting if star else [decision.response.call_id]:
                 if any(call_id == seen for seen, _ in targets):
                     if star:
                         continue
@@ -137,7 +138,7 @@ class Decisions:
             policy_digest=request.policy.digest(),
             respond_digest=respond_digest(response.respond) if response.respond is not None else None,
         )
-        self._record(record)
+        self.record(record)
         if response.approved:
             entry.status, entry.approval = CallStatus.READY, record
             if edited is not None:
@@ -178,6 +179,11 @@ class Decisions:
         entry = self.state.entry(call_id)
         assert entry is not None and entry.request is not None
         request, response = entry.request, decision.response
+        if entry.status is CallStatus.EXPIRED:
+            return (
+                f"call {call_id!r} expired before a decision arrived (its policy holds it): re-open it first "
+                f"(update rearm_tool_call, or `signoff rearm RUN {call_id}`)"
+            )
         if response.arguments_digest and response.arguments_digest != request.arguments_digest:
             return (
                 f"call {call_id!r} is not what was reviewed: its arguments_digest is {request.arguments_digest}, "
@@ -208,7 +214,7 @@ class Decisions:
         if response.approved and response.grant is not None and grant_id is None:
             self._make_grant(entry, decision, now)
 
-    def _record(self, record: ApprovalRecord) -> None:
+    def record(self, record: ApprovalRecord) -> None:
         s = self.state
         audit.chain_record(record, s.audit_head)
         s.audit_head = record.hash

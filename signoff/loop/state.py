@@ -24,6 +24,7 @@ class CallStatus(str, Enum):
     READY = "ready"  # runs without approval, or approved
     AWAITING = "awaiting"  # waits for a human
     DONE = "done"  # has its tool message
+    EXPIRED = "expired"  # its deadline passed under on_timeout = "hold": waits for a rearm
 
 
 class PendingCall(BaseModel):
@@ -106,8 +107,9 @@ class LoopState(BaseModel):
         return [p for p in self.pending if p.status is CallStatus.AWAITING]
 
     def requests(self) -> list[ToolApprovalRequest]:
-        """What the waiting calls ask, in call order."""
-        return [p.request for p in self.waiting() if p.request]
+        """What the waiting calls ask, in call order, expired ones (held for a rearm) included."""
+        held = (CallStatus.AWAITING, CallStatus.EXPIRED)
+        return [p.request for p in self.pending if p.status in held and p.request]
 
     def entry(self, call_id: str) -> PendingCall | None:
         """The open round's call with this id (None: no such call is open)."""

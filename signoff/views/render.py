@@ -21,6 +21,7 @@ from signoff.messages import (
     ApprovalEscalatedEvent,
     ApprovalReminderEvent,
     ApprovalRequestEvent,
+    CallRearmedEvent,
     DeadlineExtendedEvent,
     DecisionIgnoredEvent,
     ErrorEvent,
@@ -77,11 +78,13 @@ def describe(event: AgentEvent) -> EventView:
 
 def _decision(event: ApprovalDecisionEvent) -> EventView:
     record = event.record
-    label = "Approved" if record.approved else "Denied"
+    label = "Approved" if record.approved else "Answered instead of run" if record.outcome == "responded" else "Denied"
     if record.timed_out:
-        label = {"approved": "Timed out, approved", "failed_run": "Timed out, run failed"}.get(
-            record.outcome or "", "Timed out"
-        )
+        label = {
+            "approved": "Timed out, approved",
+            "failed_run": "Timed out, run failed",
+            "expired": "Expired, held for a rearm",
+        }.get(record.outcome or "", "Timed out")
     edited = record.edited_arguments if record.edited_arguments is not None else _NOTHING
     return EventView(
         kind=event.type,
@@ -176,6 +179,17 @@ _VIEWS: list[tuple[type, Any]] = [
         DeadlineExtendedEvent,
         lambda e: EventView(
             kind=e.type, label="Deadline extended", call_id=e.call_id, detail=f"now {e.expires_at.isoformat()}", by=e.by
+        ),
+    ),
+    (
+        CallRearmedEvent,
+        lambda e: EventView(
+            kind=e.type,
+            label="Re-opened",
+            tone="wait",
+            call_id=e.call_id,
+            detail=f"waits until {e.expires_at.isoformat()}" if e.expires_at else "waits for a decision",
+            by=e.by,
         ),
     ),
     (GrantEvent, _grant),

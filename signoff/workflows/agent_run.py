@@ -55,6 +55,7 @@ with workflow.unsafe.imports_passed_through():
         STATUS_RUNNING,
         UPDATE_APPROVAL,
         UPDATE_EXTEND_DEADLINE,
+        UPDATE_REARM,
         UPDATE_REVOKE_GRANT,
         WORKFLOW_TYPE,
         AgentRunInput,
@@ -216,6 +217,15 @@ class AgentRun:
     @extend_deadline.validator
     def _validate_extend_deadline(self, payload: RawValue) -> None:
         self._intake.check_extend(payload)
+
+    @workflow.update(name=UPDATE_REARM)
+    async def rearm_tool_call(self, payload: RawValue) -> ToolApprovalRequest:
+        """Re-open an expired call (`on_timeout = "hold"`) with a new deadline and binding."""
+        return await self._intake.rearm(payload, lambda call_id: instances.draw([call_id]))
+
+    @rearm_tool_call.validator
+    def _validate_rearm(self, payload: RawValue) -> None:
+        self._intake.check_rearm(payload)
 
     @workflow.update(name=UPDATE_REVOKE_GRANT)
     def revoke_grant(self, payload: RawValue) -> Grant:

@@ -30,7 +30,7 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 from signoff.approval.authority import Decider, Decision
-from signoff.approval.requests import Grant, ToolApprovalResponse
+from signoff.approval.requests import Grant, ToolApprovalRequest, ToolApprovalResponse
 from signoff.contract import (
     MAX_DECISIONS,
     DeadlineAck,
@@ -38,6 +38,7 @@ from signoff.contract import (
     DecidedCall,
     DecisionAck,
     GrantRevocation,
+    Rearm,
     parse_responses,
     unresolvable,
 )
@@ -149,6 +150,28 @@ class DecisionIntake:
             ask = DeadlineExtension.model_validate(_decoded(payload))
             if ask.token is None:
                 self._loop.check_extension(ask.call_id, ask.seconds, Decider.claimed(ask.approver))
+        except Exception as exc:
+            raise self._refusal(exc) from None
+
+    async def rearm(self, payload: RawValue, drawn: Callable[[str], str | None]) -> ToolApprovalRequest:
+        """Re-open an expired call as a new request (allowed approvers only). `drawn`: the
+        value its new binding derives from, drawn for the call id (`workflows/instances.py`)."""
+        try:
+            ask = Rearm.model_validate(_decoded(payload))
+            decider = await verify.decider(self._loop, ask.token, ask.approver)
+            self._loop.check_rearm(ask.call_id, ask.deadline_seconds, decider)
+            request = self._loop.rearm(ask.call_id, ask.deadline_seconds, decider, workflow.now(), drawn(ask.call_id))
+        except Exception as exc:
+            raise self._refusal(exc) from None
+        self._changed()
+        return request
+
+    def check_rearm(self, payload: RawValue) -> None:
+        """The validator of `rearm`."""
+        try:
+            ask = Rearm.model_validate(_decoded(payload))
+            if ask.token is None:
+                self._loop.check_rearm(ask.call_id, ask.deadline_seconds, Decider.claimed(ask.approver))
         except Exception as exc:
             raise self._refusal(exc) from None
 

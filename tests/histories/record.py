@@ -451,6 +451,19 @@ async def record_answers(rig: Rig) -> dict[str, WorkflowHistory]:
         return {"responded": await finished(run)}
 
 
+@shape("rearmed")
+async def record_rearmed(rig: Rig) -> dict[str, WorkflowHistory]:
+    """A held call (`on_timeout = "hold"`) expires, the run stays parked; it is re-armed with a
+    new deadline and binding (`rearm_tool_call`), approved, and runs once."""
+    hold = ApprovalPolicy(timeout_seconds=1, on_timeout=OnTimeout.HOLD)
+    async with rig.worker(turns([deploy("call_1")]), {"ops": ops_agent(deploy=hold)}) as queue:
+        run = await start_run(rig.client, queue, "deploy", agent="ops")
+        await wait_event(run, "approval_decision")  # the expiry
+        await run.execute_update("rearm_tool_call", {"call_id": "call_1", "deadline_seconds": 3600})
+        await run.execute_update("submit_tool_approval", approval("call_1", approver="alice"))
+        return {"rearmed": await finished(run)}
+
+
 @shape("quorum", "requester", "fail_run")
 async def record_policies(rig: Rig) -> dict[str, WorkflowHistory]:
     """`quorum`: two votes, a deadline moved, an escalation. `requester`: a verified
