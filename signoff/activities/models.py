@@ -117,6 +117,8 @@ class ToolInput(Compact):
     evidence the activity accepts: it verifies them itself before the call runs."""
     requester_token: str | None = None
     """The run's requester token, for `separate_requester` under a verified policy."""
+    delegations: list[str | None] = Field(default_factory=list)
+    """The delegation each of `tokens` was sent under (by position; None or absent: none)."""
 
 
 class ToolOutput(BaseModel):

@@ -45,11 +45,14 @@ from signoff.activities.identify import NO_KEYS, Verifier
 from signoff.activities.models import ToolInput, ToolOutput
 from signoff.activities.spent import SpentSignatures
 from signoff.agent.gate import needs_approval
+from signoff.approval.claims import LEEWAY
 from signoff.approval.digest import arguments_digest
 from signoff.approval.evidence import CallToRun, Verdict, verdict
 from signoff.approval.identity import Identity
+from signoff.approval.names import name_key, same_name
 from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.requests import parse_arguments
+from signoff.approval.signatures import DelegationClaim
 from signoff.contract import WORKFLOW_TYPE
 from signoff.errors import TokenError
 from signoff.tools.dispatch import execute_call
@@ -179,13 +182,41 @@ class SignOffs:
         )
         approvals: list[Identity] = []
         refused: list[str] = []
-        for token in input.tokens[:MAX_TOKENS]:
+        people: set[str] = set()  # a quorum counts people: one who votes for themselves and for another counts once
+        for position, token in enumerate(input.tokens[:MAX_TOKENS]):
+            delegation = input.delegations[position] if position < len(input.delegations) else None
             try:
-                approvals.append(self._verifier.verify(token, info.scheduled_time, expired_ok=True))
+                identity = self._verifier.verify(token, info.scheduled_time, expired_ok=True)
+                signer = name_key(identity.subject)
+                if delegation is not None:
+                    identity = self._delegated(identity, delegation, call.name, info.scheduled_time)
             except TokenError as exc:
                 refused.append(f"a token was refused ({exc.reason}: {exc})")
+                continue
+            if signer in people or name_key(identity.subject) in people:
+                refused.append(f"{identity.subject}'s vote was cast by someone who already voted")
+                continue
+            people |= {signer, name_key(identity.subject)}
+            approvals.append(identity)
         requester = self._requester(input.requester_token, info.scheduled_time) if policy.separate_requester else None
         return verdict(policy, to_run, approvals, requester, refused)
+
+    def _delegated(self, sender: Identity, delegation: str, tool: str, at: datetime) -> Identity:
+        """The delegator's vote, cast by `sender`: their signed delegation to `sender`, on `tool`,
+        whose window held `sender`'s decision (signed at its `iat`). TokenError otherwise."""
+        assert self._verifier is not None
+        grantor = self._verifier.verify(delegation, at, expired_ok=True)
+        scope = grantor.claim
+        if not isinstance(scope, DelegationClaim) or not same_name(scope.delegate, sender.subject):
+            raise TokenError("bad_claim", f"{sender.subject}'s delegation is no delegation to them")
+        if not scope.covers(tool) or same_name(grantor.subject, sender.subject):
+            raise TokenError("bad_claim", f"{grantor.subject}'s delegation to {sender.subject} does not cover {tool}")
+        signed = sender.issued_at
+        opens = grantor.not_before or grantor.issued_at
+        closes = grantor.expires_at
+        if signed is None or (opens and signed + LEEWAY < opens) or (closes and signed > closes + LEEWAY):
+            raise TokenError("expired", f"{sender.subject} decided outside {grantor.subject}'s delegation window")
+        return sender.model_copy(update={"subject": grantor.subject, "groups": grantor.groups})
 
     def _requester(self, token: str | None, at: datetime) -> Identity | None:
         assert self._verifier is not None

@@ -40,8 +40,9 @@ def chained_content(record: ApprovalRecord) -> dict[str, Any]:
     """The fields the hash covers, as JSON values."""
     data = record.model_dump(mode="json", include=set(_CHAINED))
     data["votes"] = [vote.approver for vote in record.votes]
-    if record.respond_digest is not None:  # only then: records from before it keep their hashes
-        data["respond_digest"] = record.respond_digest
+    for name in ("respond_digest", "delegate"):  # only when set: records from before keep their hashes
+        if getattr(record, name) is not None:
+            data[name] = getattr(record, name)
     return data
 
 

@@ -26,7 +26,14 @@ from signoff.approval.names import group_of, is_group_entry, name_key, same_name
 from signoff.approval.people import Person
 from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.requests import Grant, ToolApprovalRequest, ToolApprovalResponse, Vote
-from signoff.approval.signatures import SIGN_HELP, SignoffClaim, decision_claim, extension_claim, mismatch
+from signoff.approval.signatures import (
+    SIGN_HELP,
+    DelegationClaim,
+    SignoffClaim,
+    decision_claim,
+    extension_claim,
+    mismatch,
+)
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,11 @@ class Decider:
     person: Person = field(default_factory=Person)
     claim: SignoffClaim | None = None
     token: str | None = field(default=None, repr=False)
+    delegate: str | None = None
+    """Who sent it for `person`, under their signed delegation (None: `person` did)."""
+    delegation: DelegationClaim | None = None
+    """What that delegation allows (tools), as verified."""
+    delegation_token: str | None = field(default=None, repr=False)
 
     @classmethod
     def claimed(cls, approver: str | None) -> Decider:
@@ -114,21 +126,48 @@ def _signed(request: ToolApprovalRequest, problem: str | None) -> str | None:
     return f"call {request.call_id!r} ({request.name}): {problem}" if problem else None
 
 
-def vote_problem(request: ToolApprovalRequest, person: Person) -> str | None:
-    """Why `person`'s approval cannot count towards the quorum, or None."""
+def delegation_problem(request: ToolApprovalRequest, decider: Decider, requested_by: str | None) -> str | None:
+    """Why a decision sent under a delegation may not count as the delegator's, or None."""
+    scope = decider.delegation
+    if decider.delegate is None or scope is None:
+        return None
+    call = f"call {request.call_id!r} ({request.name})"
+    if not scope.covers(request.name):
+        tools = ", ".join(scope.tools or ())
+        return f"{call}: {decider.person.name!r}'s delegation to {decider.delegate!r} covers only {tools}"
+    if request.policy.separate_requester and same_name(decider.delegate, requested_by):
+        return (
+            f"{call}: {requested_by!r} requested this run and may not decide its calls, for anyone (separate_requester)"
+        )
+    return None
+
+
+def vote_problem(request: ToolApprovalRequest, person: Person, delegate: str | None = None) -> str | None:
+    """Why `person`'s approval (cast by `delegate`, if one) cannot count towards the quorum, or None."""
     if request.policy.quorum <= 1:
         return None
     if person.name is None:
         return f"call {request.call_id!r} needs {request.policy.quorum} distinct approvers: name yourself"
+    people = {name_key(n) for v in request.votes for n in (v.approver, v.delegate) if n}
+    if delegate is not None and name_key(delegate) in people:
+        return f"{delegate!r} already voted on call {request.call_id!r}: a quorum needs distinct people"
+    if delegate is None and name_key(person.name) in {name_key(v.delegate) for v in request.votes if v.delegate}:
+        return f"{person.name!r} already voted on call {request.call_id!r} for another: a quorum needs distinct people"
     if any(same_name(v.approver, person.name) for v in request.votes):
         missing = request.policy.quorum - len(request.votes)
         return f"{person.name!r} already approved call {request.call_id!r}; {missing} more approval(s) needed"
     return None
 
 
-def add_vote(request: ToolApprovalRequest, person: Person, now: datetime, grant_id: str | None = None) -> bool:
+def add_vote(
+    request: ToolApprovalRequest,
+    person: Person,
+    now: datetime,
+    grant_id: str | None = None,
+    delegate: str | None = None,
+) -> bool:
     """Count `person`'s approval; True once the quorum is reached."""
-    request.votes.append(Vote.by(person, now, grant_id))
+    request.votes.append(Vote.by(person, now, grant_id, delegate))
     return len({name_key(v.approver or "") for v in request.votes}) >= request.policy.quorum
 
 

@@ -92,6 +92,8 @@ class Identity(BaseModel):
     issuer: str | None = None
     claim: SignoffClaim | None = None
     key_id: str | None = None
+    not_before: datetime | None = None
+    """The token's `nbf`, when it has one (a delegation's window opens then)."""
 
     def person(self) -> Person:
         """Whom the token vouches for: its subject and groups, verified."""
@@ -286,6 +288,7 @@ def _identity(
         issuer=iss if isinstance(iss, str) else None,
         claim=_claim(claims),
         key_id=key.kid if key else None,
+        not_before=claim_time(claims, "nbf"),
     )
 
 

@@ -42,11 +42,14 @@ class Vote(BaseModel):
     verified: bool = False
     at: datetime | None = None
     grant_id: str | None = None
+    delegate: str | None = Field(None, exclude_if=lambda name: name is None)
+    """Who cast this vote for `approver`, under their signed delegation (None: they did)."""
 
     @classmethod
-    def by(cls, person: Person, at: datetime, grant_id: str | None = None) -> Vote:
-        """`person`'s approval at `at` (through the grant `grant_id`, if one voted for them)."""
-        return cls(approver=person.name, verified=person.verified, at=at, grant_id=grant_id)
+    def by(cls, person: Person, at: datetime, grant_id: str | None = None, delegate: str | None = None) -> Vote:
+        """`person`'s approval at `at` (through the grant `grant_id`, if one voted for them;
+        cast by `delegate`, if they delegated it)."""
+        return cls(approver=person.name, verified=person.verified, at=at, grant_id=grant_id, delegate=delegate)
 
 
 class Binding(Compact):
@@ -142,6 +145,9 @@ class ToolApprovalResponse(BaseModel):
     call_id: str = Field(min_length=1, max_length=512)
     approved: bool
     respond: str | None = Field(None, max_length=MAX_RESPOND_CHARS, exclude_if=lambda text: text is None)
+    delegation: str | None = Field(None, max_length=MAX_TOKEN_CHARS, exclude_if=lambda token: token is None)
+    """A delegation token (`signoff delegate`): the sender's signed decision (`token`) counts as
+    the delegator's vote, within its window and tools."""
     reason: str | None = Field(None, max_length=MAX_REASON_CHARS)
     approver: str | None = Field(None, max_length=MAX_APPROVER_CHARS)
     arguments: dict[str, Any] | None = None
@@ -175,6 +181,10 @@ class ToolApprovalResponse(BaseModel):
     def _approval_only_fields(self) -> ToolApprovalResponse:
         if self.respond is not None and self.approved:
             raise ValueError("'respond' answers the call instead of running it: it is no approval (no 'approved')")
+        if self.delegation is not None and self.token is None:
+            raise ValueError("'delegation' goes with the delegate's own token (who sends the decision)")
+        if self.delegation is not None and self.grant is not None:
+            raise ValueError("a delegated decision makes no grant")
         if not self.approved and self.arguments is not None:
             raise ValueError("'arguments' (edited arguments) go with an approval, not a denial")
         if not self.approved and self.grant is not None:
@@ -259,6 +269,8 @@ class ApprovalRecord(BaseModel):
     policy_digest: str = ""
     hash: str = ""
     respond_digest: str | None = Field(None, exclude_if=lambda digest: digest is None)
+    delegate: str | None = Field(None, exclude_if=lambda name: name is None)
+    """Who decided for `approver` under their signed delegation ("bob for alice"), chained; None otherwise."""
     """SHA-256 of the text a person answered the call with (`respond`), chained; None otherwise."""
 
     def grant_ids(self) -> list[str]:

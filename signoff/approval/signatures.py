@@ -51,6 +51,19 @@ class ExtensionClaim(Binding):
     extend_seconds: float = Field(gt=0)
 
 
+class DelegationClaim(BaseModel):
+    """A signed "let `delegate`'s decisions count as my vote": on `tools` (None: every tool),
+    within the token's own window (`nbf` to `exp`). Its signer is the delegator."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    delegate: str = Field(min_length=1, max_length=256)
+    tools: tuple[str, ...] | None = Field(None, max_length=100)
+
+    def covers(self, tool: str) -> bool:
+        return self.tools is None or tool in self.tools
+
+
 class RequesterClaim(BaseModel):
     """A signed "I ask for this run"."""
 
@@ -60,7 +73,7 @@ class RequesterClaim(BaseModel):
     requester: Literal[True]
 
 
-SignoffClaim = DecisionClaim | ExtensionClaim | RequesterClaim
+SignoffClaim = DecisionClaim | ExtensionClaim | RequesterClaim | DelegationClaim
 
 
 def read_claim(value: Any) -> SignoffClaim:
@@ -72,7 +85,13 @@ def read_claim(value: Any) -> SignoffClaim:
     if not isinstance(value, dict):
         raise ValueError(f"the {CLAIM!r} claim must be a JSON object, not {type(value).__name__}")
     shape: type[BaseModel] = (
-        RequesterClaim if "requester" in value else ExtensionClaim if "extend_seconds" in value else DecisionClaim
+        RequesterClaim
+        if "requester" in value
+        else DelegationClaim
+        if "delegate" in value
+        else ExtensionClaim
+        if "extend_seconds" in value
+        else DecisionClaim
     )
     try:
         claim: SignoffClaim = shape.model_validate(value)  # type: ignore[assignment]
@@ -128,13 +147,15 @@ def mismatch(signed: SignoffClaim | None, wanted: SignoffClaim) -> str | None:
 
 
 def _kind(claim: SignoffClaim) -> str:
-    return {DecisionClaim: "decision", ExtensionClaim: "deadline extension", RequesterClaim: "requester"}[type(claim)]
+    kinds = {DecisionClaim: "decision", ExtensionClaim: "deadline extension", RequesterClaim: "requester"}
+    return kinds.get(type(claim), "delegation")
 
 
 __all__ = [
     "CLAIM",
     "SIGN_HELP",
     "DecisionClaim",
+    "DelegationClaim",
     "ExtensionClaim",
     "RequesterClaim",
     "SignoffClaim",

@@ -189,6 +189,15 @@ def _add_keys(subparsers: Any) -> None:
     )
 
 
+def _add_delegate(sub: Any) -> None:
+    p = sub.add_parser("delegate", help="sign a delegation: another person's decisions count as your vote, for a while")
+    p.add_argument("--to", required=True, metavar="SUB", help="whose decisions count as yours")
+    p.add_argument("--tools", action="append", default=[], metavar="T[,T...]", help="only these tools (default all)")
+    p.add_argument("--from", dest="start", required=True, metavar="ISO", help="when it starts (2026-12-24T09:00Z)")
+    p.add_argument("--until", required=True, metavar="ISO", help="when it ends (at most 366 days after --from)")
+    _who(p)
+
+
 def _add_sign(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("sign", parents=[common], help="print a signed decision on a pending call (for the Web UI)")
     p.add_argument("run", help="workflow id of the run")
@@ -236,6 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_codec_parser(sub)
     _add_keys(sub)
     _add_sign(sub, common)
+    _add_delegate(sub)
     add_replay_parser(sub, common)
     add_inbox_parser(sub, common)
     add_slack_parser(sub)

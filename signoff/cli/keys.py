@@ -15,16 +15,18 @@ import argparse
 import json
 import os
 import sys
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from signoff.approval.names import name_problem, same_name
 from signoff.approval.requests import ToolApprovalResponse
+from signoff.approval.signatures import DelegationClaim
 from signoff.cli.decide import answer_fields
 from signoff.cli.who import Who
-from signoff.config.environment import APPROVER_KEY_FILE_ENV, APPROVER_KID_ENV
+from signoff.config.environment import APPROVER_KEY_FILE_ENV, APPROVER_KID_ENV, Environment
 from signoff.errors import CommandError, SigningRefused, UsageError
 from signoff.operator import run_client
 from signoff.signing.derived import decision_claim_for
@@ -84,6 +86,52 @@ def cmd_keys(args: argparse.Namespace) -> int:
     print(
         f"signoff: wrote the private key to {out} (0600); the public entry above: {where}.\n"
         f"signoff: to sign with it: export {APPROVER_KEY_FILE_ENV}={out.resolve()} {APPROVER_KID_ENV}={entry['kid']}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+MAX_DELEGATION = timedelta(days=366)
+
+
+def _instant(text: str, flag: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise CommandError(f"{flag}: {text!r} is not an ISO 8601 time (2026-12-24T09:00:00Z)", 2) from None
+    if moment.tzinfo is None:
+        raise CommandError(f"{flag}: {text!r} names no time zone (add Z or +01:00)", 2)
+    return moment
+
+
+def cmd_delegate(args: argparse.Namespace, env: Environment) -> int:
+    """Print a delegation token signed with your key: `--to`'s decisions count as your vote on
+    `--tools` (default every tool) from `--from` until `--until`."""
+    start, until = _instant(args.start, "--from"), _instant(args.until, "--until")
+    now = datetime.now(UTC)
+    if not start < until or until <= now or until - start > MAX_DELEGATION:
+        raise CommandError("--until must be after --from and after now, at most 366 days after --from", 2)
+    tools = tuple(t for item in args.tools for t in item.split(",") if t) or None
+    if (problem := name_problem("delegate", args.to)) is not None:
+        raise CommandError(problem, 2)
+    try:
+        claim = DelegationClaim(delegate=args.to, tools=tools)
+    except ValidationError as exc:
+        raise CommandError(format_validation_error(exc), 2) from None
+    who = Who.from_args(args, env)
+    if who.key is None:
+        raise CommandError(f"no key to sign with: set {APPROVER_KEY_FILE_ENV} (make one with `signoff keys new`)", 2)
+    if who.subject is not None and same_name(who.subject, args.to):
+        raise CommandError("a delegation to yourself counts for nothing", 2)
+    try:
+        token = who.key.sign(claim, who.subject, ttl=until - now, now=now, not_before=start)
+    except UsageError as exc:
+        raise CommandError(str(exc), 2) from None
+    print(token)
+    scope = ", ".join(tools) if tools else "every tool"
+    print(
+        f"signoff: {safe(args.to)} may decide for you on {safe(scope)} from {start.isoformat()} until "
+        f'{until.isoformat()}: their decision items carry it as "delegation"',
         file=sys.stderr,
     )
     return 0

@@ -36,7 +36,7 @@ from signoff.cli.decide import cmd_decide
 from signoff.cli.demo_run import cmd_demo
 from signoff.cli.govern import cmd_extend, cmd_grants, cmd_rearm, cmd_revoke
 from signoff.cli.inbox import cmd_inbox
-from signoff.cli.keys import cmd_keys, cmd_sign
+from signoff.cli.keys import cmd_delegate, cmd_keys, cmd_sign
 from signoff.cli.replay import cmd_replay
 from signoff.cli.runs import cmd_pending, cmd_result, cmd_run, cmd_watch
 from signoff.cli.shown import ShownCalls
@@ -139,6 +139,12 @@ def _main(argv: Sequence[str] | None) -> int:
     env = Environment()
     if args.command == "token":  # tokens need no server, nor its settings
         return asyncio.run(cmd_token(args, env))
+    if args.command == "delegate":  # signed with your key: no server
+        try:
+            return cmd_delegate(args, env)
+        except CommandError as exc:
+            print(f"signoff: {neutralise(str(exc))}", file=sys.stderr)
+            return exc.code
     if args.command == "keys":
         return cmd_keys(args)
     if args.command == "slack":  # the app's manifest: no server either

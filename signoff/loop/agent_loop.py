@@ -183,6 +183,11 @@ class AgentLoop:
         entry = self.state.entry(call_id)
         return list(entry.tokens) if entry else []
 
+    def delegations_of(self, call_id: str) -> list[str | None]:
+        """The delegation each of `evidence_of(call_id)` was sent under (by position; None: none)."""
+        entry = self.state.entry(call_id)
+        return list(entry.delegations) if entry else []
+
     def request_of(self, call_id: str) -> str | None:
         """The request instance a ready call was asked as (`binding.request`; None: none)."""
         entry = self.state.entry(call_id)

@@ -137,6 +137,7 @@ class Decisions:
             arguments_digest=request.arguments_digest,
             policy_digest=request.policy.digest(),
             respond_digest=respond_digest(response.respond) if response.respond is not None else None,
+            delegate=decider.delegate if decider and not timed_out else None,
         )
         self.record(record)
         if response.approved:
@@ -193,12 +194,13 @@ class Decisions:
             return None
         person = decision.decider.person
         problem = authority.refusal(request, person, self.state.requested_by)
+        problem = problem or authority.delegation_problem(request, decision.decider, self.state.requested_by)
         if self.state.signed_decisions:
             problem = problem or authority.signature_problem(request, response, decision.decider.claim)
         if problem or not response.approved:
             return problem or authority.respond_problem(request, response)
         return (
-            authority.vote_problem(request, person)
+            authority.vote_problem(request, person, decision.decider.delegate)
             or authority.edit_problem(request, response)
             or authority.grant_problem(request, response)
         )
@@ -206,9 +208,13 @@ class Decisions:
     def _apply(self, entry: PendingCall, decision: Decision, now: datetime, grant_id: str | None = None) -> None:
         request, response = entry.request, decision.response
         assert request is not None
-        if response.approved and decision.decider.token is not None:
-            entry.tokens.append(decision.decider.token)  # the evidence the tool activity checks
-        if response.approved and not authority.add_vote(request, decision.decider.person, now, grant_id):
+        decider = decision.decider
+        if response.approved and decider.token is not None:
+            entry.tokens.append(decider.token)  # the evidence the tool activity checks
+            if decider.delegation_token is not None:  # with the delegation it is the delegator's vote under
+                entry.delegations.extend([None] * (len(entry.tokens) - 1 - len(entry.delegations)))
+                entry.delegations.append(decider.delegation_token)
+        if response.approved and not authority.add_vote(request, decider.person, now, grant_id, decider.delegate):
             return  # counted; the quorum is not reached yet
         self.settle(entry, response, now, decider=decision.decider, grant_id=grant_id)
         if response.approved and response.grant is not None and grant_id is None:

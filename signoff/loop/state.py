@@ -41,6 +41,8 @@ class PendingCall(BaseModel):
     """The signed decisions (and grants' tokens) that approved it: handed to the tool activity,
     which verifies them itself before the call runs."""
     reminders_sent: int = 0
+    delegations: list[str | None] = Field(default_factory=list, exclude_if=lambda tokens: not tokens)
+    """The delegation each of `tokens` was sent under (by position; None or absent: none)."""
 
     def timers(self) -> list[datetime]:
         """When this waiting call next needs attention: deadline, reminder, escalation."""

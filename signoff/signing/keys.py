@@ -113,8 +113,10 @@ class SigningKey:
         issuer: str | None = None,
         audience: str | None = None,
         now: datetime | None = None,
+        not_before: datetime | None = None,
     ) -> str:
-        """A token signing `signs` as `subject` (default: the key's own, with its groups).
+        """A token signing `signs` as `subject` (default: the key's own, with its groups),
+        valid from `not_before` (its `nbf`, when given).
 
         Raises:
             UsageError: no subject to sign as (an HS256 secret, or a key whose file does not
@@ -129,6 +131,8 @@ class SigningKey:
                 else "an HS256 secret signs for any subject: name yours (--approver)"
             )
         claims = token_claims(subject, groups, ttl, issuer, audience, now=now, signs=signs)
+        if not_before is not None:
+            claims["nbf"] = int(not_before.timestamp())
         headers = {"kid": self.kid} if self.kid else None
         payload = json.dumps(claims, separators=(",", ":")).encode()
         token: str = JWS.encode(payload, self.material, algorithm=self.algorithm, headers=headers)

@@ -384,6 +384,7 @@ class AgentRun:
             call=call,
             approval=proof,
             tokens=self._loop.evidence_of(call.id) if record else [],
+            delegations=self._loop.delegations_of(call.id) if record else [],
             requester_token=self._input.options.requester_token if record else None,
         )
         try:

@@ -51,6 +51,10 @@ from signoff.workflows.feed import RunRecord
 from signoff.workflows.refusal import Refusal, error_text, refused
 from signoff.workflows.run_input import format_validation_error
 
+TAKES_DELEGATIONS = "signoff-takes-delegations"
+"""Patch: a signal's decision may carry `delegation` (verified with a local activity). Before,
+such a decision did not parse and was ignored; a history recorded then replays that way.
+Asked only of a signal that carries one, so no other history gains the marker."""
 _TOO_LONG = frozenset({"string_too_long", "too_long"})
 """Pydantic's error types for a text or a list over its limit."""
 
@@ -214,6 +218,9 @@ class DecisionIntake:
         except ValueError as exc:  # undecodable, unresolvable, too many decisions, no such descendant
             self._ignore(str(exc), None)
             return
+        if any(r.delegation for r in responses) and not workflow.patched(TAKES_DELEGATIONS):
+            self._ignore("delegation: extra inputs are not permitted (a run begun before delegations)", None)
+            return
         if not responses:
             self._ignore("no decision given (an empty list)", data)
         for response in responses:
@@ -225,7 +232,7 @@ class DecisionIntake:
         self._changed()
 
     async def _decider(self, response: ToolApprovalResponse, validated: bool = False) -> Decider:
-        return await verify.decider(self._loop, response.token, response.approver, validated)
+        return await verify.decider(self._loop, response.token, response.approver, validated, response.delegation)
 
     def _ack(
         self, accepted: list[str], before: int, routed: dict[str, list[dict[str, Any]]] | None = None

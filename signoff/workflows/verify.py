@@ -21,25 +21,51 @@ from signoff.activities.models import IdentifyInput, IdentifyOutput, Requester
 from signoff.approval.authority import Decider
 from signoff.approval.identity import is_bound, read_verified
 from signoff.approval.names import same_name
-from signoff.approval.signatures import RequesterClaim, mismatch, requester_claim
+from signoff.approval.signatures import DelegationClaim, RequesterClaim, mismatch, requester_claim
 from signoff.loop.agent_loop import AgentLoop
 from signoff.workflows.refusal import INVALID_INPUT, Refusal
 
 IDENTIFY_TIMEOUT = timedelta(seconds=10)
 
 
-async def decider(loop: AgentLoop, token: str | None, claimed: str | None, validated: bool = False) -> Decider:
+async def decider(
+    loop: AgentLoop, token: str | None, claimed: str | None, validated: bool = False, delegation: str | None = None
+) -> Decider:
     """Who decides: a claimed name, a signed decision an update's validator verified
-    (`validated`, read from the token), or a token verified now (`signoff.identify`).
+    (`validated`, read from the token), or a token verified now (`signoff.identify`); with
+    a `delegation`, the delegator, for whom the token's subject decides.
 
     Raises:
-        ApplicationError: `Unverified`, the token was refused or names someone else.
+        ApplicationError: `Unverified`, the token was refused or names someone else, or
+            the delegation was refused or is not to the token's subject.
     """
     if token is None:
         return Decider.claimed(claimed)
     if validated and is_bound(token):
-        return _signed_by(loop, token, claimed)
-    return await verify_token(loop, token, claimed, "approver")
+        sender = _signed_by(loop, token, claimed)
+    else:
+        sender = await verify_token(loop, token, claimed, "approver")
+    if isinstance(sender.claim, DelegationClaim):
+        raise _unverified("a delegation token vouches for nobody's decision: send it as 'delegation'")
+    return sender if delegation is None else await _delegated(loop, sender, delegation)
+
+
+async def _delegated(loop: AgentLoop, sender: Decider, delegation: str) -> Decider:
+    """The delegator, for whom `sender` decides under `delegation` (verified now, recorded)."""
+    grantor = await verify_token(loop, delegation, None, "delegation")
+    scope = grantor.claim
+    if not isinstance(scope, DelegationClaim):
+        raise _unverified("the delegation token signs no delegation (make one with `signoff delegate`)")
+    if not same_name(scope.delegate, sender.person.name):
+        raise _unverified(f"the delegation is to {scope.delegate!r}, not to {sender.person.name!r}")
+    if same_name(grantor.person.name, sender.person.name):
+        raise _unverified("a delegation to oneself counts for nothing")
+    person = grantor.person
+    return Decider(person, sender.claim, sender.token, sender.person.name, scope, delegation)
+
+
+def _unverified(message: str) -> ApplicationError:
+    return ApplicationError(message, type="Unverified", non_retryable=True)
 
 
 async def requester(loop: AgentLoop, token: str, claimed: str | None) -> Requester:

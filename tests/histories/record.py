@@ -22,6 +22,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,8 @@ from signoff.activities.notify import NotifyConfig
 from signoff.agent.builder import AgentBuilder, ChatClientAgent
 from signoff.approval.identity import ApproverKeys, issue_token
 from signoff.approval.policy import ApprovalPolicy, OnTimeout
+from signoff.approval.signatures import DelegationClaim
+from signoff.approval.signing import SigningKey
 from signoff.config.environment import Environment
 from signoff.contract import RunOptions
 from signoff.loop.limits import Limits
@@ -462,6 +465,22 @@ async def record_rearmed(rig: Rig) -> dict[str, WorkflowHistory]:
         await run.execute_update("rearm_tool_call", {"call_id": "call_1", "deadline_seconds": 3600})
         await run.execute_update("submit_tool_approval", approval("call_1", approver="alice"))
         return {"rearmed": await finished(run)}
+
+
+@shape("delegated")
+async def record_delegated(rig: Rig) -> dict[str, WorkflowHistory]:
+    """A verified deploy approved by bob for alice, under alice's signed delegation (the
+    delegation verified by `signoff.identify`, recorded; the audit names both), sent by signal."""
+    verified = ApprovalPolicy(verified=True, approvers=("alice",))
+    agents = {"ops": ops_agent(deploy=verified)}
+    async with rig.worker(turns([deploy("call_1")]), agents, verifier=ApproverKeys.load(rig.key)) as queue:
+        run = await start_run(rig.client, queue, "deploy", agent="ops", id="delegated")
+        (first,) = await wait_pending(run)
+        now = datetime.now(UTC)
+        claim = DelegationClaim(delegate="bob", tools=("deploy",))
+        given = SigningKey.load(rig.key).sign(claim, "alice", ttl=timedelta(hours=8), now=now, not_before=now)
+        await run.signal("tool_approval", {**signed(rig.key, first, "bob"), "delegation": given})  # the patch's marker
+        return {"delegated": await finished(run)}
 
 
 @shape("quorum", "requester", "fail_run")
