@@ -47,7 +47,7 @@ from signoff.activities.spent import SpentSignatures
 from signoff.agent.gate import needs_approval
 from signoff.approval.claims import LEEWAY
 from signoff.approval.digest import arguments_digest
-from signoff.approval.evidence import CallToRun, Verdict, verdict
+from signoff.approval.evidence import CallToRun, Verdict, requester_of, verdict
 from signoff.approval.identity import Identity
 from signoff.approval.names import name_key, same_name
 from signoff.approval.policy import ApprovalPolicy
@@ -183,6 +183,8 @@ class SignOffs:
         approvals: list[Identity] = []
         refused: list[str] = []
         people: set[str] = set()  # a quorum counts people: one who votes for themselves and for another counts once
+        requester = self._requester(input.requester_token, info.scheduled_time) if policy.separate_requester else None
+        asker = requester_of(requester, to_run) if requester else None
         for position, token in enumerate(input.tokens[:MAX_TOKENS]):
             delegation = input.delegations[position] if position < len(input.delegations) else None
             try:
@@ -193,12 +195,16 @@ class SignOffs:
             except TokenError as exc:
                 refused.append(f"a token was refused ({exc.reason}: {exc})")
                 continue
+            if asker is not None and delegation is not None and same_name(signer, asker):
+                refused.append(
+                    f"{asker} requested this run and may not decide its calls for anyone (separate_requester)"
+                )
+                continue
             if signer in people or name_key(identity.subject) in people:
                 refused.append(f"{identity.subject}'s vote was cast by someone who already voted")
                 continue
             people |= {signer, name_key(identity.subject)}
             approvals.append(identity)
-        requester = self._requester(input.requester_token, info.scheduled_time) if policy.separate_requester else None
         return verdict(policy, to_run, approvals, requester, refused)
 
     def _delegated(self, sender: Identity, delegation: str, tool: str, at: datetime) -> Identity:
