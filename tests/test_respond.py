@@ -24,7 +24,7 @@ from signoff.messages import ChatMessage
 from tests.approver_keys import signed, write_secret
 from tests.cli_harness import Cli, cli, cli_environ, served  # noqa: F401
 from tests.governance import activity_types, deploy, events_of, ops_agent, ops_run, refusal, turns, wait_event
-from tests.helpers import start_run, wait_pending
+from tests.helpers import ScriptedModelServer, running_worker, start_run, wait_pending
 from tests.test_cli_signing import new_key
 from tests.test_loop import NOW, call, run_ready, start
 
@@ -208,3 +208,38 @@ async def test_sign_respond_prints_a_signed_answer_the_run_takes_and_refuses_wha
     assert mixed.code == 2 and "not with --deny" in mixed.err and huge.code == 2 and "65536" in huge.err
     assert done.code == 0 and answer["respond"] == "the logs were empty" and answer["approved"] is False
     assert result.text == "saw: the logs were empty" and result.approvals[0].outcome == "responded"
+
+
+# --- which kinds of answer a tool takes (`decisions`) -------------------------------------
+
+
+def test_a_policy_may_restrict_the_kinds_of_answer_its_calls_take() -> None:
+    strict = ApprovalPolicy(decisions=("approve", "deny"))
+    loop = start(call("c1", command="rm -rf /"), gated=("c1",), policies={"run_command": strict})
+    with pytest.raises(DecisionError, match=r"takes no 'edit' answer \(decisions: approve, deny\)"):
+        loop.decide([Decision.approve("c1", arguments={"command": "ls"})], NOW)
+    listed = ApprovalPolicy(decisions=("respond",))
+    assert listed.allows("respond") and not listed.allows("approve") and not ApprovalPolicy().allows("respond")
+    assert "decisions" not in ApprovalPolicy().model_dump()  # policies without it keep their digests
+
+
+def test_configuration_takes_kinds_of_answer_away_never_adds_them() -> None:
+    declared = ApprovalPolicy(decisions=("approve", "deny"))
+    book = PolicyBook.parse({"run_command": {"decisions": ["approve", "edit", "respond"]}})
+    assert book.for_tool("run_command", declared).decisions == ("approve",)
+
+
+async def test_the_tool_activity_refuses_edited_arguments_its_own_policy_does_not_take(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    agents = {"ops": ops_agent()}
+    with ScriptedModelServer(turns([deploy("call_1")])) as model:
+        async with running_worker(client, task_queue, model, agents):
+            handle = await start_run(client, task_queue, agent="ops")
+            await wait_pending(handle)
+        edit = {"call_id": "call_1", "approved": True, "arguments": {"target": "prod"}}
+        await handle.signal("tool_approval", edit)  # taken by the run's policy, which allows edits
+        strict = PolicyBook.parse({"deploy": {"decisions": ["approve", "deny"]}})
+        async with running_worker(client, task_queue, model, agents, policies=strict):
+            result = await handle.result()
+    assert "takes no edited arguments" in (result.text or "") and "deployed prod" not in (result.text or "")

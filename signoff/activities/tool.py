@@ -256,6 +256,11 @@ async def run_call(served: ServedAgents, callers: Callers, signoffs: SignOffs, i
         if needed:
             return ToolOutput(content=no_grants(call.name, input.approval.grants))
         approved = False  # a grant unlocks nothing a tool keeps for approved calls
+    edited = input.approval is not None and input.approval.arguments_digest != arguments_digest(arguments)
+    if approved and edited and not own_policy.allows("edit"):  # the worker's own policy, never the run's
+        return ToolOutput(
+            content=f"Error: this call was not run: this worker's policy for {call.name} takes no edited arguments"
+        )
     if approved and own_policy.verified:
         assert chain_id is not None
         if (problem := await signoffs.problem(input, own_policy, chain_id)) is not None:

@@ -24,7 +24,7 @@ from datetime import datetime
 from signoff.approval.digest import arguments_digest
 from signoff.approval.names import group_of, is_group_entry, name_key, same_name
 from signoff.approval.people import Person
-from signoff.approval.policy import ApprovalPolicy
+from signoff.approval.policy import ApprovalPolicy, DecisionKind
 from signoff.approval.requests import Grant, ToolApprovalRequest, ToolApprovalResponse, Vote
 from signoff.approval.signatures import (
     SIGN_HELP,
@@ -223,13 +223,32 @@ def requester_problem(policies: Mapping[str, ApprovalPolicy], verified: bool, bo
     return None
 
 
+def decision_kind(response: ToolApprovalResponse) -> DecisionKind:
+    """What kind of answer a decision is (`ApprovalPolicy.decisions`)."""
+    if response.respond is not None:
+        return "respond"
+    if not response.approved:
+        return "deny"
+    return "edit" if response.arguments is not None else "approve"
+
+
+def kind_problem(request: ToolApprovalRequest, response: ToolApprovalResponse) -> str | None:
+    """Why the call's policy takes no answer of this kind, or None."""
+    kind = decision_kind(response)
+    if request.policy.allows(kind):
+        return None
+    call = f"call {request.call_id!r} ({request.name})"
+    if kind == "respond" and request.policy.decisions is None:
+        return f"{call}: its policy does not let a person answer it instead of running it (respond = false)"
+    taken = ", ".join(k for k in ("approve", "deny", "edit", "respond") if request.policy.allows(k))
+    return f"{call}: its policy takes no {kind!r} answer (decisions: {taken or 'none'})"
+
+
 def respond_problem(request: ToolApprovalRequest, response: ToolApprovalResponse) -> str | None:
     """Why this decision may not answer the call instead of running it (`respond`), or None."""
     if response.respond is None:
         return None
     call = f"call {request.call_id!r} ({request.name})"
-    if not request.policy.respond:
-        return f"{call}: its policy does not let a person answer it instead of running it (respond = false)"
     if request.policy.quorum > 1:
         return f"{call} needs {request.policy.quorum} approvers: one person cannot answer it instead"
     return None

@@ -33,6 +33,10 @@ DEFAULT_KEY = "*"
 ALWAYS_KEY = "always"
 """A policy file entry's gate: every call of the tool needs approval (not a field of the policy)."""
 
+DecisionKind = Literal["approve", "deny", "edit", "respond"]
+"""The kinds of answer a person may give a call: approve it, deny it, approve it with edited
+arguments, or answer it with its result instead of running it."""
+
 Gate = Literal["always", "never", "per_call"]
 """How a tool's calls are gated: every call waits for a person, none does, or the tool says
 per call from its arguments (`requires_approval`). A tool declares it
@@ -70,6 +74,9 @@ class ApprovalPolicy(BaseModel):
         respond: whether an allowed person may answer a waiting call with its result
             (`{"call_id", "respond": "<text>"}`) instead of running it: the tool never runs
             and the model reads the text. Left out of the JSON (and the digest) while False.
+        decisions: the kinds of answer the tool's calls take (`approve`, `deny`, `edit`,
+            `respond`); None: all but `respond`, and `respond` too when `respond` is true.
+            Left out of the JSON (and the digest) while None.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -85,6 +92,13 @@ class ApprovalPolicy(BaseModel):
     escalate_to: tuple[str, ...] = ()
     grants: bool = Field(True, exclude_if=lambda allowed: allowed is True)
     respond: bool = Field(False, exclude_if=lambda allowed: allowed is False)
+    decisions: tuple[DecisionKind, ...] | None = Field(None, exclude_if=lambda kinds: kinds is None)
+
+    def allows(self, kind: DecisionKind) -> bool:
+        """Whether the tool's calls take this kind of answer (`decisions`)."""
+        if self.decisions is not None:
+            return kind in self.decisions
+        return kind != "respond" or self.respond
 
     @field_validator("approvers", "escalate_to")
     @classmethod
@@ -153,6 +167,10 @@ def tightened(declared: ApprovalPolicy, entry: ApprovalPolicy) -> tuple[Approval
         "grants": not declared.grants and entry.grants and "grants" in entry.model_fields_set,
         "approvers": bool(declared.approvers) and not merged["approvers"],
     }
+    if declared.decisions is not None:  # configuration may take kinds of answer away, never add them
+        given = merged["decisions"]
+        kept = [k for k in (given if given is not None else declared.decisions) if k in declared.decisions]
+        merged["decisions"] = kept
     problems = [relaxed[name][1] for name, loose in looser.items() if loose]
     merged.update({name: relaxed[name][0] for name, loose in looser.items() if loose})
     approves = merged["timeout_seconds"] and merged["on_timeout"] == OnTimeout.APPROVE.value

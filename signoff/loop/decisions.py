@@ -195,6 +195,7 @@ class Decisions:
         person = decision.decider.person
         problem = authority.refusal(request, person, self.state.requested_by)
         problem = problem or authority.delegation_problem(request, decision.decider, self.state.requested_by)
+        problem = problem or authority.kind_problem(request, response)
         if self.state.signed_decisions:
             problem = problem or authority.signature_problem(request, response, decision.decider.claim)
         if problem or not response.approved:
