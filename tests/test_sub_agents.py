@@ -451,7 +451,11 @@ async def test_three_children_fanned_out_wait_at_the_top_and_one_batch_decides_t
             assert ack["accepted"] == ["call_c", "call_c", "call_c"]
             result = await handle.result()
     assert sorted(ran) == ["task1", "task3 --dry-run"]
-    assert result.text == "ran task1 | Rejected: no | ran task3 --dry-run"
+    edited = (  # the model is told who edited the call and what ran (issue 32)
+        "\n[signoff: the approver edited this call's arguments before it ran; "
+        'it ran with {"command": "task3 --dry-run"}]'
+    )
+    assert result.text == "ran task1 | Rejected: no | ran task3 --dry-run" + edited
 
 
 async def test_signoff_pending_shows_a_childs_call_once_under_the_run_that_waits_with_its_path(
