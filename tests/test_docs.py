@@ -71,8 +71,6 @@ CONTRACT_COMMANDS = (
 NOT_YET = {
     "SIGNOFF_AUTO_MODEL": "v4 Auto mode",
     "answer": "v4 Answers",
-    "rearm": "v4 Answers",
-    "delegate": "v4 Answers",
 }
 """Names the contract gives that the code does not have yet (equality is checked: once the code
 has one, it leaves this list and is documented)."""
