@@ -18,8 +18,8 @@ from signoff.activities.tool import SignOffs
 from signoff.approval.identity import ApproverKeys
 from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.signatures import DelegationClaim
-from signoff.approval.signing import SigningKey, new_key_pair
 from signoff.errors import TokenError
+from signoff.signing.keys import SigningKey, new_key_pair
 from tests.approver_keys import signed
 from tests.cli_harness import Cli, cli, cli_environ  # noqa: F401
 from tests.governance import activity_types, deploy, ops_agent, ops_run, refusal, turns

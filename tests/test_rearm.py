@@ -15,7 +15,8 @@ from temporalio.client import Client
 from signoff.approval.authority import Decider
 from signoff.approval.policy import ApprovalPolicy, OnTimeout, PolicyBook
 from signoff.approval.requests import ToolApprovalResponse as Decision
-from signoff.loop.agent_loop import AgentLoop, AwaitApproval, DecisionError
+from signoff.errors import DecisionError
+from signoff.loop.agent_loop import AgentLoop, AwaitApproval
 from tests.cli_harness import Cli, cli, cli_environ, served  # noqa: F401
 from tests.governance import activity_types, deploy, events_of, ops_agent, ops_run, refusal, turns, wait_event
 from tests.helpers import assert_eventually, start_run, wait_pending

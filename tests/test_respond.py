@@ -19,7 +19,8 @@ from signoff.approval.policy import ApprovalPolicy, PolicyBook
 from signoff.approval.requests import MAX_RESPOND_CHARS
 from signoff.approval.requests import ToolApprovalResponse as Decision
 from signoff.approval.signatures import respond_digest
-from signoff.loop.agent_loop import DecisionError, RunTools
+from signoff.errors import DecisionError
+from signoff.loop.agent_loop import RunTools
 from signoff.messages import ChatMessage
 from tests.approver_keys import signed, write_secret
 from tests.cli_harness import Cli, cli, cli_environ, served  # noqa: F401

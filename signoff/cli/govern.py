@@ -53,7 +53,7 @@ async def cmd_extend(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 0
 
 
-async def cmd_rearm(args: argparse.Namespace, ctx: Context) -> int:
+async def cmd_rearm(args: argparse.Namespace, ctx: CommandContext) -> int:
     """Re-open an expired call (`on_timeout = "hold"`) with a new deadline (allowed approvers only)."""
     approver, token = Who.from_args(args, ctx.env).identity()
     seconds = args.deadline.total_seconds() if args.deadline else None

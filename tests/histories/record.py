@@ -39,7 +39,6 @@ from signoff.agent.builder import AgentBuilder, ChatClientAgent
 from signoff.approval.identity import ApproverKeys, issue_token
 from signoff.approval.policy import ApprovalPolicy, OnTimeout
 from signoff.approval.signatures import DelegationClaim
-from signoff.approval.signing import SigningKey
 from signoff.config.environment import Environment
 from signoff.contract import RunOptions
 from signoff.loop.limits import Limits
@@ -49,6 +48,7 @@ from signoff.runtime.deployment import DeploymentSettings
 from signoff.runtime.devserver import find_temporal_binary
 from signoff.runtime.fingerprint import workflow_code
 from signoff.runtime.storage import close_storage, data_converter
+from signoff.signing.keys import SigningKey
 from signoff.testing import Script
 from signoff.tools.mcp import MCPServer
 from tests.approver_keys import signed, write_secret
