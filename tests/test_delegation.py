@@ -36,6 +36,7 @@ def people(tmp_path: Path) -> dict[str, Path]:
     for name in ("alice", "bob", "carol", "mallory"):
         pem, entry = new_key_pair(name, kid=f"{name}-1")
         (tmp_path / f"{name}.pem").write_bytes(pem)
+        (tmp_path / f"{name}.pem").chmod(0o600)  # a private key is its owner's alone, or no worker reads it
         files[name], entries = tmp_path / f"{name}.pem", [*entries, entry]
     (tmp_path / "jwks.json").write_text(json.dumps({"keys": entries}))
     return {**files, "keys": tmp_path / "jwks.json"}
