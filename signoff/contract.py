@@ -54,6 +54,7 @@ METRIC_WAIT = "signoff_approval_wait_seconds"
 METRIC_DECISIONS = "signoff_decisions_total"
 METRIC_TOOL_CALLS = "signoff_tool_calls_total"
 METRIC_TOKENS = "signoff_model_tokens_total"
+METRIC_AUTO_VERDICTS = "signoff_auto_verdicts_total"
 """Metrics a worker exposes on `SIGNOFF_METRICS_ADDRESS`, beside the SDK's own (`temporal_*`)."""
 INVALID_REFERENCE = "invalid_payload_reference"
 """The one key of what a payload-store reference that cannot be resolved reads as

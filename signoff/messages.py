@@ -229,6 +229,27 @@ class SubAgentEvent(_Event):
     finish_reason: FinishReason | None = None
 
 
+class AutoEvaluationEvent(_Event):
+    """Auto mode's verdict on a waiting call, and what came of it.
+
+    `outcome`: `approved`, `denied` (it decided the call), `vote` (its approval is one vote of
+    a quorum), `escalated` (the call waits for a person), `superseded` (a person, a grant or
+    the deadline decided it first), `refused` (the policy did not let it decide: `note` says why)."""
+
+    type: Literal["auto_evaluation"] = "auto_evaluation"
+    call_id: str
+    criteria: str
+    verdict: Literal["approve", "deny", "escalate"]
+    confidence: float
+    reasoning: str
+    outcome: Literal["approved", "denied", "vote", "escalated", "superseded", "refused"]
+    note: str | None = None
+    latency_ms: int = 0
+    model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 class FinishEvent(_Event):
     type: Literal["finish"] = "finish"
     reason: FinishReason
@@ -255,6 +276,7 @@ AgentEvent = Annotated[
     | NotificationFailedEvent
     | MCPUnavailableEvent
     | SubAgentEvent
+    | AutoEvaluationEvent
     | FinishEvent
     | ErrorEvent,
     Field(discriminator="type"),

@@ -12,6 +12,7 @@ activity counts tokens; the worker polls the pending gauge from visibility
 | `signoff_decisions_total` | counter | `outcome`: approved, denied, timed_out, granted, responded; `tool` |
 | `signoff_tool_calls_total` | counter | `tool`, `outcome`: ok, error, rejected, unknown |
 | `signoff_model_tokens_total` | counter | `kind`: prompt, completion; `agent` |
+| `signoff_auto_verdicts_total` | counter | `verdict`: approve, deny, escalate (auto mode's evaluator) |
 
 A `tool` label is a tool's name only if it is a tool of the run's snapshot, and at most
 `MAX_LABEL_CHARS` long; any other name the model makes up is `unknown` (`tool_label`).
@@ -25,7 +26,14 @@ from collections.abc import Collection
 from typing import Literal
 
 from signoff.approval.requests import ApprovalRecord
-from signoff.contract import METRIC_DECISIONS, METRIC_PENDING, METRIC_TOKENS, METRIC_TOOL_CALLS, METRIC_WAIT
+from signoff.contract import (
+    METRIC_AUTO_VERDICTS,
+    METRIC_DECISIONS,
+    METRIC_PENDING,
+    METRIC_TOKENS,
+    METRIC_TOOL_CALLS,
+    METRIC_WAIT,
+)
 
 DecisionOutcome = Literal["approved", "denied", "timed_out", "granted", "responded"]
 ToolOutcome = Literal["ok", "error", "rejected", "unknown"]
@@ -36,6 +44,7 @@ DESCRIPTIONS = {
     METRIC_DECISIONS: "Decided tool calls, by outcome",
     METRIC_TOOL_CALLS: "Tool calls answered, by tool and outcome",
     METRIC_TOKENS: "Model tokens spent, by kind",
+    METRIC_AUTO_VERDICTS: "Auto mode's verdicts on gated calls, by verdict",
 }
 WAIT_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400, 259200, 604800)
 """Seconds: people take from seconds to days (the SDK's default buckets are milliseconds)."""

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowHandle
 
+from signoff.activities.auto import AutoSettings
 from signoff.activities.identify import Verifier
 from signoff.activities.notify import NotifyConfig
 from signoff.agent.builder import ChatClientAgent
@@ -64,6 +65,7 @@ async def running_worker(
     notify: NotifyConfig | None = None,
     state_key: bytes | None = None,
     deployment: DeploymentSettings | None = None,
+    auto: AutoSettings | None = None,
     **options: Any,
 ) -> AsyncIterator[None]:
     """A worker with the scripted model, these of its settings (the rest: none set) and these
@@ -75,6 +77,7 @@ async def running_worker(
         notify=notify,
         state_key=state_key,
         deployment=deployment,
+        auto=auto,
     )
     config = LLMConfig(base_url=model.base_url, model="scripted")
     worker = build_worker(

@@ -12,6 +12,7 @@ is recorded in history:
 | `signoff.seal` | `state.py` | seal the state a run continues as new with (local activity) |
 | `signoff.unseal` | `state.py` | check the seal of the state a continued run starts from (local activity) |
 | `signoff.notify` | `notify.py` | one notice POSTed to one notification channel (`slack.py`: the Slack app's channel) |
+| `signoff.auto_evaluate` | `auto.py` | auto mode's verdict on one waiting call |
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from typing import Any
 from temporalio import activity
 from temporalio.plugin import SimplePlugin
 
+from signoff.activities.auto import AutoSettings, evaluate
 from signoff.activities.agents import ServedAgents
 from signoff.activities.chat import model_turn
 from signoff.activities.identify import identify
 from signoff.activities.memory import RunMemory
 from signoff.activities.models import (
+    AUTO_ACTIVITY,
     CHAT_ACTIVITY,
     IDENTIFY_ACTIVITY,
     NOTIFY_ACTIVITY,
@@ -35,6 +38,8 @@ from signoff.activities.models import (
     SEAL_ACTIVITY,
     TOOL_ACTIVITY,
     UNSEAL_ACTIVITY,
+    AutoInput,
+    AutoOutput,
     ChatInput,
     ChatTurn,
     IdentifyInput,
@@ -134,9 +139,23 @@ class AgentActivities:
         """POST one notice to one channel (retried by Temporal; see notify.py)."""
         return await deliver(self.settings.notify, input)
 
+    @activity.defn(name=AUTO_ACTIVITY)
+    async def auto_evaluate(self, input: AutoInput) -> AutoOutput:
+        """Auto mode's verdict on one waiting call (escalate on any failure; see auto.py)."""
+        return await evaluate(self.served, self.settings.auto or AutoSettings(), input)
+
     @property
     def all(self) -> list[Callable[..., Any]]:
-        return [self.prepare, self.chat, self.tool, self.identify, self.seal, self.unseal, self.notify]
+        return [
+            self.prepare,
+            self.chat,
+            self.tool,
+            self.identify,
+            self.seal,
+            self.unseal,
+            self.notify,
+            self.auto_evaluate,
+        ]
 
     def plugin(self) -> SimplePlugin:
         """A worker plugin that closes the MCP sessions (stopping stdio servers) when the worker stops."""

@@ -7,7 +7,9 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from signoff.agent.snapshot import RunSnapshot
+from signoff.approval.auto import AutoVerdict
 from signoff.approval.people import Person
+from signoff.approval.requests import ToolApprovalRequest
 from signoff.approval.signatures import SignoffClaim
 from signoff.contract import InheritedGate
 from signoff.loop.transcript import TranscriptDelta
@@ -30,6 +32,8 @@ UNSEAL_ACTIVITY = "signoff.unseal"
 """Checks the seal of a continued run's state (a local activity)."""
 NOTIFY_ACTIVITY = "signoff.notify"
 """Sends one notice to the notification channels."""
+AUTO_ACTIVITY = "signoff.auto_evaluate"
+"""Auto mode's verdict on one waiting call; `signoff audit --verify` reads its signed votes."""
 
 
 class Requester(Compact, Person):
@@ -190,3 +194,37 @@ class NotifyInput(BaseModel):
 
 class NotifyOutput(BaseModel):
     status: int
+
+
+class AutoInput(Compact):
+    """A waiting call for auto mode's evaluator (`signoff.auto_evaluate`)."""
+
+    agent: str
+    snapshot_digest: str | None = None
+    request: ToolApprovalRequest
+
+
+class AutoOutput(Compact):
+    """The evaluator's verdict on a call, and whether it decides it.
+
+    Attributes:
+        criteria: the criteria set it judged by (the worker's own policy's).
+        verdict: what it said; `escalate` for anything that was not a verdict.
+        needed: the confidence a verdict needed (`signoff.approval.auto.bar`).
+        decides: it is a confident approve or deny the evaluator may make under the policy.
+        why_not: why a confident verdict does not decide (the policy does not let it).
+        model: the model that judged (None: an evaluator in code).
+        latency_ms, prompt_tokens, completion_tokens: what the evaluation cost.
+        token: under a verified policy, the decision signed with the worker's service key.
+    """
+
+    criteria: str = ""
+    verdict: AutoVerdict
+    needed: float = 1.0
+    decides: bool = False
+    why_not: str | None = None
+    model: str | None = None
+    latency_ms: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    token: str | None = None

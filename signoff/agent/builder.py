@@ -26,6 +26,7 @@ from signoff.agent.gate import gated_call_ids, snapshot_of
 from signoff.agent.session import AgentRunOptions, AgentSession
 from signoff.agent.snapshot import RunSnapshot
 from signoff.agent.subagent import SubAgentTool
+from signoff.approval.auto import AutoEvaluator
 from signoff.approval.policy import ApprovalPolicy, PolicyBook
 from signoff.approval.requests import ToolApprovalRequest
 from signoff.chat.base import ChatClient
@@ -100,6 +101,8 @@ class ChatClientAgent:
         self.limits = limits or Limits()
         self.policies = policies or PolicyBook()
         self.mcp_servers = list(mcp_servers)
+        self.auto_evaluators: dict[str, AutoEvaluator] = {}
+        """Auto mode's evaluators in code, by criteria set name (`AgentBuilder.with_auto_evaluator`)."""
         self._sessions = OwnSessions()
         names = [s.name for s in self.mcp_servers]
         if len(set(names)) != len(names):
@@ -231,6 +234,7 @@ class AgentBuilder:
         self._limits: Limits | None = None
         self._policies: PolicyBook | None = None
         self._mcp_servers: list[MCPServer] = []
+        self._evaluators: dict[str, AutoEvaluator] = {}
 
     def with_instructions(self, instructions: str) -> AgentBuilder:
         self._instructions = instructions
@@ -298,7 +302,20 @@ class AgentBuilder:
         )
         return self
 
+    def with_auto_evaluator(self, criteria: str, evaluator: AutoEvaluator) -> AgentBuilder:
+        """Judge calls whose policy names criteria set `criteria` with `evaluator` (a function,
+        sync or async, of an `AutoCall`, returning an `AutoVerdict`) instead of the model.
+        Its answer is read as the model's is: anything but a confident approve or deny, or an
+        exception, leaves the call to a person."""
+        self._evaluators[criteria] = evaluator
+        return self
+
     def build(self) -> ChatClientAgent:
+        agent = self._built()
+        agent.auto_evaluators = dict(self._evaluators)
+        return agent
+
+    def _built(self) -> ChatClientAgent:
         return ChatClientAgent(
             self._name,
             self._instructions,

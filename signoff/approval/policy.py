@@ -30,6 +30,8 @@ from signoff.approval.names import name_problem
 from signoff.errors import ConfigError
 
 DEFAULT_KEY = "*"
+CRITERIA_KEY = "criteria"
+"""The policy file's table of auto mode's criteria sets (not a tool's entry)."""
 ALWAYS_KEY = "always"
 """A policy file entry's gate: every call of the tool needs approval (not a field of the policy)."""
 
@@ -52,6 +54,49 @@ class OnTimeout(str, Enum):
     HOLD = "hold"
     """The call expires (status `expired`) and the run stays parked until someone re-opens it
     (`rearm_tool_call`) or the run ends."""
+
+
+DEFAULT_MIN_CONFIDENCE = 0.9
+"""The confidence an auto verdict needs when neither the policy nor its criteria set names one."""
+
+
+class AutoMode(BaseModel):
+    """`"auto"` in a tool's policy: an evaluator judges each call against a criteria set first.
+
+    It can only spare a person work: a verdict below the bar, an evaluator that fails or takes
+    longer than `timeout_seconds`, or a criteria set the worker does not define leave the call
+    waiting exactly as without auto mode (`signoff.approval.auto`).
+
+    Attributes:
+        criteria: the name of a criteria set of the policy file (`[criteria.<name>]`).
+        min_confidence: the confidence a verdict needs (the higher of this and the set's own);
+            None: the set's, else `DEFAULT_MIN_CONFIDENCE`.
+        timeout_seconds: how long the evaluator may think before the call goes to a person.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    criteria: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")
+    min_confidence: float | None = Field(None, ge=0, le=1)
+    timeout_seconds: float = Field(60.0, gt=0, le=600)
+
+
+class CriteriaSet(BaseModel):
+    """A named set of criteria an auto evaluator judges calls by (`[criteria.<name>]`).
+
+    Attributes:
+        effect: what the calls it judges do, in a sentence (for the evaluator).
+        approve_when, deny_when, escalate_when: the operator's rules, in plain words.
+        min_confidence: the confidence a verdict needs (a policy may ask for more).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    effect: str = ""
+    approve_when: tuple[str, ...] = ()
+    deny_when: tuple[str, ...] = ()
+    escalate_when: tuple[str, ...] = ()
+    min_confidence: float | None = Field(None, ge=0, le=1)
 
 
 class ApprovalPolicy(BaseModel):
@@ -77,6 +122,8 @@ class ApprovalPolicy(BaseModel):
         decisions: the kinds of answer the tool's calls take (`approve`, `deny`, `edit`,
             `respond`); None: all but `respond`, and `respond` too when `respond` is true.
             Left out of the JSON (and the digest) while None.
+        auto: auto mode (`AutoMode`): an evaluator judges each call first. Left out of the
+            JSON while None, as `grants` is.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -99,6 +146,7 @@ class ApprovalPolicy(BaseModel):
         if self.decisions is not None:
             return kind in self.decisions
         return kind != "respond" or self.respond
+    auto: AutoMode | None = Field(None, exclude_if=lambda auto: auto is None)
 
     @field_validator("approvers", "escalate_to")
     @classmethod
@@ -194,6 +242,8 @@ class PolicyBook(BaseModel):
     policies: dict[str, ApprovalPolicy] = Field(default_factory=dict)
     always: frozenset[str] = frozenset()
     """Tool names (and `*`) whose every call needs approval."""
+    criteria: dict[str, CriteriaSet] = Field(default_factory=dict)
+    """Auto mode's criteria sets, by name (the file's `criteria` table)."""
 
     def gated(self, name: str) -> bool:
         """Whether every call of `name` needs approval by configuration: its own entry says
@@ -219,7 +269,9 @@ class PolicyBook(BaseModel):
         merged = dict(base.policies)
         for name, entry in self.policies.items():
             merged[name] = tightened(merged[name], entry)[0] if name in merged else entry
-        return PolicyBook(policies=merged, always=base.always | self.always)
+        return PolicyBook(
+            policies=merged, always=base.always | self.always, criteria={**base.criteria, **self.criteria}
+        )
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> PolicyBook:
@@ -244,7 +296,10 @@ class PolicyBook(BaseModel):
         if not isinstance(raw, Mapping):
             raise ConfigError(f"{source}: expected a table of tool names, got {type(raw).__name__}")
         policies, always = {}, set()
+        criteria = _criteria(raw.get(CRITERIA_KEY, {}), source)
         for name, value in raw.items():
+            if name == CRITERIA_KEY:
+                continue
             entry = dict(value) if isinstance(value, Mapping) else value
             gate = entry.pop(ALWAYS_KEY, False) if isinstance(entry, dict) else False
             if not isinstance(gate, bool):
@@ -256,4 +311,18 @@ class PolicyBook(BaseModel):
                 raise ConfigError(f"{source}: policy for {name!r}: {problems}") from None
             if gate:
                 always.add(str(name))
-        return cls(policies=policies, always=frozenset(always))
+        return cls(policies=policies, always=frozenset(always), criteria=criteria)
+
+
+def _criteria(raw: Any, source: str) -> dict[str, CriteriaSet]:
+    """The file's criteria sets, each checked (ConfigError names the set and the field)."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{source}: {CRITERIA_KEY}: expected a table of criteria sets, got {type(raw).__name__}")
+    sets = {}
+    for name, value in raw.items():
+        try:
+            sets[str(name)] = CriteriaSet.model_validate(value)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or name}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"{source}: criteria set {name!r}: {problems}") from None
+    return sets

@@ -76,6 +76,20 @@ class Binding(Compact):
     request: str | None = None
 
 
+class AutoNote(BaseModel):
+    """What auto mode made of a waiting call, shown with it (`signoff pending`, the inbox).
+
+    `state`: `evaluating` (the evaluator is thinking; a person may decide meanwhile),
+    `escalated` (the call waits for a person: `reasoning` says why), `voted` (its approval
+    counted as one vote; the quorum needs more)."""
+
+    criteria: str
+    state: Literal["evaluating", "escalated", "voted"] = "evaluating"
+    verdict: Literal["approve", "deny", "escalate"] | None = None
+    confidence: float | None = None
+    reasoning: str | None = None
+
+
 class ToolApprovalRequest(BaseModel):
     """A gated tool call waiting for a human decision.
 
@@ -89,6 +103,9 @@ class ToolApprovalRequest(BaseModel):
         expires_at: when the call times out (None waits forever).
         binding: what a signed decision on this call must name (None in process, where
             nothing is signed).
+        similar_pattern: what an approval's `"grant": {"match": "similar"}` would cover,
+            derived from the call (`signoff.approval.similar`); None: the tool has none.
+        auto: what auto mode made of the call (None: no auto mode).
     """
 
     call_id: str
@@ -113,6 +130,8 @@ class ToolApprovalRequest(BaseModel):
     (`rearm_tool_call`). Left out while `waiting`."""
     rearmed_from: str | None = Field(None, exclude_if=lambda request: request is None)
     """The request instance (`binding.request`) this one re-opens, when it was re-armed."""
+    similar_pattern: str | None = Field(None, exclude_if=lambda v: v is None)
+    auto: AutoNote | None = Field(None, exclude_if=lambda v: v is None)
 
 
 class GrantMatch(str, Enum):
@@ -308,6 +327,7 @@ __all__ = [
     "MAX_TOKEN_CHARS",
     "MAX_USES",
     "ApprovalRecord",
+    "AutoNote",
     "Binding",
     "Grant",
     "GrantMatch",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -16,6 +16,8 @@ class ChatOptions(BaseModel):
     model: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
+    response_format: dict[str, Any] | None = None
+    """OpenAI's `response_format` (a JSON schema the answer must fit), sent as given."""
 
 
 OnText = Callable[[str], None]

@@ -153,6 +153,8 @@ class OpenAIChatClient:
             body["temperature"] = options.temperature
         if options.max_tokens is not None:
             body["max_tokens"] = options.max_tokens
+        if options.response_format is not None:
+            body["response_format"] = options.response_format
         return body
 
     def _headers(self, key: str | None) -> dict[str, str]:

@@ -120,6 +120,11 @@ SLACK_USERS_ENV = "SIGNOFF_SLACK_USERS"
 SLACK_API_URL_ENV = "SIGNOFF_SLACK_API_URL"
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 
+# Auto mode.
+AUTO_MODEL_ENV = "SIGNOFF_AUTO_MODEL"
+AUTO_SIGNING_KEY_FILE_ENV = "SIGNOFF_AUTO_SIGNING_KEY_FILE"
+AUTO_SIGNING_KID_ENV = "SIGNOFF_AUTO_SIGNING_KID"
+
 DEFAULT_ADDRESS = "localhost:7233"
 """`TEMPORAL_ADDRESS` when none is configured: the local dev server's (and the embedded one's)."""
 DATA_DIR = Path(".signoff")
@@ -526,6 +531,16 @@ class Environment:
         """`SIGNOFF_INBOX_SIGNING_KEY_FILE` with `SIGNOFF_INBOX_SIGNING_KID`; None when unset."""
         path = self._text(INBOX_SIGNING_KEY_FILE_ENV)
         return KeyFile(path, self._given(INBOX_SIGNING_KID_ENV)) if path else None
+
+    def auto_model(self) -> str | None:
+        """`SIGNOFF_AUTO_MODEL`: the auto mode evaluator's model (None: the agent's own)."""
+        return self._given(AUTO_MODEL_ENV)
+
+    def auto_signing_key(self) -> KeyFile | None:
+        """`SIGNOFF_AUTO_SIGNING_KEY_FILE` with `SIGNOFF_AUTO_SIGNING_KID`: the worker's own service
+        key, which signs auto mode's decisions under verified policies; None when unset."""
+        path = self._text(AUTO_SIGNING_KEY_FILE_ENV)
+        return KeyFile(path, self._given(AUTO_SIGNING_KID_ENV)) if path else None
 
     def inbox_allowed_hosts(self) -> tuple[str, ...]:
         """`SIGNOFF_INBOX_ALLOWED_HOSTS`: more `Host` names the inbox and the codec server answer

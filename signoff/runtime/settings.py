@@ -29,6 +29,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from signoff.activities.auto import AutoSettings
 from signoff.activities.identify import Verifier
 from signoff.activities.notify import NotifyConfig
 from signoff.activities.state import local_state_key, read_state_key
@@ -36,13 +37,16 @@ from signoff.agent.builder import ChatClientAgent
 from signoff.agent.snapshot import NotifyPlan, SnapshotTool
 from signoff.approval.identity import ApproverKeys
 from signoff.approval.policy import DEFAULT_KEY, PolicyBook
+from signoff.signing.keys import SigningKey
 from signoff.approval.spent import DEFAULT_MAX_AGE as DEFAULT_SIGNATURE_MAX_AGE
 from signoff.approval.spent import RECORD_TYPE
 from signoff.chat.config import LLMConfig
 from signoff.config.environment import (
     APPROVER_AUDIENCE_ENV,
     APPROVER_ISSUER_ENV,
+    APPROVER_KEY_FILE_ENV,
     APPROVER_KEYS_ENV,
+    AUTO_SIGNING_KEY_FILE_ENV,
     DATA_DIR,
     LLM_BASE_URL_ENV,
     LLM_MODEL_ENV,
@@ -158,6 +162,8 @@ class WorkerSettings:
         signature_max_age: how long after it was signed a signed approval is honoured by the
             tool activity (`SIGNOFF_SIGNATURE_MAX_AGE`; at most the namespace's retention less
             an hour, `signoff.approval.spent`).
+        auto: auto mode's evaluator model and signing key (`SIGNOFF_AUTO_MODEL`,
+            `SIGNOFF_AUTO_SIGNING_KEY_FILE`); None: the agent's model, no signing key.
     """
 
     connection: ConnectionSettings = field(default_factory=ConnectionSettings)
@@ -172,6 +178,7 @@ class WorkerSettings:
     notes: tuple[str, ...] = ()
     model_note: str | None = None
     signature_max_age: timedelta = DEFAULT_SIGNATURE_MAX_AGE
+    auto: AutoSettings | None = None
 
     @classmethod
     def load(
@@ -208,6 +215,7 @@ class WorkerSettings:
             deployment=DeploymentSettings.from_env(env),
             max_cached_workflows=env.max_cached_workflows(),
             signature_max_age=env.signature_max_age() or DEFAULT_SIGNATURE_MAX_AGE,
+            auto=_auto_settings(env),
         )
         return replace(settings.check(agents), model_note=_model_note(agents, env))
 
@@ -324,3 +332,15 @@ def _servers(agents: Mapping[str, ChatClientAgent]) -> list[MCPServer]:
 
 
 __all__ = ["NO_MODEL", "WorkerSettings", "read_approver_keys", "read_limits", "read_policies"]
+
+
+def _auto_settings(env: Environment) -> AutoSettings:
+    """Auto mode's model and signing key (`SIGNOFF_AUTO_*`; the key read now, so a bad one stops the worker)."""
+    key = env.auto_signing_key()
+    signer = None
+    if key is not None:
+        try:
+            signer = SigningKey.load(key.path, key.kid)
+        except ConfigError as exc:
+            raise ConfigError(str(exc).replace(APPROVER_KEY_FILE_ENV, AUTO_SIGNING_KEY_FILE_ENV)) from None
+    return AutoSettings(env.auto_model(), signer, env.approver_issuer(), env.approver_audience())

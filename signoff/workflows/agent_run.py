@@ -72,6 +72,7 @@ with workflow.unsafe.imports_passed_through():
     from signoff.loop.transcript import Sender
     from signoff.messages import AgentEvent, ChatMessage, ToolCall
     from signoff.workflows import activity_options, instances, upgrade, verify  # #20: upgrade = moving to a new version
+    from signoff.workflows.auto import AutoEvaluations
     from signoff.workflows.children import SIGNAL_CHILD_PENDING, ChildPending, Children, Reporter, own_view
     from signoff.workflows.feed import SIGNOFF_AGENT, RunRecord
     from signoff.workflows.intake import DecisionIntake, Router
@@ -119,6 +120,7 @@ class AgentRun:
         self._intake = DecisionIntake(self._loop, self._record, self._changed, router)
         self._awaiting = False  # in _await_decisions: it keeps the advertised status itself
         self._reporter: asyncio.Task[None] | None = None
+        self._auto = AutoEvaluations(self._loop, self._emit, self._changed)
 
     def _begin(self, given: AgentRunInput | ContinuedRun) -> None:
         """Start from a client's input, or take up the state a continued run carried."""
@@ -405,6 +407,7 @@ class AgentRun:
     async def _await_decisions(self) -> None:
         """Wait until the round's calls are decided, firing their timers on time."""
         loop = self._loop
+        self._auto.start(self._input.agent, self._digest)  # auto mode judges beside the wait (auto.py)
         self._awaiting = True
         self._record.set_status(STATUS_AWAITING, loop.pending_requests() + self._children.pending())
         while (
@@ -464,6 +467,11 @@ class AgentRun:
     def _next(self) -> Action:
         self._publish()
         return self._loop.next_action()
+
+    def _emit(self, event: AgentEvent) -> None:
+        """Record an event of the driver's own (auto mode's verdicts) in the run's feed, before the
+        loop's events it led to (published by `_changed`)."""
+        self._on_event(event, self._record.add(event))
 
     def _publish(self) -> None:
         """Move the loop's new events into the run's feed."""
