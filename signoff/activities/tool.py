@@ -178,6 +178,7 @@ class SignOffs:
             arguments_digest=approved,
             run_digest=arguments_digest(parse_arguments(call.arguments)),
             at=info.scheduled_time,
+            arguments=parse_arguments(call.arguments),
             request=input.approval.request if input.approval else None,
         )
         approvals: list[Identity] = []

@@ -25,7 +25,7 @@ from signoff.approval.digest import arguments_digest
 from signoff.approval.names import group_of, is_group_entry, name_key, same_name
 from signoff.approval.people import Person
 from signoff.approval.policy import ApprovalPolicy, DecisionKind
-from signoff.approval.requests import Grant, ToolApprovalRequest, ToolApprovalResponse, Vote
+from signoff.approval.requests import Grant, GrantMatch, ToolApprovalRequest, ToolApprovalResponse, Vote
 from signoff.approval.signatures import (
     SIGN_HELP,
     DelegationClaim,
@@ -34,6 +34,7 @@ from signoff.approval.signatures import (
     extension_claim,
     mismatch,
 )
+from signoff.approval.similar import covers
 
 
 @dataclass(frozen=True)
@@ -184,13 +185,31 @@ def grant_matches(grant: Grant, request: ToolApprovalRequest, now: datetime, *, 
         return False
     if signed and request.policy.verified and grant.token is None:
         return False  # nothing to show the tool activity
+    if grant.pattern is not None:
+        return covers(grant.pattern, request.name, request.arguments)
     return grant.arguments_digest is None or grant.arguments_digest == request.arguments_digest
 
 
 def grant_problem(request: ToolApprovalRequest, response: ToolApprovalResponse) -> str | None:
     """Why this approval may not make a grant, or None."""
-    if response.grant is not None and not request.policy.grants:
-        return f"call {request.call_id!r} ({request.name}): its tool takes no grants (its policy says grants = false)"
+    call = f"call {request.call_id!r} ({request.name})"
+    grant = response.grant
+    if grant is not None and not request.policy.grants:
+        return f"{call}: its tool takes no grants (its policy says grants = false)"
+    if grant is None or grant.match is not GrantMatch.SIMILAR:
+        return None
+    if response.call_id == "*":
+        return f"{call}: a similar grant is made for one call at a time, never by a bulk decision (call_id '*')"
+    if response.arguments is not None:
+        return f"{call}: a similar grant goes with the call as shown, not with edited arguments"
+    if request.similar_pattern is None:
+        return f"{call}: its arguments have no similar pattern; grant match 'arguments' or 'tool' instead"
+    if grant.pattern is not None and grant.pattern != request.similar_pattern:
+        return f"{call}: the grant's pattern {grant.pattern!r} is not the one shown ({request.similar_pattern!r})"
+    if grant.pattern is None and request.policy.verified:
+        return (
+            f"{call}: a signed similar grant names the pattern it approves (grant.pattern {request.similar_pattern!r})"
+        )
     return None
 
 

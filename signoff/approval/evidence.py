@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from signoff.approval.authority import allowed_approvers, refusal
 from signoff.approval.claims import LEEWAY
@@ -37,6 +38,7 @@ from signoff.approval.people import Person
 from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.requests import GrantMatch, ToolApprovalRequest
 from signoff.approval.signatures import DecisionClaim, RequesterClaim
+from signoff.approval.similar import covers
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,8 @@ class CallToRun:
     at: datetime
     request: str | None = None
     """The request instance the run says it asked the call as (`binding.request`)."""
+    arguments: Any = None
+    """The arguments it will run with (a `similar` grant's pattern must cover them)."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,8 @@ def why_not(claim: DecisionClaim, identity: Identity, call: CallToRun) -> str | 
         return "a grant approves a call as the model asked it, not edited"
     if grant.match is GrantMatch.ARGUMENTS and approved != call.arguments_digest:
         return f"{identity.subject}'s grant covers other arguments"
+    if grant.match is GrantMatch.SIMILAR and not (grant.pattern and covers(grant.pattern, call.tool, call.arguments)):
+        return f"{identity.subject}'s similar grant ({grant.pattern!r}) does not cover these arguments"
     if grant.ttl_seconds is not None:
         if identity.issued_at is None:
             return (

@@ -135,10 +135,12 @@ class ToolApprovalRequest(BaseModel):
 
 
 class GrantMatch(str, Enum):
-    """What later calls a grant approves: any call of the tool, or only identical arguments."""
+    """What later calls a grant approves: any call of the tool, only identical arguments, or
+    calls the request's `similar_pattern` covers (`signoff.approval.similar`)."""
 
     TOOL = "tool"
     ARGUMENTS = "arguments"
+    SIMILAR = "similar"
 
 
 class GrantSpec(BaseModel):
@@ -149,6 +151,16 @@ class GrantSpec(BaseModel):
     match: GrantMatch = GrantMatch.ARGUMENTS
     ttl_seconds: float | None = Field(None, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     max_uses: int | None = Field(None, ge=1, le=MAX_USES)
+    pattern: str | None = Field(None, max_length=1024, exclude_if=lambda v: v is None)
+    """With `match: similar`: the `similar_pattern` the approver was shown (required when the
+    decision is signed, so the signature covers it; when given it must be the request's)."""
+
+
+def shown_grant(grant: GrantSpec | None, request: ToolApprovalRequest) -> GrantSpec | None:
+    """`grant` as a signer sends it for `request`: a `similar` grant names the pattern shown."""
+    if grant is None or grant.match is not GrantMatch.SIMILAR or grant.pattern is not None:
+        return grant
+    return grant.model_copy(update={"pattern": request.similar_pattern})
 
 
 class ToolApprovalResponse(BaseModel):
@@ -251,6 +263,8 @@ class Grant(BaseModel):
     uses_left: int | None = None
     from_call: str = ""
     token: str | None = None
+    pattern: str | None = Field(None, exclude_if=lambda v: v is None)
+    """A `similar` grant's pattern: it approves the calls this covers (`signoff.approval.similar`)."""
 
     def live(self, now: datetime) -> bool:
         return (self.expires_at is None or now < self.expires_at) and self.uses_left != 0
@@ -339,4 +353,5 @@ __all__ = [
     "arguments_problem",
     "checked_name",
     "parse_arguments",
+    "shown_grant",
 ]

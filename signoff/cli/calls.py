@@ -16,6 +16,7 @@ from signoff.contract import DecisionAck
 from signoff.views.howto import decide_commands
 from signoff.views.links import inbox_link
 from signoff.views.text import (
+    auto_text,
     format_age,
     format_deadline,
     policy_text,
@@ -84,6 +85,10 @@ def call_rows(request: ToolApprovalRequest, width: int | None, now: datetime | N
         lead = " " * (len(PAD) + LABEL + 1)
         shown = text_lines(request.preview, width, lead)
         lines += row("preview", [shown[0][len(lead) :], *shown[1:]])
+    if request.similar_pattern:
+        lines += row("similar", safe(request.similar_pattern))
+    if request.auto is not None:
+        lines += row("auto", safe(auto_text(request.auto)))
     return lines
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from signoff.approval.requests import GrantSpec, ToolApprovalResponse
+from signoff.approval.requests import GrantMatch, GrantSpec, ToolApprovalRequest, ToolApprovalResponse, shown_grant
 from signoff.cli.binding import CallToDecide, CannotDecide, Plan, plan
 from signoff.cli.bulk import decide_by_query
 from signoff.cli.by_signal import send_by_signal, shown_responses
@@ -73,6 +73,10 @@ def _check_usage(args: argparse.Namespace) -> None:
             "--edit applies to one call: name it instead of --all/--query",
         ),
         (
+            getattr(args, "grant", None) == GrantMatch.SIMILAR.value and bool(args.all or args.query),
+            "--grant similar approves one call and its pattern: name the CALL (never --all/--query)",
+        ),
+        (
             bool(getattr(args, "grant_ttl", None) or getattr(args, "grant_uses", None))
             and not getattr(args, "grant", None),
             "--grant-ttl and --grant-uses go with --grant",
@@ -110,10 +114,7 @@ async def cmd_decide(args: argparse.Namespace, ctx: CommandContext) -> int:
         raise CommandError(f"nothing decided in run {args.run}: no pending call was shown to you before", 2)
     run = await run_client.run_facts(client, args.run) if any(who.signs(t.request) for t in targets) else None
     try:
-        responses = [
-            who.decision(t.request, ToolApprovalResponse(call_id=t.call_id, arguments_digest=t.digest, **fields), run)
-            for t in targets
-        ]
+        responses = [who.decision(t.request, _response(t.call_id, t.digest, fields, t.request), run) for t in targets]
     except CommandError:  # nothing signed: the run's request is not what it shows, or not a run served
         await _explain_changed(ctx, handle, targets)
         raise
@@ -197,3 +198,13 @@ async def _explain_changed(ctx: CommandContext, handle: Handle, targets: Sequenc
             f"To decide it as it is now: signoff approve|deny {safe(handle.id)} {safe(request.call_id)} "
             f"--digest {request.arguments_digest}"
         )
+
+
+def _response(
+    call_id: str, digest: str | None, fields: dict[str, Any], request: ToolApprovalRequest | None
+) -> ToolApprovalResponse:
+    """The decision on one call; a similar grant names the pattern the call showed."""
+    response = ToolApprovalResponse(call_id=call_id, arguments_digest=digest, **fields)
+    if request is not None and response.grant is not None:
+        response = response.model_copy(update={"grant": shown_grant(response.grant, request)})
+    return response

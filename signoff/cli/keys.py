@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from signoff.approval.names import name_problem, same_name
-from signoff.approval.requests import ToolApprovalResponse
+from signoff.approval.requests import ToolApprovalResponse, shown_grant
 from signoff.approval.signatures import DelegationClaim
 from signoff.cli.decide import answer_fields
 from signoff.cli.who import Who
@@ -161,6 +161,7 @@ async def cmd_sign(args: argparse.Namespace, ctx: CommandContext) -> int:
         raise CommandError(f"call {args.call!r} has no binding to sign (a run begun before signed decisions)", 1)
     run = await run_client.run_facts(client, args.run)
     response = ToolApprovalResponse(call_id=request.call_id, arguments_digest=request.arguments_digest, **fields)
+    response = response.model_copy(update={"grant": shown_grant(response.grant, request)})
     try:
         claim = decision_claim_for(run, request, response, who.served)
     except SigningRefused as exc:

@@ -25,7 +25,7 @@ from temporalio.client import Client
 
 from signoff.approval.authority import grant_problem, refusal, vote_problem
 from signoff.approval.people import Person
-from signoff.approval.requests import GrantSpec, ToolApprovalRequest, ToolApprovalResponse
+from signoff.approval.requests import GrantSpec, ToolApprovalRequest, ToolApprovalResponse, shown_grant
 from signoff.errors import CommandError, SigningRefused
 from signoff.inbox.calls import WaitingCall, how_decided, run_calls
 from signoff.inbox.signer import InboxSigner
@@ -193,7 +193,7 @@ class InboxDecisions:
             reason=action.reason or None,
             arguments_digest=request.arguments_digest,
             arguments=arguments,
-            grant=action.grant if action.approved else None,
+            grant=shown_grant(action.grant, request) if action.approved else None,
             approver=None if self.signer else viewer.name,
         )
         if (problem := grant_problem(request, response)) is not None:

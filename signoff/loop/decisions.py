@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from signoff.approval import audit, authority
 from signoff.approval.authority import Decider, Decision
-from signoff.approval.requests import ApprovalRecord, Grant, ToolApprovalResponse
+from signoff.approval.requests import ApprovalRecord, Grant, GrantMatch, ToolApprovalResponse
 from signoff.approval.signatures import respond_digest
 from signoff.errors import DecisionError
 from signoff.loop.limits import cap_text
@@ -62,6 +62,10 @@ class Decisions:
             raise DecisionError("no tool call is awaiting approval", waiting)
         if not decisions:
             raise DecisionError("no decision given", waiting)
+        if len(decisions) > 1 and any(_similar(item) for item in decisions):
+            raise DecisionError(
+                "a similar grant is made for one call at a time, never in a batch of decisions", waiting
+            )
         targets: list[tuple[str, Decision]] = []
         for item in decisions:
             decision = Decision.of(item)
@@ -247,8 +251,14 @@ class Decisions:
             uses_left=spec.max_uses,
             from_call=entry.call.id,
             token=decision.decider.token,
+            pattern=request.similar_pattern if spec.match is GrantMatch.SIMILAR else None,
         )
         s.grants.append(grant)
         self.rounds.emit(GrantEvent(action="created", grant=grant.model_copy(), call_id=entry.call.id))
         for other in s.waiting():  # a new grant also settles matching calls already waiting
             self.apply_grants(other, now)
+
+
+def _similar(item: ToolApprovalResponse | Decision) -> bool:
+    grant = Decision.of(item).response.grant
+    return grant is not None and grant.match is GrantMatch.SIMILAR

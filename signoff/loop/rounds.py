@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from signoff.approval.digest import arguments_digest, sha256_hex
 from signoff.approval.policy import DEFAULT_POLICY
 from signoff.approval.requests import Binding, ToolApprovalRequest, arguments_problem, parse_arguments
+from signoff.approval.similar import similar_pattern
 from signoff.loop.budget import elide_to_budget
 from signoff.loop.state import CallStatus, LoopState, PendingCall
 from signoff.messages import (
@@ -156,6 +157,7 @@ class Rounds:
             policy=policy,
             preview=preview,
             binding=binding,
+            similar_pattern=similar_pattern(call.name, arguments) if policy.grants else None,
         )
 
 

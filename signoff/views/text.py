@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from signoff.approval.policy import DEFAULT_POLICY, ApprovalPolicy
-from signoff.approval.requests import Vote
+from signoff.approval.requests import AutoNote, Vote
 from signoff.text.neutral import neutralise
 from signoff.views.render import arguments_text
 
@@ -126,3 +126,15 @@ def policy_text(policy: ApprovalPolicy) -> str:
 def votes_text(votes: Sequence[Vote]) -> str:
     """`alice (verified), bob`: who approved so far."""
     return ", ".join(f"{safe(v.approver or '?')}{' (verified)' if v.verified else ''}" for v in votes)
+
+
+def auto_text(note: AutoNote) -> str:
+    """`auto mode escalated: <why>`: what auto mode made of a waiting call."""
+    sure = (
+        f" ({note.verdict}, confidence {note.confidence:.2f})" if note.verdict and note.confidence is not None else ""
+    )
+    if note.state == "evaluating":
+        return f"auto mode ({note.criteria}) is evaluating; you may decide meanwhile"
+    if note.state == "voted":
+        return f"auto mode ({note.criteria}) approved: one vote{sure}"
+    return f"auto mode escalated: {note.reasoning or 'no reason given'}{sure}"
