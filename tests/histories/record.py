@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import shutil
 import subprocess
 import sys
@@ -37,7 +38,7 @@ from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from signoff.activities.notify import NotifyConfig
 from signoff.agent.builder import AgentBuilder, ChatClientAgent
 from signoff.approval.identity import ApproverKeys, issue_token
-from signoff.approval.policy import ApprovalPolicy, OnTimeout
+from signoff.approval.policy import ApprovalPolicy, AutoMode, CriteriaSet, OnTimeout, PolicyBook
 from signoff.approval.signatures import DelegationClaim
 from signoff.config.environment import Environment
 from signoff.contract import RunOptions
@@ -512,6 +513,45 @@ async def record_policies(rig: Rig) -> dict[str, WorkflowHistory]:
 
     async with rig.worker(turns([restart("call_1")]), agents, verifier=ApproverKeys.load(rig.key)) as queue:
         out["fail_run"] = await finished(await start_run(rig.client, queue, "too late", agent="ops"))
+    return out
+
+
+@shape("auto_mode", "similar_grant")
+async def record_auto(rig: Rig) -> dict[str, WorkflowHistory]:
+    """`auto_mode`: auto mode's evaluator (the scripted model) approves a deploy without a person
+    and escalates a restart, which a person then approves. `similar_grant`: a run_command
+    approved with a similar grant, which approves the next call its pattern covers."""
+    out = {}
+    policy = ApprovalPolicy(auto=AutoMode(criteria="ops"))
+    agents = {"ops": ops_agent(deploy=policy, restart=policy)}
+    book = PolicyBook(criteria={"ops": CriteriaSet(effect="deploys", approve_when=("a deploy",))})
+    plan = turns([deploy("call_1"), restart("call_2")])
+
+    def model(request: ScriptedRequest) -> Reply:
+        if "response_format" not in request.raw:
+            return plan(request)
+        sure = "Tool: deploy" in (request.last.content or "")
+        answer = {"verdict": "approve" if sure else "escalate", "confidence": 0.95, "reasoning": "by the criteria"}
+        return Reply.text(json.dumps(answer))
+
+    async with rig.worker(model, agents, policies=book) as queue:
+        run = await start_run(rig.client, queue, "auto", agent="ops")
+        await wait_event(run, "auto_evaluation", 2)
+        await wait_pending(run)
+        await run.execute_update("submit_tool_approval", approval("call_2", approver="alice"))
+        out["auto_mode"] = await finished(run)
+
+    def commands(request: ScriptedRequest) -> Reply:
+        if request.round <= 2:
+            return Reply.tool_calls([call("run_command", f"call_{request.round}", command=f"echo {request.round}")])
+        return Reply.text("done")
+
+    async with rig.worker(commands) as queue:
+        run = await start_run(rig.client, queue, "similar")
+        await wait_pending(run)
+        similar = approval("call_1", approver="alice", grant={"match": "similar"})
+        await run.execute_update("submit_tool_approval", similar)
+        out["similar_grant"] = await finished(run)
     return out
 
 
