@@ -15,8 +15,12 @@ import pytest
 from temporalio.client import Client
 
 from signoff.activities.auto import AutoSettings
+from signoff.agent.builder import AgentBuilder
+from signoff.approval import auto
+from signoff.approval.auto import AutoCall, AutoVerdict
 from signoff.approval.identity import ApproverKeys
 from signoff.approval.policy import ApprovalPolicy, AutoMode, CriteriaSet, PolicyBook
+from signoff.errors import ConfigError
 from signoff.signing.keys import SigningKey
 from signoff.testing import Reply, ScriptedRequest
 from tests.approver_keys import signed, write_secret
@@ -50,7 +54,8 @@ def model(judge: Callable[[ScriptedRequest], Reply], target: str = "web") -> Cal
 
 def auto_worker(policy: ApprovalPolicy | None = None, **worker: Any) -> dict[str, Any]:
     policy = policy or ApprovalPolicy(auto=AutoMode(criteria="ops"))
-    return {"agents": {"ops": ops_agent(deploy=policy)}, "policies": PolicyBook(criteria={"ops": CRITERIA}), **worker}
+    agents = {"ops": ops_agent(deploy=policy)}
+    return {"agents": agents, "policies": PolicyBook(criteria={"ops": CRITERIA})} | worker
 
 
 def evaluator_requests(requests: list[ScriptedRequest]) -> list[ScriptedRequest]:
@@ -182,3 +187,45 @@ async def test_under_a_verified_policy_that_does_not_list_it_auto_mode_decides_n
         await handle.terminate()
     assert event["outcome"] == "refused" and 'does not list "auto:ops"' in event["note"]
     assert pending["votes"] == [] and pending["auto"]["state"] == "escalated"
+
+
+def test_a_policy_file_names_criteria_sets_and_tools_point_at_them(tmp_path: Path) -> None:
+    file = tmp_path / "policy.toml"
+    file.write_text(
+        '[run_command]\nauto = { criteria = "readonly", min_confidence = 0.95 }\n\n'
+        '[criteria.readonly]\neffect = "runs a shell command"\napprove_when = ["it only reads"]\n'
+        'deny_when = ["it deletes"]\nescalate_when = ["anything else"]\nmin_confidence = 0.9\n'
+    )
+    book = PolicyBook.load(file)
+    policy = book.for_tool("run_command")
+    assert policy.auto == AutoMode(criteria="readonly", min_confidence=0.95)
+    assert book.criteria["readonly"].deny_when == ("it deletes",) and "criteria" not in book.policies
+    assert auto.bar(policy, book.criteria["readonly"]) == 0.95  # the higher bar holds
+    file.write_text('[criteria.readonly]\napprove = ["typo"]\n')
+    with pytest.raises(ConfigError, match="criteria set 'readonly'"):
+        PolicyBook.load(file)
+
+
+def in_code(call: AutoCall) -> AutoVerdict:
+    if call.arguments.get("target") == "boom":
+        raise RuntimeError("the evaluator broke")
+    return AutoVerdict(verdict="approve", confidence=1.0, reasoning=f"{call.criteria_name} allows {call.tool}")
+
+
+async def test_an_evaluator_in_code_judges_instead_of_the_model_and_its_failure_escalates(client: Client) -> None:
+    built = AgentBuilder("ops").with_tools(ops_agent(deploy=ApprovalPolicy(auto=AutoMode(criteria="ops"))).tools)
+    agents = {"ops": built.with_auto_evaluator("ops", in_code).build()}
+    worker = auto_worker(agents=agents)
+    with_model: list[ScriptedRequest] = []
+
+    def judge(request: ScriptedRequest) -> Reply:
+        with_model.append(request)
+        return verdict("deny")
+
+    async with ops_run(client, model(judge), worker=worker) as handle:
+        result = await handle.result()
+    async with ops_run(client, model(judge, "boom"), worker=worker) as failing:
+        (event,) = await wait_event(failing, "auto_evaluation")
+        await failing.terminate()
+    assert result.text == "deployed web" and result.approvals[0].approver == "auto:ops" and with_model == []
+    assert event["outcome"] == "escalated" and "RuntimeError: the evaluator broke" in event["reasoning"]

@@ -38,7 +38,7 @@ from temporalio.client import Client
 
 from signoff.approval.digest import arguments_digest
 from signoff.approval.names import same_name
-from signoff.approval.requests import GrantSpec
+from signoff.approval.requests import GrantMatch, GrantSpec
 from signoff.config.environment import read_duration
 from signoff.errors import CommandError
 from signoff.inbox.calls import CallView, Decided, Filters, WaitingCall, call_key, call_view, list_page, run_calls
@@ -481,6 +481,9 @@ def _grant(form: dict[str, list[str]]) -> GrantSpec | None:
     if uses and not uses.isdigit():
         raise ValueError(f"the grant's uses {uses!r} is not a whole number")
     try:
-        return GrantSpec(match=match, ttl_seconds=seconds, max_uses=int(uses) if uses else None)
+        pattern = _one(form, "grant_pattern") if match == GrantMatch.SIMILAR.value else ""
+        return GrantSpec(
+            match=match, ttl_seconds=seconds, max_uses=int(uses) if uses else None, pattern=pattern or None
+        )
     except ValueError as exc:
         raise ValueError(f"the grant cannot be made: {exc}") from None

@@ -23,7 +23,7 @@ from signoff.approval.requests import ToolApprovalRequest
 from signoff.text.neutral import neutralise
 from signoff.views.links import inbox_path
 from signoff.views.render import arguments_text
-from signoff.views.text import format_age, format_deadline, policy_text, votes_text
+from signoff.views.text import auto_text, format_age, format_deadline, policy_text, votes_text
 
 HERE = Path(__file__).parent
 ARGUMENTS_SUMMARY_CHARS = 160
@@ -115,6 +115,7 @@ def environment() -> jinja2.Environment:
         deadline=format_deadline,
         stamp=stamp,
         policy_text=policy_text,
+        auto_text=auto_text,
         votes_text=votes_text,
         who_may=who_may,
     )
