@@ -68,9 +68,15 @@ def prompt_for(tool: str, rounds: int, tag: str = "") -> str:
     return f"{tool} {rounds} {tag}" if tag else f"{tool} {rounds}"
 
 
+AUTO_VERDICT = '{"verdict": "approve", "confidence": 0.99, "reasoning": "gated_noop does nothing"}'
+"""What the scripted model answers auto mode's evaluator (a request with `response_format`)."""
+
+
 def bench_script(request: ScriptedRequest) -> Reply:
     """`"<tool> <n>"` (or `"<tool> <n> <tag>"`): call `tool` for n rounds, then answer with
-    the last tool message."""
+    the last tool message. Auto mode's evaluator is answered `AUTO_VERDICT`."""
+    if "response_format" in request.raw:
+        return Reply.text(AUTO_VERDICT)
     first = next(m for m in request.messages if m.role == "user")
     tool, rounds, *_ = (first.content or "").split()
     if request.round <= int(rounds):

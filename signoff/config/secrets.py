@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from signoff.config.environment import (
     APPROVER_KEY_FILE_ENV,
     APPROVER_KEYS_ENV,
+    AUTO_SIGNING_KEY_FILE_ENV,
     CODEC_KEYS_ENV,
     CODEC_SERVER_TOKEN_FILE_ENV,
     INBOX_SIGNING_KEY_FILE_ENV,
@@ -57,6 +58,7 @@ SECRET_FILES = (
     SecretFile(TEMPORAL_CONFIG_FILE_ENV, "Temporal's client configuration (API keys, TLS keys)"),
     SecretFile(MCP_CONFIG_ENV, "MCP servers, whose headers and env may hold tokens"),
     SecretFile(INBOX_SIGNING_KEY_FILE_ENV, "the key the inbox signs its users' decisions with"),
+    SecretFile(AUTO_SIGNING_KEY_FILE_ENV, "the key the worker signs auto mode's decisions with"),
     SecretFile(CODEC_SERVER_TOKEN_FILE_ENV, "the bearer token of `signoff codec-server`"),
     SecretFile(SLACK_BOT_TOKEN_FILE_ENV, "the Slack app's bot token"),
     SecretFile(SLACK_SIGNING_SECRET_FILE_ENV, "the Slack app's signing secret, which vouches for who clicked"),
