@@ -55,6 +55,7 @@ METRIC_DECISIONS = "signoff_decisions_total"
 METRIC_TOOL_CALLS = "signoff_tool_calls_total"
 METRIC_TOKENS = "signoff_model_tokens_total"
 METRIC_AUTO_VERDICTS = "signoff_auto_verdicts_total"
+METRIC_DECISION_SECONDS = "signoff_decision_seconds"
 """Metrics a worker exposes on `SIGNOFF_METRICS_ADDRESS`, beside the SDK's own (`temporal_*`)."""
 INVALID_REFERENCE = "invalid_payload_reference"
 """The one key of what a payload-store reference that cannot be resolved reads as

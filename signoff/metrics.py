@@ -12,6 +12,7 @@ activity counts tokens; the worker polls the pending gauge from visibility
 | `signoff_decisions_total` | counter | `outcome`: approved, denied, timed_out, granted, responded; `tool` |
 | `signoff_tool_calls_total` | counter | `tool`, `outcome`: ok, error, rejected, unknown |
 | `signoff_model_tokens_total` | counter | `kind`: prompt, completion; `agent` |
+| `signoff_decision_seconds` | histogram | `approver` (a verified subject or `auto:<set>`, else `unverified`), `tool` |
 | `signoff_auto_verdicts_total` | counter | `verdict`: approve, deny, escalate (auto mode's evaluator) |
 
 A `tool` label is a tool's name only if it is a tool of the run's snapshot, and at most
@@ -28,6 +29,7 @@ from typing import Literal
 from signoff.approval.requests import ApprovalRecord
 from signoff.contract import (
     METRIC_AUTO_VERDICTS,
+    METRIC_DECISION_SECONDS,
     METRIC_DECISIONS,
     METRIC_PENDING,
     METRIC_TOKENS,
@@ -45,6 +47,7 @@ DESCRIPTIONS = {
     METRIC_TOOL_CALLS: "Tool calls answered, by tool and outcome",
     METRIC_TOKENS: "Model tokens spent, by kind",
     METRIC_AUTO_VERDICTS: "Auto mode's verdicts on gated calls, by verdict",
+    METRIC_DECISION_SECONDS: "Seconds each approver took to decide a call (a rubber-stamp signal)",
 }
 WAIT_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400, 259200, 604800)
 """Seconds: people take from seconds to days (the SDK's default buckets are milliseconds)."""
@@ -99,3 +102,14 @@ __all__ = [
     "tool_outcome",
     "wait_seconds",
 ]
+
+
+def decider_label(record: ApprovalRecord) -> str | None:
+    """Who decided, as a label of `signoff_decision_seconds`: a verified subject or auto mode
+    (names a key vouched for, or the evaluator's), else `unverified` (claimed names are anyone's
+    to make up, and would make a label per name); None for a decision nobody made (a timeout, a grant)."""
+    if record.timed_out or record.grant_id is not None:
+        return None
+    if record.approver and (record.verified or record.approver.startswith("auto:")):
+        return record.approver
+    return "unverified"

@@ -102,6 +102,7 @@ async def test_metrics_count_each_decision_once_and_the_gauge_counts_waiting_run
             assert scrape(text, "signoff_decisions_total", outcome=outcome, tool="run_command", **ours) == 1
             assert scrape(text, "signoff_approval_wait_seconds_count", outcome=outcome, **ours) == 1
         assert scrape(text, "signoff_approval_wait_seconds_sum", outcome="timed_out", **ours) >= 1
+        assert scrape(text, "signoff_decision_seconds_count", approver="unverified", tool="run_command", **ours) == 2
         assert scrape(text, "signoff_approval_wait_seconds_bucket", outcome="timed_out", le="1", **ours) == 0
         assert scrape(text, "signoff_tool_calls_total", tool="run_command", outcome="ok", **ours) == 1
         assert scrape(text, "signoff_tool_calls_total", tool="run_command", outcome="rejected", **ours) == 2

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from signoff.approval.auto import is_auto_name
 from signoff.approval.digest import arguments_digest
 from signoff.approval.names import group_of, is_group_entry, name_key, same_name
 from signoff.approval.people import Person
@@ -278,3 +279,19 @@ def edit_problem(request: ToolApprovalRequest, response: ToolApprovalResponse) -
     if response.arguments is not None and request.policy.quorum > 1:
         return f"call {request.call_id!r} needs {request.policy.quorum} approvers: it cannot run edited arguments"
     return None
+
+
+def review_problem(request: ToolApprovalRequest, person: Person, now: datetime) -> str | None:
+    """Why a person's approval comes too soon after the call was asked (`min_review_seconds`),
+    or None. Auto mode's evaluator is no person to look again; grants never come here."""
+    least = request.policy.min_review_seconds
+    if not least or request.requested_at is None or is_auto_name(person.name):
+        return None
+    took = (now - request.requested_at).total_seconds()
+    if took >= least:
+        return None
+    return (
+        f"call {request.call_id!r} ({request.name}) was approved {took:.1f}s after it was asked; its policy asks for "
+        f"a second look (min_review_seconds = {least:g}): review it again and send the approval after "
+        f"{least - took:.1f}s more"
+    )

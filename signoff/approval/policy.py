@@ -124,6 +124,9 @@ class ApprovalPolicy(BaseModel):
             Left out of the JSON (and the digest) while None.
         auto: auto mode (`AutoMode`): an evaluator judges each call first. Left out of the
             JSON while None, as `grants` is.
+        min_review_seconds: a person's approval sent sooner than this after the call was
+            asked is refused, so they look again (a rubber-stamp guard; grants and auto mode
+            are not people). Left out of the JSON while None.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -147,6 +150,7 @@ class ApprovalPolicy(BaseModel):
             return kind in self.decisions
         return kind != "respond" or self.respond
     auto: AutoMode | None = Field(None, exclude_if=lambda auto: auto is None)
+    min_review_seconds: float | None = Field(None, gt=0, le=3600, exclude_if=lambda seconds: seconds is None)
 
     @field_validator("approvers", "escalate_to")
     @classmethod
@@ -207,6 +211,7 @@ def tightened(declared: ApprovalPolicy, entry: ApprovalPolicy) -> tuple[Approval
         "quorum": (declared.quorum, f"lowers the quorum below {declared.quorum}"),
         "grants": (False, "allows grants the tool's own policy forbids"),
         "approvers": (list(declared.approvers), "lets anyone approve (an empty approvers list)"),
+        "min_review_seconds": (declared.min_review_seconds, "shortens min_review_seconds"),
     }
     looser = {
         "verified": declared.verified and not merged["verified"],
@@ -214,6 +219,8 @@ def tightened(declared: ApprovalPolicy, entry: ApprovalPolicy) -> tuple[Approval
         "quorum": merged["quorum"] < declared.quorum,
         "grants": not declared.grants and entry.grants and "grants" in entry.model_fields_set,
         "approvers": bool(declared.approvers) and not merged["approvers"],
+        "min_review_seconds": bool(declared.min_review_seconds)
+        and (merged.get("min_review_seconds") or 0) < (declared.min_review_seconds or 0),
     }
     if declared.decisions is not None:  # configuration may take kinds of answer away, never add them
         given = merged["decisions"]

@@ -284,13 +284,18 @@ class AgentLoop:
         return self._decisions.decide(decisions, now)
 
     def check_decisions(
-        self, decisions: Sequence[ToolApprovalResponse | Decision], *, authority: bool = True
+        self,
+        decisions: Sequence[ToolApprovalResponse | Decision],
+        *,
+        authority: bool = True,
+        now: datetime | None = None,
     ) -> list[tuple[str, Decision]]:
         """Validate decisions without applying them; returns (call id, decision) pairs.
 
         With `authority=False` only what needs no identity is checked (ids, digests): an
-        update validator does that for a decision whose token is verified later."""
-        return self._decisions.check(decisions, authority=authority)
+        update validator does that for a decision whose token is verified later. `now`:
+        when they arrive (for `min_review_seconds`)."""
+        return self._decisions.check(decisions, authority=authority, now=now)
 
     def revoke_grant(self, grant_id: str) -> Grant:
         """End a grant at once; returns it.

@@ -42,7 +42,7 @@ class Decisions:
                 call is decided twice, a digest does not match, or a decider may not
                 decide a call under its policy. Nothing is applied then.
         """
-        targets = self.check(decisions)
+        targets = self.check(decisions, now=now)
         for call_id, decision in targets:
             entry = self.state.entry(call_id)
             assert entry is not None
@@ -51,12 +51,17 @@ class Decisions:
         return [call_id for call_id, _ in targets]
 
     def check(
-        self, decisions: Sequence[ToolApprovalResponse | Decision], *, authority: bool = True
+        self,
+        decisions: Sequence[ToolApprovalResponse | Decision],
+        *,
+        authority: bool = True,
+        now: datetime | None = None,
     ) -> list[tuple[str, Decision]]:
         """Validate decisions without applying them; returns (call id, decision) pairs.
 
         With `authority=False` only what needs no identity is checked (ids, digests): an
-        update validator does that for a decision whose token is verified later."""
+        update validator does that for a decision whose token is verified later. `now`: when
+        they arrive (a policy's `min_review_seconds` is counted to then; None: not checked)."""
         waiting = [r.call_id for r in self.state.requests()]
         if not waiting:
             raise DecisionError("no tool call is awaiting approval", waiting)
@@ -78,7 +83,7 @@ class Decisions:
                     raise DecisionError(f"call {call_id!r} is decided twice in one request", waiting)
                 if call_id not in waiting:
                     raise DecisionError(self.why_not_pending(call_id), waiting)
-                problem = self._problem(call_id, decision, authority)
+                problem = self._problem(call_id, decision, authority, now)
                 if problem:
                     raise DecisionError(problem, waiting)
                 targets.append((call_id, decision))
@@ -180,7 +185,9 @@ class Decisions:
             return f"call {call_id!r} is already decided"
         return f"no pending call with id {call_id!r}"
 
-    def _problem(self, call_id: str, decision: Decision, check_authority: bool = True) -> str | None:
+    def _problem(
+        self, call_id: str, decision: Decision, check_authority: bool = True, now: datetime | None = None
+    ) -> str | None:
         entry = self.state.entry(call_id)
         assert entry is not None and entry.request is not None
         request, response = entry.request, decision.response
@@ -208,6 +215,7 @@ class Decisions:
             authority.vote_problem(request, person, decision.decider.delegate)
             or authority.edit_problem(request, response)
             or authority.grant_problem(request, response)
+            or (authority.review_problem(request, person, now) if now is not None else None)
         )
 
     def _apply(self, entry: PendingCall, decision: Decision, now: datetime, grant_id: str | None = None) -> None:

@@ -27,7 +27,14 @@ from temporalio.common import MetricGauge, MetricMeter
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from signoff.config.environment import METRICS_ADDRESS_ENV, OTEL_ENV, Environment
-from signoff.contract import METRIC_PENDING, METRIC_WAIT, SA_STATUS, STATUS_AWAITING, WORKFLOW_TYPE
+from signoff.contract import (
+    METRIC_DECISION_SECONDS,
+    METRIC_PENDING,
+    METRIC_WAIT,
+    SA_STATUS,
+    STATUS_AWAITING,
+    WORKFLOW_TYPE,
+)
 from signoff.errors import ConfigError
 from signoff.metrics import DESCRIPTIONS, WAIT_BUCKETS
 
@@ -78,7 +85,8 @@ class TelemetrySettings:
         if self.metrics_address is None:
             return None
         prometheus = PrometheusConfig(
-            bind_address=self.metrics_address, histogram_bucket_overrides={METRIC_WAIT: WAIT_BUCKETS}
+            bind_address=self.metrics_address,
+            histogram_bucket_overrides={METRIC_WAIT: WAIT_BUCKETS, METRIC_DECISION_SECONDS: WAIT_BUCKETS},
         )
         try:
             return Runtime(telemetry=TelemetryConfig(metrics=prometheus))

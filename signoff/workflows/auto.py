@@ -121,7 +121,7 @@ class AutoEvaluations:
         response = ToolApprovalResponse(
             call_id=request.call_id,
             approved=approved,
-            reason=None if approved else verdict.reasoning,
+            reason=verdict.reasoning,
             arguments_digest=request.arguments_digest,
         )
         try:

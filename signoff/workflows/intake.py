@@ -132,7 +132,9 @@ class DecisionIntake:
             # A token is verified after acceptance (worker-side): in a batch that carries one, who may decide
             # is checked then for every response (decide() refuses the rest); all else now.
             self._loop.check_decisions(
-                [Decision.of(r) for r in responses], authority=not any(r.token for r in responses)
+                [Decision.of(r) for r in responses],
+                authority=not any(r.token for r in responses),
+                now=workflow.now(),
             )
         except Exception as exc:
             raise self._refusal(exc) from None

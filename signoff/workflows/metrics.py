@@ -17,9 +17,9 @@ from collections.abc import Collection
 from temporalio import workflow
 from temporalio.common import MetricCounter, MetricHistogramFloat
 
-from signoff.contract import METRIC_DECISIONS, METRIC_TOOL_CALLS, METRIC_WAIT
+from signoff.contract import METRIC_DECISION_SECONDS, METRIC_DECISIONS, METRIC_TOOL_CALLS, METRIC_WAIT
 from signoff.messages import AgentEvent, ApprovalDecisionEvent, ToolResultEvent
-from signoff.metrics import DESCRIPTIONS, decision_outcome, tool_label, tool_outcome, wait_seconds
+from signoff.metrics import DESCRIPTIONS, decider_label, decision_outcome, tool_label, tool_outcome, wait_seconds
 
 
 class RunMetrics:
@@ -27,6 +27,7 @@ class RunMetrics:
 
     def __init__(self) -> None:
         self._instruments: tuple[MetricCounter, MetricHistogramFloat, MetricCounter] | None = None
+        self._decision_seconds: MetricHistogramFloat | None = None
 
     def observe(self, event: AgentEvent, tools: Collection[str]) -> None:
         """Count what `event` says: a decision (and how long it waited), or a tool call answered.
@@ -43,9 +44,20 @@ class RunMetrics:
             seconds = wait_seconds(record)
             if seconds is not None:
                 wait.record(seconds, labels)
+                self._decided_in(labels["tool"], decider_label(record), seconds)
         elif isinstance(event, ToolResultEvent):
             labels = {"tool": tool_label(event.name, tools), "outcome": tool_outcome(event.content)}
             self._made()[2].add(1, labels)
+
+    def _decided_in(self, tool: str, approver: str | None, seconds: float) -> None:
+        """How long a person (or auto mode) took: `signoff_decision_seconds{approver,tool}`."""
+        if approver is None:
+            return
+        if self._decision_seconds is None:
+            self._decision_seconds = workflow.metric_meter().create_histogram_float(
+                METRIC_DECISION_SECONDS, DESCRIPTIONS[METRIC_DECISION_SECONDS], "s"
+            )
+        self._decision_seconds.record(seconds, {"approver": approver, "tool": tool})
 
     def _made(self) -> tuple[MetricCounter, MetricHistogramFloat, MetricCounter]:
         if self._instruments is None:
