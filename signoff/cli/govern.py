@@ -85,6 +85,7 @@ def grant_lines(grants: list[Grant], style: Style, now: datetime | None = None) 
             if grant.arguments_digest
             else f"any call of {safe(grant.tool)}"
         )
+        what = f"calls like {safe(grant.pattern)}" if grant.pattern else what
         who = f"{safe(grant.approver or '?')}{' (verified)' if grant.verified else ''}"
         limits = [f"{grant.uses_left} use(s) left"] if grant.uses_left is not None else []
         limits += [f"until {format_deadline(grant.expires_at, now)}"] if grant.expires_at else ["no expiry"]

@@ -21,6 +21,7 @@ from signoff.messages import (
     ApprovalEscalatedEvent,
     ApprovalReminderEvent,
     ApprovalRequestEvent,
+    AutoEvaluationEvent,
     CallRearmedEvent,
     DeadlineExtendedEvent,
     DecisionIgnoredEvent,
@@ -124,6 +125,7 @@ def _grant(event: GrantEvent) -> EventView:
 def grant_scope(grant: Grant) -> str:
     """`grant g-1: any call of run_command, 3 uses left, until 2026-...`"""
     what = f"calls with arguments {grant.arguments_digest[:16]}…" if grant.arguments_digest else "any call"
+    what = f"calls like {grant.pattern!r}" if grant.pattern else what
     limits = [f"{grant.uses_left} uses left"] if grant.uses_left is not None else []
     limits += [f"until {grant.expires_at.isoformat()}"] if grant.expires_at else []
     return f"grant {grant.grant_id}: {what} of {grant.tool}" + (f" ({', '.join(limits)})" if limits else "")
@@ -213,7 +215,23 @@ _VIEWS: list[tuple[type, Any]] = [
         ),
     ),
     (ErrorEvent, lambda e: EventView(kind=e.type, label="Error", tone="bad", detail=e.message)),
+    (AutoEvaluationEvent, lambda e: _auto(e)),
 ]
+
+
+_AUTO_TONES: dict[str, Tone] = {"approved": "ok", "denied": "bad", "vote": "ok"}
+
+
+def _auto(event: AutoEvaluationEvent) -> EventView:
+    """`[Auto mode (ops): call_1: approve 0.95, approved: <reasoning>]`."""
+    detail = f"{event.verdict} {event.confidence:.2f}, {event.outcome}: {event.reasoning}"
+    return EventView(
+        kind=event.type,
+        label=f"Auto mode ({event.criteria})",
+        tone=_AUTO_TONES.get(event.outcome, "wait"),
+        call_id=event.call_id,
+        detail=detail + (f" ({event.note})" if event.note else ""),
+    )
 
 
 def arguments_text(arguments: Any, indent: int | None = None) -> str:
