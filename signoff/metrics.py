@@ -97,6 +97,7 @@ __all__ = [
     "WAIT_BUCKETS",
     "DecisionOutcome",
     "ToolOutcome",
+    "decider_label",
     "decision_outcome",
     "tool_label",
     "tool_outcome",
