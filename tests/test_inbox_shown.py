@@ -208,3 +208,18 @@ async def test_no_page_logs_a_console_error_and_the_favicon_is_served(stack: Sta
 
 if not Path(CHROMIUM).exists() and not os.environ.get("CI"):  # .ci/run installs it: there, a missing one fails
     pytestmark = pytest.mark.skip(reason=f"no chromium at {CHROMIUM}: apt-get install chromium (.ci/run does)")
+
+
+async def test_a_call_page_shows_its_similar_pattern_and_grants_calls_like_it(stack: Stack) -> None:
+    echo = ("run_command", {"command": "echo 7"})
+    handle = await stack.start([echo], then=[("run_command", {"command": "echo 8"})])
+    (call,) = await assert_eventually(lambda: pending(handle))
+    alice = await stack.user("alice")
+    await alice.goto(f"/call?run={handle.id}&id={call['call_id']}")
+    assert await alice.locator("#similar-pattern").inner_text() == "run_command: echo <number>"
+    await alice.locator("select[name=grant]").select_option("similar")
+    await alice.get_by_role("button", name="Approve", exact=True).click()
+    result = await handle.result()
+    (grant,) = await handle.query("grants")
+    assert grant["pattern"] == "run_command: echo <number>" and grant["approver"] == "alice"
+    assert [a.grant_id for a in result.approvals] == [None, grant["grant_id"]]
