@@ -229,3 +229,14 @@ async def test_an_evaluator_in_code_judges_instead_of_the_model_and_its_failure_
         await failing.terminate()
     assert result.text == "deployed web" and result.approvals[0].approver == "auto:ops" and with_model == []
     assert event["outcome"] == "escalated" and "RuntimeError: the evaluator broke" in event["reasoning"]
+
+
+async def test_auto_mode_holds_when_every_step_replays(client: Client, tmp_path: Path) -> None:
+    """No cache: each workflow task replays the run from its history, the evaluator's task included."""
+    worker = verified(tmp_path, ("auto:ops", "alice", "bob")) | {"max_cached_workflows": 0}
+    async with ops_run(client, model(lambda _: verdict("approve")), worker=worker) as handle:
+        await wait_event(handle, "auto_evaluation")
+        (pending,) = await wait_pending(handle)
+        await handle.execute_update("submit_tool_approval", signed(tmp_path / "approvers.key", pending, "bob"))
+        result = await handle.result()
+    assert result.text == "deployed web" and [v.approver for v in result.approvals[0].votes] == ["auto:ops", "bob"]
