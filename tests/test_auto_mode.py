@@ -82,6 +82,7 @@ async def test_a_confident_approve_runs_the_call_without_a_person(client: Client
         "approved",
     )
     assert event["confidence"] == 0.95 and event["reasoning"] == "the target is web"
+    assert event["model"] == "scripted" and event["prompt_tokens"] > 0 and event["latency_ms"] >= 0
     (asked,) = seen
     response_format = asked.raw["response_format"]
     assert response_format["type"] == "json_schema"
@@ -95,10 +96,18 @@ async def test_a_confident_approve_runs_the_call_without_a_person(client: Client
 
 
 async def test_a_confident_deny_reaches_the_model_as_rejected_with_the_reasoning(client: Client) -> None:
-    judge = lambda _: verdict("deny", 0.99, "prod-db is never deployed by an agent")  # noqa: E731
-    async with ops_run(client, model(judge, "prod-db"), worker=auto_worker()) as handle:
+    asked: list[str] = []
+
+    def judge(request: ScriptedRequest) -> Reply:
+        asked.append(request.model)
+        return verdict("deny", 0.99, "prod-db is never deployed by an agent")
+
+    worker = auto_worker(auto=AutoSettings(model="judge-small"))  # SIGNOFF_AUTO_MODEL
+    async with ops_run(client, model(judge, "prod-db"), worker=worker) as handle:
         result = await handle.result()
+        (event,) = await events_of(handle, "auto_evaluation")
     assert result.text == "Rejected: prod-db is never deployed by an agent"
+    assert asked == ["judge-small"] and event["model"] == "judge-small"
     assert (result.approvals[0].approver, result.approvals[0].approved) == ("auto:ops", False)
 
 

@@ -37,6 +37,7 @@ from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse
 from signoff.approval.signatures import decision_claim
 from signoff.signing.keys import SigningKey
 from signoff.chat.base import ChatOptions
+from signoff.chat.openai import OpenAIChatClient
 from signoff.contract import METRIC_AUTO_VERDICTS
 from signoff.messages import ChatMessage
 from signoff.metrics import DESCRIPTIONS
@@ -126,10 +127,11 @@ async def _asked_model(served: ServedAgents, settings: AutoSettings, agent: str,
     shown = auto.messages(call.criteria_name, call.criteria, call.tool, call.description, call.arguments)
     response = await client.complete([ChatMessage(role=m["role"], content=m["content"]) for m in shown], [], options)
     usage = response.usage
+    default = client.config.model if isinstance(client, OpenAIChatClient) else None
     return AutoOutput(
         criteria=call.criteria_name,
         verdict=auto.read_verdict(response.message.content),
-        model=settings.model,
+        model=settings.model or default,
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
     )
