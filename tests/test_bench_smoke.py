@@ -22,6 +22,15 @@ def test_round_overhead_bench_runs_and_validates_results(tmp_path: Path) -> None
     assert set(result["stats"]) >= {"signoff", "floor"}
 
 
+def test_auto_mode_bench_runs_and_auto_mode_decides_its_calls(tmp_path: Path) -> None:
+    env = {**os.environ, "BENCH_RESULTS": str(tmp_path)}
+    command = [sys.executable, "-m", "bench.auto_mode", "--runs", "2", "--warmup", "0"]
+    out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    result = json.loads((tmp_path / "auto_mode.json").read_text())
+    assert set(result["stats"]) == {"person", "auto"} and result["stats"]["auto"]["prompt_tokens"]["p50"] > 0
+
+
 def test_mcp_calls_bench_runs_and_validates_results(tmp_path: Path) -> None:
     env = {**os.environ, "BENCH_RESULTS": str(tmp_path)}
     command = [sys.executable, "-m", "bench.mcp_calls", "--runs", "1", "--rounds", "2", "--calls", "5"]
