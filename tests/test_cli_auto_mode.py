@@ -11,8 +11,13 @@ from pathlib import Path
 
 from temporalio.client import Client
 
+from signoff.activities.auto import AutoSettings
+from signoff.approval.identity import ApproverKeys
 from signoff.approval.policy import ApprovalPolicy, AutoMode, CriteriaSet, PolicyBook
+from signoff.approval.signing import SigningKey
+from tests.approver_keys import signed, write_secret
 from tests.cli_harness import Cli, cli, cli_environ, served  # noqa: F401
+from tests.governance import wait_event
 from tests.helpers import Reply, ScriptedRequest, call, start_run, wait_pending
 
 
@@ -48,3 +53,30 @@ async def test_pending_shows_why_auto_mode_escalated_and_approve_grants_similar_
     assert bulk.code == 2 and "--grant similar approves one call" in bulk.err
     assert result.text == "done" and result.approvals[1].grant_id == "grant_1"
     assert "calls like run_command: echo <number>" in grants.out
+
+
+def approving(request: ScriptedRequest) -> Reply:
+    if "response_format" in request.raw:
+        return Reply.text(json.dumps({"verdict": "approve", "confidence": 0.97, "reasoning": "echo only prints"}))
+    if request.round == 1:
+        return Reply.tool_calls([call("run_command", "call_1", command="echo 1")])
+    return Reply.text("done")
+
+
+async def test_audit_verify_vouches_for_auto_modes_signed_vote_beside_a_persons(
+    client: Client, task_queue: str, tmp_path: Path, cli: Cli
+) -> None:
+    keys = tmp_path / "approvers.key"
+    write_secret(keys)
+    policy = ApprovalPolicy(verified=True, quorum=2, approvers=("auto:shell", "alice"), auto=AutoMode(criteria="shell"))
+    book = PolicyBook(policies={"run_command": policy}, criteria={"shell": CriteriaSet(approve_when=("it prints",))})
+    worker = {"policies": book, "verifier": ApproverKeys.load(keys), "auto": AutoSettings(signer=SigningKey.load(keys))}
+    async with served(client, task_queue, tmp_path, approving, **worker):
+        handle = await start_run(client, task_queue)
+        await wait_event(handle, "auto_evaluation")
+        (pending,) = await wait_pending(handle)
+        await handle.execute_update("submit_tool_approval", signed(keys, pending, "alice"))
+        await asyncio.wait_for(handle.result(), 60)
+        audited = await cli("audit", handle.id, "--verify", SIGNOFF_APPROVER_KEYS=str(keys))
+    assert audited.code == 0, audited
+    assert "auto:shell" in audited.out and "alice" in audited.out and "the audit trail holds" in audited.out

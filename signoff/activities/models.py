@@ -33,7 +33,7 @@ UNSEAL_ACTIVITY = "signoff.unseal"
 NOTIFY_ACTIVITY = "signoff.notify"
 """Sends one notice to the notification channels."""
 AUTO_ACTIVITY = "signoff.auto_evaluate"
-"""Auto mode's verdict on one waiting call; `signoff audit --verify` reads its signed votes."""
+"""Auto mode's evaluator; `signoff audit --verify` finds its signed votes in its results."""
 
 
 class Requester(Compact, Person):

@@ -26,7 +26,7 @@ from temporalio.api.common.v1 import Payloads
 from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError
 
-from signoff.activities.models import TOOL_ACTIVITY, ToolInput
+from signoff.activities.models import AUTO_ACTIVITY, TOOL_ACTIVITY, ToolInput
 from signoff.approval.requests import ApprovalRecord
 from signoff.contract import SIGNAL_APPROVAL, UPDATE_APPROVAL, UPDATE_EXTEND_DEADLINE, AgentRunResult
 from signoff.errors import CommandError
@@ -72,6 +72,7 @@ async def _decode(client: Client, payloads: Payloads, kind: type, what: str) -> 
 async def read_history(client: Client, history: WorkflowHistory, run_id: str) -> RunEvidence:
     """The evidence in one run's history."""
     evidence = RunEvidence(run_id)
+    judged: set[int] = set()  # auto mode's evaluations: their results carry its signed votes
     for event in history.events:
         kind = event.WhichOneof("attributes")
         if kind == "workflow_execution_started_event_attributes":
@@ -90,6 +91,12 @@ async def read_history(client: Client, history: WorkflowHistory, run_id: str) ->
             scheduled = event.activity_task_scheduled_event_attributes
             if scheduled.activity_type.name == TOOL_ACTIVITY:
                 evidence.ran.append(await _decode(client, scheduled.input, ToolInput, f"tool call {event.event_id}"))
+            elif scheduled.activity_type.name == AUTO_ACTIVITY:
+                judged.add(event.event_id)
+        elif kind == "activity_task_completed_event_attributes":
+            completed = event.activity_task_completed_event_attributes
+            if completed.scheduled_event_id in judged:
+                _keep_tokens(evidence, await _decisions(client, completed.result), event.event_time.ToDatetime(UTC))
         elif kind == "workflow_execution_completed_event_attributes":
             result = event.workflow_execution_completed_event_attributes.result
             evidence.records = (await _decode(client, result, AgentRunResult, "the result")).approvals
