@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 from temporalio.client import Client
 
@@ -70,7 +71,11 @@ async def test_audit_verify_vouches_for_auto_modes_signed_vote_beside_a_persons(
     write_secret(keys)
     policy = ApprovalPolicy(verified=True, quorum=2, approvers=("auto:shell", "alice"), auto=AutoMode(criteria="shell"))
     book = PolicyBook(policies={"run_command": policy}, criteria={"shell": CriteriaSet(approve_when=("it prints",))})
-    worker = {"policies": book, "verifier": ApproverKeys.load(keys), "auto": AutoSettings(signer=SigningKey.load(keys))}
+    worker: dict[str, Any] = {
+        "policies": book,
+        "verifier": ApproverKeys.load(keys),
+        "auto": AutoSettings(signer=SigningKey.load(keys)),
+    }
     async with served(client, task_queue, tmp_path, approving, **worker):
         handle = await start_run(client, task_queue)
         await wait_event(handle, "auto_evaluation")

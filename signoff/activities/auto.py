@@ -64,14 +64,15 @@ class AutoSettings:
 async def evaluate(served: ServedAgents, settings: AutoSettings, input: AutoInput) -> AutoOutput:
     """The verdict on one waiting call, and whether it decides it (never raises)."""
     request = input.request
-    policy, criteria_name, criteria = await _rules(served, input)
+    policy, criteria_name, criteria, description = await _rules(served, input)
     if policy is None or policy.auto is None:
         return AutoOutput(verdict=AutoVerdict.escalate(f"{request.name} has no auto mode in this worker's policy"))
     if criteria is None:
         why = f"criteria set {criteria_name!r} is not defined (add [criteria.{criteria_name}] to the policy file)"
         return AutoOutput(criteria=criteria_name, verdict=AutoVerdict.escalate(why))
     started = time.monotonic()
-    out = await _judged(served, settings, input, policy, criteria_name, criteria)
+    call = AutoCall(criteria_name, criteria, request.name, description, request.arguments)
+    out = await _judged(served, settings, input.agent, policy, call)
     out.latency_ms = int((time.monotonic() - started) * 1000)
     out.needed = auto.bar(policy, criteria)
     if auto.settles(out.verdict, out.needed):
@@ -83,37 +84,32 @@ async def evaluate(served: ServedAgents, settings: AutoSettings, input: AutoInpu
     return out
 
 
-async def _rules(served: ServedAgents, input: AutoInput) -> tuple[ApprovalPolicy | None, str, CriteriaSet | None]:
-    """The tool's policy as this worker configures it, its criteria set's name, and the set."""
+async def _rules(served: ServedAgents, input: AutoInput) -> tuple[ApprovalPolicy | None, str, CriteriaSet | None, str]:
+    """The tool's policy as this worker configures it, its criteria set's name, the set, and the
+    tool's description (the worker's, as the model was shown it: never the run's word)."""
     resolved = await served.resolve(input.agent, input.snapshot_digest) if input.snapshot_digest else None
     tool = resolved.registry.get(input.request.name) if resolved else None
     if tool is None:
-        return None, "", None
+        return None, "", None, ""
     _, policy = served.own_gate(input.agent, tool)
     name = policy.auto.criteria if policy.auto else ""
-    return policy, name, served.book(input.agent).criteria.get(name)
+    return policy, name, served.book(input.agent).criteria.get(name), tool.description
 
 
 async def _judged(
-    served: ServedAgents,
-    settings: AutoSettings,
-    input: AutoInput,
-    policy: ApprovalPolicy,
-    name: str,
-    criteria: CriteriaSet,
+    served: ServedAgents, settings: AutoSettings, agent: str, policy: ApprovalPolicy, call: AutoCall
 ) -> AutoOutput:
     """Ask the evaluator, within the policy's time; a failure or a timeout escalates."""
     assert policy.auto is not None
-    request = input.request
-    call = AutoCall(name, criteria, request.name, request.description, request.arguments)
-    own = served.agent(input.agent).auto_evaluators.get(name)
+    name = call.criteria_name
+    own = served.agent(agent).auto_evaluators.get(name)
     try:
         async with asyncio.timeout(policy.auto.timeout_seconds):
             if own is not None:
                 answer = own(call)
                 verdict = await answer if inspect.isawaitable(answer) else answer
                 return AutoOutput(criteria=name, verdict=AutoVerdict.model_validate(verdict, from_attributes=True))
-            return await _asked_model(served, settings, input.agent, call)
+            return await _asked_model(served, settings, agent, call)
     except TimeoutError:
         why = f"the evaluator did not answer within {policy.auto.timeout_seconds:g}s"
     except Exception as exc:  # the evaluator's failure is a person's call, never the run's end
