@@ -92,7 +92,7 @@ async def test_a_confident_approve_runs_the_call_without_a_person(client: Client
     text = "\n".join(m.content or "" for m in asked.messages)
     assert "the target is web or api" in text and "the target is prod-db" in text  # the criteria
     assert "deploy" in text and "Deploy a target." in text  # the tool, its description
-    assert "UNTRUSTED" in text and '"target": "web"' in text.split("UNTRUSTED_ARGUMENTS")[1]
+    assert "UNTRUSTED" in text and '"target": "web"' in text.split("<<<UNTRUSTED_ARGUMENTS_")[1]
 
 
 async def test_a_confident_deny_reaches_the_model_as_rejected_with_the_reasoning(client: Client) -> None:
