@@ -15,6 +15,7 @@ import pytest
 from temporalio.client import Client
 
 from signoff.activities.auto import AutoSettings
+from signoff.activities.notify import NotifyConfig
 from signoff.agent.builder import AgentBuilder
 from signoff.approval import auto
 from signoff.approval.auto import AutoCall, AutoVerdict
@@ -25,7 +26,8 @@ from signoff.signing.keys import SigningKey
 from signoff.testing import Reply, ScriptedRequest
 from tests.approver_keys import signed, write_secret
 from tests.governance import deploy, events_of, ops_agent, ops_run, wait_event
-from tests.helpers import wait_pending
+from tests.helpers import assert_eventually, wait_pending
+from tests.receiver import Receiver
 
 CRITERIA = CriteriaSet(
     effect="deploys a service",
@@ -249,3 +251,34 @@ async def test_auto_mode_holds_when_every_step_replays(client: Client, tmp_path:
         await handle.execute_update("submit_tool_approval", signed(tmp_path / "approvers.key", pending, "bob"))
         result = await handle.result()
     assert result.text == "deployed web" and [v.approver for v in result.approvals[0].votes] == ["auto:ops", "bob"]
+
+
+async def delivered(receiver: Receiver, event: str) -> None:
+    assert receiver.of(event), receiver.deliveries
+
+
+async def test_people_are_notified_only_of_calls_auto_mode_leaves_to_them(client: Client) -> None:
+    def judge(request: ScriptedRequest) -> Reply:
+        target = "web" if '"target": "web"' in (request.last.content or "") else "api"
+        return verdict("approve") if target == "web" else verdict("escalate", 0.9, "api is new")
+
+    def two(request: ScriptedRequest) -> Reply:
+        if "response_format" in request.raw:
+            return judge(request)
+        if request.round == 1:
+            return Reply.tool_calls([deploy("call_1", "web"), deploy("call_2", "api")])
+        return Reply.text("|".join(m.content or "" for m in request.messages if m.role == "tool"))
+
+    with Receiver() as receiver:
+        worker = auto_worker(notify=NotifyConfig(urls=(receiver.url,)))
+        async with ops_run(client, two, worker=worker) as handle:
+            await wait_event(handle, "auto_evaluation", 2)
+            await assert_eventually(lambda: delivered(receiver, "approval_requested"))
+            await handle.execute_update("submit_tool_approval", {"call_id": "call_2", "approved": True})
+            result = await handle.result()
+            await assert_eventually(lambda: delivered(receiver, "approval_decided"))
+        notices = sorted((d.event, d.call_id) for d in receiver.deliveries)
+    assert result.text == "deployed web|deployed api"
+    assert notices == [("approval_decided", "call_2"), ("approval_requested", "call_2")]
+    (asked,) = receiver.of("approval_requested")
+    assert asked.json["request"]["auto"]["reasoning"] == "api is new"

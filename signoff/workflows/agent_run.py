@@ -70,7 +70,7 @@ with workflow.unsafe.imports_passed_through():
     from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET, Limits, size_over, too_large
     from signoff.loop.resume import misplaced_answer
     from signoff.loop.transcript import Sender
-    from signoff.messages import AgentEvent, ChatMessage, ToolCall
+    from signoff.messages import AgentEvent, AutoEvaluationEvent, ChatMessage, ToolCall
     from signoff.workflows import activity_options, instances, upgrade, verify  # #20: upgrade = moving to a new version
     from signoff.workflows.auto import AutoEvaluations
     from signoff.workflows.children import SIGNAL_CHILD_PENDING, ChildPending, Children, Reporter, own_view
@@ -484,8 +484,11 @@ class AgentRun:
         plan = self._snapshot.notify if self._snapshot else None
         if plan is None or not plan.channels:
             return
-        kind = notice_for(event, {r.call_id for r in self._loop.pending_requests()})
+        waiting = {r.call_id: r for r in self._loop.pending_requests()}
+        kind = notice_for(event, waiting)
         if kind is not None:
+            if isinstance(event, AutoEvaluationEvent):  # the request it leaves to a person, as it is now
+                kept = {**kept, "request": waiting[event.call_id].model_dump(mode="json")}
             self._notifier.send(plan, kind, self._input.agent, kept, self._record.add)
 
     # --- ending, or going on as new -----------------------------------------------------

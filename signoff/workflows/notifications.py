@@ -5,10 +5,12 @@
 | `approval_request` (the call still waits once the loop settled: no grant took it) | `approval_requested` |
 | `approval_reminder`, `approval_escalated` (the call still waits) | the same name |
 | `approval_decision` of a call that waited | `approval_decided`, or `approval_timed_out` |
+| `auto_evaluation` that leaves the call to a person (escalated, refused, one vote of a quorum) | `approval_requested` |
 
 A call that never waited (a live grant or the start input decided it at once) was never
-announced, so neither is its decision. Runs whose snapshot names no channel send nothing
-and schedule nothing.
+announced, so neither is its decision. A call under auto mode is announced only once auto
+mode leaves it to a person, and a decision auto mode made alone is not announced either. Runs
+whose snapshot names no channel send nothing and schedule nothing.
 
 Each notice goes to each channel as its own activity (`signoff.notify`), retried by
 Temporal for the plan's `retry_seconds`, in a workflow task of its own: the run goes on
@@ -33,12 +35,14 @@ with workflow.unsafe.imports_passed_through():
     from signoff.activities import AgentActivities
     from signoff.activities.models import NotifyInput
     from signoff.agent.snapshot import NotifyPlan
+    from signoff.approval.auto import is_auto_name
     from signoff.messages import (
         AgentEvent,
         ApprovalDecisionEvent,
         ApprovalEscalatedEvent,
         ApprovalReminderEvent,
         ApprovalRequestEvent,
+        AutoEvaluationEvent,
         NotificationFailedEvent,
     )
     from signoff.views.notices import NoticeKind
@@ -53,18 +57,26 @@ RETRY = RetryPolicy(
 """Bounded by the plan's `retry_seconds` (schedule-to-close), not by a number of attempts."""
 
 
+_TO_A_PERSON = frozenset({"escalated", "refused", "vote"})
+"""Auto mode's outcomes after which a person must decide (or add their vote)."""
+
+
 def notice_for(event: AgentEvent, waiting: Collection[str]) -> NoticeKind | None:
     """The notice an event sets off, or None. `waiting`: ids of the calls still waiting."""
+    if isinstance(event, AutoEvaluationEvent):  # auto mode left the call to a person: now they are told
+        return "approval_requested" if event.outcome in _TO_A_PERSON and event.call_id in waiting else None
     if isinstance(event, (ApprovalRequestEvent, ApprovalReminderEvent, ApprovalEscalatedEvent)):
         if event.request.call_id not in waiting:
             return None  # settled in the same step (a grant, the start input, a deadline)
         if isinstance(event, ApprovalRequestEvent):
-            return "approval_requested"
+            return None if event.request.policy.auto is not None else "approval_requested"  # auto mode first
         return "approval_reminder" if isinstance(event, ApprovalReminderEvent) else "approval_escalated"
     if isinstance(event, ApprovalDecisionEvent):
         record = event.record
         if record.decided_at is not None and record.decided_at == record.requested_at:
             return None  # decided as it was asked for: it never waited, nobody was told it did
+        if is_auto_name(record.approver):
+            return None  # auto mode decided it alone: nobody was asked
         return "approval_timed_out" if record.timed_out else "approval_decided"
     return None
 
