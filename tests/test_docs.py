@@ -69,7 +69,6 @@ CONTRACT_COMMANDS = (
 """Every `signoff` command CONTRACT.md names."""
 
 NOT_YET = {
-    "SIGNOFF_AUTO_MODEL": "v4 Auto mode",
     "answer": "v4 Answers",
 }
 """Names the contract gives that the code does not have yet (equality is checked: once the code
