@@ -15,7 +15,7 @@ from temporalio.client import Client
 from signoff.activities.auto import AutoSettings
 from signoff.approval.identity import ApproverKeys
 from signoff.approval.policy import ApprovalPolicy, AutoMode, CriteriaSet, PolicyBook
-from signoff.approval.signing import SigningKey
+from signoff.signing.keys import SigningKey
 from tests.approver_keys import signed, write_secret
 from tests.cli_harness import Cli, cli, cli_environ, served  # noqa: F401
 from tests.governance import wait_event

@@ -24,8 +24,8 @@ from typing import Any
 from temporalio import activity
 from temporalio.plugin import SimplePlugin
 
-from signoff.activities.auto import AutoSettings, evaluate
 from signoff.activities.agents import ServedAgents
+from signoff.activities.auto import AutoSettings, evaluate
 from signoff.activities.chat import model_turn
 from signoff.activities.identify import identify
 from signoff.activities.memory import RunMemory

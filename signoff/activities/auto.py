@@ -27,22 +27,23 @@ from datetime import timedelta
 
 from temporalio import activity
 
-from signoff.activities.models import AutoInput, AutoOutput
 from signoff.activities.agents import ServedAgents
+from signoff.activities.models import AutoInput, AutoOutput
 from signoff.approval import auto
 from signoff.approval.auto import AutoCall, AutoVerdict
 from signoff.approval.digest import arguments_digest
 from signoff.approval.policy import ApprovalPolicy, CriteriaSet
 from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse
 from signoff.approval.signatures import decision_claim
-from signoff.signing.keys import SigningKey
 from signoff.chat.base import ChatOptions
 from signoff.chat.openai import OpenAIChatClient
 from signoff.contract import METRIC_AUTO_VERDICTS
 from signoff.messages import ChatMessage
 from signoff.metrics import DESCRIPTIONS
+from signoff.signing.keys import SigningKey
 
-TOKEN_TTL = timedelta(minutes=10)
+AUTO_VOTE_TTL = timedelta(minutes=10)
+"""How long the token that signs an auto vote is good for."""
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ def _signed(
     response = ToolApprovalResponse(call_id=request.call_id, approved=verdict.verdict == "approve")
     claim = decision_claim(request.binding, response)
     token = settings.signer.sign(
-        claim, auto.approver_name(criteria), ttl=TOKEN_TTL, issuer=settings.issuer, audience=settings.audience
+        claim, auto.approver_name(criteria), ttl=AUTO_VOTE_TTL, issuer=settings.issuer, audience=settings.audience
     )
     return token, None
 

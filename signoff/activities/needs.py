@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Protocol
 
+from signoff.activities.auto import AutoSettings
 from signoff.activities.identify import Verifier
 from signoff.activities.notify import NotifyConfig
 from signoff.agent.snapshot import NotifyPlan
@@ -44,3 +45,7 @@ class ActivitySettings(Protocol):
     @property
     def signature_max_age(self) -> timedelta:
         """How long after it was signed a signed approval is honoured."""
+
+    @property
+    def auto(self) -> AutoSettings | None:
+        """Auto mode's evaluator model and signing key (None: the defaults, no signing key)."""

@@ -34,7 +34,8 @@ from signoff.approval.policy import DEFAULT_MIN_CONFIDENCE, ApprovalPolicy, Crit
 AUTO_PREFIX = "auto:"
 SCHEMA_NAME = "signoff_auto_verdict"
 MAX_REASONING_CHARS = 2_000
-Verdict = Literal["approve", "deny", "escalate"]
+AutoChoice = Literal["approve", "deny", "escalate"]
+"""The evaluator's three answers."""
 
 
 class AutoVerdict(BaseModel):
@@ -42,7 +43,7 @@ class AutoVerdict(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    verdict: Verdict
+    verdict: AutoChoice
     confidence: float = Field(ge=0, le=1)
     reasoning: str = Field(max_length=MAX_REASONING_CHARS)
 

@@ -37,7 +37,6 @@ from signoff.agent.builder import ChatClientAgent
 from signoff.agent.snapshot import NotifyPlan, SnapshotTool
 from signoff.approval.identity import ApproverKeys
 from signoff.approval.policy import DEFAULT_KEY, PolicyBook
-from signoff.signing.keys import SigningKey
 from signoff.approval.spent import DEFAULT_MAX_AGE as DEFAULT_SIGNATURE_MAX_AGE
 from signoff.approval.spent import RECORD_TYPE
 from signoff.chat.config import LLMConfig
@@ -65,6 +64,7 @@ from signoff.loop.limits import Limits
 from signoff.runtime.connection import ConnectionSettings
 from signoff.runtime.deployment import DeploymentSettings
 from signoff.runtime.filestore import make_private_dir
+from signoff.signing.keys import SigningKey
 from signoff.tools.base import Tool, capabilities_of
 from signoff.tools.mcp import MCPServer
 from signoff.tools.mcp.listing import PREFIX

@@ -33,8 +33,7 @@ from signoff.approval.identity import read_verified
 from signoff.approval.names import same_name
 from signoff.approval.people import Person
 from signoff.approval.requests import AutoNote, ToolApprovalRequest, ToolApprovalResponse
-from signoff.errors import TokenError
-from signoff.loop.actions import DecisionError
+from signoff.errors import DecisionError, TokenError
 from signoff.loop.agent_loop import AgentLoop
 from signoff.loop.state import CallStatus
 from signoff.messages import AgentEvent, AutoEvaluationEvent
