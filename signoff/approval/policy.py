@@ -143,14 +143,14 @@ class ApprovalPolicy(BaseModel):
     grants: bool = Field(True, exclude_if=lambda allowed: allowed is True)
     respond: bool = Field(False, exclude_if=lambda allowed: allowed is False)
     decisions: tuple[DecisionKind, ...] | None = Field(None, exclude_if=lambda kinds: kinds is None)
+    auto: AutoMode | None = Field(None, exclude_if=lambda auto: auto is None)
+    min_review_seconds: float | None = Field(None, gt=0, le=3600, exclude_if=lambda seconds: seconds is None)
 
     def allows(self, kind: DecisionKind) -> bool:
         """Whether the tool's calls take this kind of answer (`decisions`)."""
         if self.decisions is not None:
             return kind in self.decisions
         return kind != "respond" or self.respond
-    auto: AutoMode | None = Field(None, exclude_if=lambda auto: auto is None)
-    min_review_seconds: float | None = Field(None, gt=0, le=3600, exclude_if=lambda seconds: seconds is None)
 
     @field_validator("approvers", "escalate_to")
     @classmethod
