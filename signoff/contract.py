@@ -34,6 +34,8 @@ UPDATE_APPROVAL = "submit_tool_approval"
 UPDATE_EXTEND_DEADLINE = "extend_deadline"
 UPDATE_REVOKE_GRANT = "revoke_grant"
 UPDATE_REARM = "rearm_tool_call"
+UPDATE_SEND_MESSAGE = "send_message"
+UPDATE_END_SESSION = "end_session"
 QUERY_PENDING = "pending_approvals"
 QUERY_STATUS = "status"
 QUERY_EVENTS = "events"
@@ -41,9 +43,17 @@ QUERY_MESSAGES = "messages"
 QUERY_GRANTS = "grants"
 QUERY_AUDIT = "audit"
 QUERY_SNAPSHOT = "agent_snapshot"
+QUERY_SESSION = "session"
 STATUS_RUNNING = "Running"
 STATUS_AWAITING = "AwaitingApproval"
 STATUS_FINISHED = "Finished"
+STATUS_AWAITING_MESSAGE = "AwaitingMessage"
+"""A session between turns: it waits for the next `send_message` (never advertised in search attributes)."""
+TURN_COMPLETED = "Completed"
+TURN_RUNNING = "Running"
+TURN_ENDED = "Ended"
+MAX_MESSAGE_CHARS = 65_536
+"""The longest text one `send_message` may carry."""
 SEARCH_ATTRIBUTES = {"SignoffStatus": "Keyword", "SignoffAgent": "Keyword", "SignoffPendingTools": "KeywordList"}
 """Search attributes and their Temporal types."""
 SA_STATUS, SA_AGENT, SA_PENDING_TOOLS = SEARCH_ATTRIBUTES
@@ -85,6 +95,9 @@ class RunOptions(Compact):
     max_total_tokens: int | None = Field(None, ge=1)
     requested_by: str | None = Field(None, min_length=1, max_length=MAX_APPROVER_CHARS)
     requester_token: str | None = Field(None, max_length=MAX_TOKEN_CHARS)
+    session: bool = False
+    """A session (CONTRACT v4): after each answer the run waits for the next `send_message`
+    instead of finishing; `max_rounds` then limits each turn."""
 
     @field_validator("requested_by")
     @classmethod
@@ -116,7 +129,8 @@ class SubAgentLink(Compact):
 
 
 class AgentRunInput(Compact):
-    """Workflow input: public fields only. Exactly one of `prompt` or `messages`."""
+    """Workflow input: public fields only. Exactly one of `prompt` or `messages` (a session may
+    have neither: it waits for its first message)."""
 
     model_config = ConfigDict(extra="forbid")
     absent_when_none: ClassVar[frozenset[str]] = frozenset({"sub_agent"})
@@ -130,14 +144,18 @@ class AgentRunInput(Compact):
 
     @model_validator(mode="after")
     def _one_source(self) -> AgentRunInput:
-        if (self.prompt is None) == (self.messages is None):
+        if self.prompt is not None and self.messages is not None:
             raise ValueError("give exactly one of 'prompt' or 'messages'")
+        if self.prompt is None and self.messages is None and not self.options.session:
+            raise ValueError("give exactly one of 'prompt' or 'messages' (only a session may start without either)")
         if self.messages is not None and not self.messages:
             raise ValueError("'messages' is empty")
         return self
 
     def transcript(self) -> list[ChatMessage]:
-        return list(self.messages) if self.messages is not None else [ChatMessage.user(self.prompt or "")]
+        if self.messages is not None:
+            return list(self.messages)
+        return [] if self.prompt is None else [ChatMessage.user(self.prompt)]
 
 
 class AgentRunResult(BaseModel):
@@ -216,6 +234,44 @@ class GrantRevocation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     grant_id: str = Field(min_length=1, max_length=128)
+
+
+class SessionMessage(BaseModel):
+    """Input of the `send_message` update."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(max_length=MAX_MESSAGE_CHARS)
+
+    @field_validator("text")
+    @classmethod
+    def _some_text(cls, text: str) -> str:
+        if not text.strip():
+            raise ValueError("the message is empty")
+        return text
+
+
+class SessionEnd(BaseModel):
+    """Input of the `end_session` update: nothing."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class TurnAnswer(BaseModel):
+    """What `send_message` answers once its turn settles: `Completed` (the assistant's text) or
+    `AwaitingApproval` (the calls the turn waits for; a decision on them continues the turn)."""
+
+    status: str
+    text: str | None = None
+    pending: list[ToolApprovalRequest] = Field(default_factory=list)
+
+
+class SessionView(TurnAnswer):
+    """What the `session` query answers: the latest turn (`turn`, from 1; 0: none yet) as
+    `send_message` would answer it, `Running` while it runs, `Ended` once the session ended."""
+
+    turn: int = 0
+    session: bool = True
 
 
 class RunStatus(BaseModel):

@@ -10,6 +10,7 @@ from typing import Any
 
 from signoff.approval.requests import MAX_SECONDS, GrantMatch
 from signoff.cli.binding import MIN_PREFIX, digest_text
+from signoff.cli.chat import add_chat_parser
 from signoff.cli.codec import add_codec_parser
 from signoff.cli.demo import DEMO_PROMPT
 from signoff.cli.inbox import add_inbox_parser
@@ -232,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_decide(sub, common, "approve")
     _add_decide(sub, common, "deny")
     _add_reader(sub, common, "watch", "follow a run's events until it finishes")
+    add_chat_parser(sub, common, _who)
     p = _add_reader(sub, common, "result", "print a run's result (waiting for it, saying what it waits for)")
     p.add_argument("--json", action="store_true", help="print the raw result JSON")
     p.add_argument("--no-wait", action="store_true", help="if the run has not finished, say so and exit 1")

@@ -6,7 +6,7 @@ always bound to the digest of what the operator was shown. Configured by
 TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and SIGNOFF_TASK_QUEUE; `--address` and
 `--namespace` override. Exit codes: 0 ok, 1 the operation failed, 2 usage or refused.
 
-One module per concept: `runs` (run, pending, watch, result), `decide` and `bulk`
+One module per concept: `runs` (run, pending, watch, result), `chat` (a session), `decide` and `bulk`
 (approve, deny), `audit`, `govern` (extend, grants, revoke), `demo_run`, `token`, `keys`
 (keys new, sign), `replay` and `who` (the name, token or key a decision is made with);
 `follow` follows a run; `render` and `calls` say how things look; `style` is the inert
@@ -31,6 +31,7 @@ from temporalio.service import RPCError
 
 from signoff.cli.args import build_parser
 from signoff.cli.audit import cmd_audit
+from signoff.cli.chat import cmd_chat
 from signoff.cli.codec import cmd_codec_server
 from signoff.cli.decide import cmd_decide
 from signoff.cli.demo_run import cmd_demo
@@ -93,6 +94,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, CommandContext], Coroutine[Any
     "approve": cmd_decide,
     "deny": cmd_decide,
     "watch": cmd_watch,
+    "chat": cmd_chat,
     "result": cmd_result,
     "audit": cmd_audit,
     "extend": cmd_extend,

@@ -44,6 +44,7 @@ from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.requests import ApprovalRecord, Grant, ToolApprovalRequest, ToolApprovalResponse
 from signoff.errors import DecisionError
 from signoff.loop.actions import Action, AwaitApproval, CallModel, Fail, Finish, RunTools
+from signoff.loop.budget import elide_to_budget, elide_turns
 from signoff.loop.decisions import DENIED_WITHOUT_REASON, Decisions
 from signoff.loop.limits import Limits, cap_text
 from signoff.loop.resume import reopen, starter, unanswered_calls
@@ -270,6 +271,35 @@ class AgentLoop:
                 self._rounds.ask(entry, now, previews.get(call.id), drawn)
                 self._decisions.apply_grants(entry, now)
         self._rounds.close_if_answered()
+
+    # --- sessions ----------------------------------------------------------------
+
+    def next_message(self, text: str, max_rounds: int) -> None:
+        """A session's next turn: the user's `text` ends the transcript and the model is asked
+        again, for at most `max_rounds` more rounds. The transcript is kept within its budget
+        (`signoff.loop.budget`: old tool results, then old turns' texts, are elided).
+
+        Raises:
+            RuntimeError: the loop has not settled (a call is open, or the run must fail).
+        """
+        s = self.state
+        _expect(not s.pending and s.failure is None and (s.finish_reason is not None or not s.messages), "next_message")
+        s.messages.append(ChatMessage.user(text))
+        s.finish_reason = None
+        s.max_rounds = s.round + max_rounds
+        budget = s.limits.transcript_budget
+        if elide_to_budget(s.messages, budget) + elide_turns(s.messages, budget):
+            s.transcript_epoch += 1
+
+    def end_session(self) -> None:
+        """End a session between turns: it finishes as its last turn did (`stop` if it had none)."""
+        _expect(not self.state.pending and self.state.failure is None, "end_session")
+        self._rounds.finish(FinishReason.STOP)
+
+    def tokens_used_up(self) -> bool:
+        """The run has used its `max_total_tokens`."""
+        s = self.state
+        return s.max_total_tokens is not None and s.usage.total_tokens >= s.max_total_tokens
 
     # --- decisions and timers ----------------------------------------------------
 

@@ -42,3 +42,26 @@ def elide_to_budget(messages: list[ChatMessage], budget: int) -> int:
         total += message_size(messages[index]) - before
         elided += 1
     return elided
+
+
+def elide_turns(messages: list[ChatMessage], budget: int) -> int:
+    """A session's transcript still over `budget` once tool results are elided: elide the texts
+    of the oldest user and assistant messages (never the last message: the one to answer) down to
+    three quarters of it; returns how many were elided. Every message stays, so every tool call
+    keeps its answer."""
+    total = sum(message_size(m) for m in messages)
+    if total <= budget:
+        return 0
+    target, elided = budget * 3 // 4, 0
+    for index, message in enumerate(messages[:-1]):
+        if total <= target:
+            break
+        content = message.content or ""
+        if message.role not in ("user", "assistant") or not content or content.startswith(ELIDED_PREFIX):
+            continue
+        before = message_size(message)
+        note = f"{ELIDED_PREFIX}an earlier {message.role} message of {len(content):,} characters was removed]"
+        messages[index] = message.model_copy(update={"content": note})
+        total += message_size(messages[index]) - before
+        elided += 1
+    return elided

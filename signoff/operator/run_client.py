@@ -8,6 +8,7 @@ signers sign from instead of the run's word, is `run_facts`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -23,7 +24,9 @@ from temporalio.client import (
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
+    WorkflowUpdateStage,
 )
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from signoff.approval.requests import Grant, ToolApprovalRequest, ToolApprovalResponse
@@ -31,15 +34,22 @@ from signoff.contract import (
     QUERY_AUDIT,
     QUERY_EVENTS,
     QUERY_GRANTS,
+    QUERY_MESSAGES,
     QUERY_PENDING,
+    QUERY_SESSION,
     QUERY_STATUS,
     SIGNAL_APPROVAL,
     UPDATE_APPROVAL,
+    UPDATE_END_SESSION,
+    UPDATE_SEND_MESSAGE,
+    AgentRunResult,
     DecisionAck,
     RunStatus,
+    SessionView,
+    TurnAnswer,
 )
 from signoff.errors import CommandError, RunPaused, Unanswered, UpdateNotTaken
-from signoff.messages import AgentEvent
+from signoff.messages import AgentEvent, ChatMessage
 from signoff.signing.derived import RunFacts
 from signoff.workflows.queries import AuditTrail
 
@@ -51,6 +61,10 @@ M = TypeVar("M")
 _EVENT: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
 _PENDING = TypeAdapter(list[ToolApprovalRequest])
 _GRANTS = TypeAdapter(list[Grant])
+_MESSAGES = TypeAdapter(list[ChatMessage])
+SESSION_MOVING = "SessionMoving"
+"""The refusal of a message sent while a session continues as new (`signoff.workflows.session`)."""
+MOVING_RETRIES = 20
 
 
 @dataclass(frozen=True)
@@ -236,3 +250,59 @@ async def signal(handle: Handle, responses: list[ToolApprovalResponse]) -> None:
         await handle.signal(SIGNAL_APPROVAL, _payload(responses))
     except RPCError as exc:
         raise CommandError(rpc_text(exc, handle.id)) from None
+
+
+# --- sessions --------------------------------------------------------------------------------
+
+
+async def session(handle: Handle) -> SessionView:
+    return _typed(TypeAdapter(SessionView), await query(handle, QUERY_SESSION), "its session")
+
+
+async def messages(handle: Handle) -> list[ChatMessage]:
+    return _typed(_MESSAGES, await query(handle, QUERY_MESSAGES), "its transcript")
+
+
+async def send_message(handle: Handle, text: str) -> TurnAnswer:
+    """A session's next message; its turn's answer, however long the turn takes (the update is
+    taken within `UPDATE_TIMEOUT`, then awaited). A session moving to a new run is sent again."""
+    for _ in range(MOVING_RETRIES):
+        try:
+            taken = await handle.start_update(
+                UPDATE_SEND_MESSAGE,
+                {"text": text},
+                wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+                rpc_timeout=UPDATE_TIMEOUT,
+            )
+            return TurnAnswer.model_validate(await taken.result())
+        except WorkflowUpdateFailedError as exc:
+            cause = exc.cause
+            if isinstance(cause, ApplicationError) and cause.type == SESSION_MOVING:
+                await asyncio.sleep(0.2)
+                continue
+            raise CommandError(failure_text(exc)) from None
+        except WorkflowUpdateRPCTimeoutOrCancelledError:
+            raise UpdateNotTaken(
+                f"{handle.id}: no worker took the message within {UPDATE_TIMEOUT.seconds} s "
+                "(is one serving the run's task queue?)"
+            ) from None
+        except RPCError as exc:
+            raise CommandError(_session_rpc_text(exc, handle.id)) from None
+    raise CommandError(f"{handle.id}: the session kept moving to a new run; send the message again")
+
+
+async def end_session(handle: Handle) -> AgentRunResult:
+    """End a session between turns; the run's result."""
+    try:
+        result: AgentRunResult = await update(handle, UPDATE_END_SESSION, {}, AgentRunResult)
+    except CommandError as exc:
+        if "already completed" in str(exc) or "already finished" in str(exc):
+            raise CommandError(f"the session {handle.id!r} has ended already") from None
+        raise
+    return result
+
+
+def _session_rpc_text(exc: RPCError, workflow_id: str) -> str:
+    if "already completed" in exc.message:
+        return f"the session {workflow_id!r} has ended; see `signoff result {workflow_id}`"
+    return rpc_text(exc, workflow_id)

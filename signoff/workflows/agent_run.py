@@ -47,22 +47,28 @@ with workflow.unsafe.imports_passed_through():
         QUERY_GRANTS,
         QUERY_MESSAGES,
         QUERY_PENDING,
+        QUERY_SESSION,
         QUERY_SNAPSHOT,
         QUERY_STATUS,
         SIGNAL_APPROVAL,
         STATUS_AWAITING,
+        STATUS_AWAITING_MESSAGE,
         STATUS_FINISHED,
         STATUS_RUNNING,
         UPDATE_APPROVAL,
+        UPDATE_END_SESSION,
         UPDATE_EXTEND_DEADLINE,
         UPDATE_REARM,
         UPDATE_REVOKE_GRANT,
+        UPDATE_SEND_MESSAGE,
         WORKFLOW_TYPE,
         AgentRunInput,
         AgentRunResult,
         DeadlineAck,
         DecisionAck,
         RunStatus,
+        SessionView,
+        TurnAnswer,
     )
     from signoff.errors import DecisionError
     from signoff.loop.actions import Action, AwaitApproval, CallModel, Fail, Finish, RunTools
@@ -80,7 +86,8 @@ with workflow.unsafe.imports_passed_through():
     from signoff.workflows.notifications import Notifier, notice_for
     from signoff.workflows.queries import AuditTrail, run_result, run_status, trail_of
     from signoff.workflows.refusal import INVALID_INPUT, Refusal
-    from signoff.workflows.run_input import ContinuedRun, InvalidInput, check_seal, decode, worker_seal
+    from signoff.workflows.run_input import ContinuedRun, InvalidInput, SessionState, check_seal, decode, worker_seal
+    from signoff.workflows.session import Session
 
 
 T = TypeVar("T", bound=BaseModel)
@@ -113,11 +120,13 @@ class AgentRun:
         except InvalidInput as exc:
             self._input_error = str(exc)
             self._input, self._loop, self._record = AgentRunInput(prompt=""), AgentLoop([], {}), RunRecord()
+            self._session = Session(self._loop, False)
         else:
             self._begin(given)
         self._children = Children(self._tree_changed, lambda event: self._on_event(event, self._record.add(event)))
         router = Router(self._split, self._children.waiting_in, self._children.send)
         self._intake = DecisionIntake(self._loop, self._record, self._changed, router)
+        self._session.waiting = self._tree_pending  # a turn waits for its sub-agents' calls too
         self._awaiting = False  # in _await_decisions: it keeps the advertised status itself
         self._reporter: asyncio.Task[None] | None = None
         self._auto = AutoEvaluations(self._loop, self._emit, self._changed)
@@ -131,6 +140,7 @@ class AgentRun:
             # A new run id (a fresh `Sender`): the model's worker holds nothing of it, so the
             # transcript goes whole once.
             self._record = RunRecord(given.events, given.event_seq)
+            self._session = Session(self._loop, given.input.options.session, given.session)
         else:
             options = given.options
             self._input = given
@@ -144,6 +154,7 @@ class AgentRun:
             )
             self._requester = Requester(name=options.requested_by)
             self._record = RunRecord()
+            self._session = Session(self._loop, options.session, SessionState(turn=1 if self._loop.messages else 0))
         # Requests are bound to this workflow and its chain as the server names them (never as
         # carried state says): what a signed decision must name.
         info = workflow.info()
@@ -163,11 +174,16 @@ class AgentRun:
             await self._start()
         if self._input.sub_agent is not None:  # a child run: what waits in it is listed at the top
             self._reporter = asyncio.create_task(Reporter(self._input.sub_agent, self._tree_pending).run())
+        session = self._session
         try:
-            await self._drive()
+            if self._loop.messages or not session.enabled:  # a session may start waiting for its first message
+                await self._drive()
+            if session.enabled:
+                await self._converse()
         except asyncio.CancelledError:
             self._loop.cancel(workflow.now())
             self._next()
+        session.closing = True
         await self._wind_down()
         self._record.set_status(STATUS_FINISHED, [])
         result = run_result(self._loop.state)
@@ -182,11 +198,12 @@ class AgentRun:
                 case Finish():
                     return
                 case Fail():
+                    self._session.closing = True
                     await self._wind_down()
                     raise ApplicationError(action.message, type="ApprovalTimeout", non_retryable=True)
                 case RunTools():
                     await self._run_tools(action.calls)
-                case _ if workflow.info().is_continue_as_new_suggested() or upgrade.due(self._loop.state):  # #20
+                case _ if self._session.may_move() and self._should_move():
                     await self._continue_as_new()
                 case AwaitApproval():
                     await self._await_decisions()
@@ -194,6 +211,28 @@ class AgentRun:
                     await self._chat()
                 case _:
                     assert_never(action)
+
+    def _should_move(self) -> bool:
+        """History grew long, or the run should move to its deployment's new version (#20)."""
+        return workflow.info().is_continue_as_new_suggested() or upgrade.due(self._loop.state)
+
+    async def _converse(self) -> None:
+        """A session between turns: wait for the next message (no timer), drive its turn; end
+        when `end_session` says so; continue as new between turns when the server suggests it."""
+        session = self._session
+        while True:
+            self._record.set_status(STATUS_AWAITING_MESSAGE, [])
+            await workflow.wait_condition(lambda: bool(session.inbox) or session.ended or self._should_move())
+            if session.ended:
+                return
+            if session.inbox:
+                text = session.take()
+                self._record.set_status(STATUS_RUNNING, [])
+                self._loop.next_message(text, self._input.options.max_rounds)
+                await self._drive()
+                continue
+            session.moving = True
+            await self._continue_as_new()
 
     # --- how people reach the run (intake.py) -----------------------------------------
 
@@ -243,6 +282,26 @@ class AgentRun:
         """Internal (sub-agents): what waits in a child run this one is running (children.py)."""
         self._children.receive(report)
 
+    @workflow.update(name=UPDATE_SEND_MESSAGE)
+    async def send_message(self, payload: RawValue) -> TurnAnswer:
+        """A session's next message; answers when its turn settles (session.py)."""
+        return await self._session.send(payload)
+
+    @send_message.validator
+    def _validate_send_message(self, payload: RawValue) -> None:
+        self._session.check_send(payload)
+
+    @workflow.update(name=UPDATE_END_SESSION)
+    def end_session(self, payload: RawValue) -> AgentRunResult:
+        """End a session between turns; the run finishes with this result."""
+        self._session.end(payload)
+        self._publish()
+        return run_result(self._loop.state)
+
+    @end_session.validator
+    def _validate_end_session(self, payload: RawValue) -> None:
+        self._session.check_end(payload)
+
     # --- what the run answers (queries.py) ---------------------------------------------
 
     @workflow.query(name=QUERY_PENDING)
@@ -258,6 +317,11 @@ class AgentRun:
     @workflow.query(name=QUERY_EVENTS)
     def events(self, since: int = 0) -> list[dict[str, Any]]:
         return self._record.since(since)
+
+    @workflow.query(name=QUERY_SESSION)
+    def session(self) -> SessionView:
+        view = self._session.view()
+        return view if self._session.enabled else view.model_copy(update={"session": False})
 
     @workflow.query(name=QUERY_MESSAGES)
     def messages(self) -> list[ChatMessage]:
@@ -507,6 +571,7 @@ class AgentRun:
             requester=self._requester,
             event_seq=self._record.seq,
             events=self._record.events,
+            session=self._session.carried(),
         )
         self._checked(carried, "the state carried across continue-as-new")
         if workflow.patched(SEALS_STATE):

@@ -38,6 +38,7 @@ __all__ = (
     "ContinuedRun",
     "InvalidInput",
     "Requester",
+    "SessionState",
     "check_seal",
     "decode",
     "format_validation_error",
@@ -45,6 +46,13 @@ __all__ = (
     "worker_seal",
 )
 _SEAL_TIMEOUT = timedelta(seconds=30)
+
+
+class SessionState(BaseModel):
+    """What a session carries across continue-as-new besides the loop's transcript (session.py)."""
+
+    turn: int = 0
+    """Turns begun; the latest one's number (from 1)."""
 
 
 class ContinuedRun(BaseModel):
@@ -61,6 +69,8 @@ class ContinuedRun(BaseModel):
     requester: Requester = Field(default_factory=Requester)
     event_seq: int = 0
     events: list[dict[str, Any]] = Field(default_factory=list)
+    session: SessionState | None = Field(None, exclude_if=lambda value: value is None)
+    """A session's turns (None, and absent, for any other run)."""
     seal: str = ""
 
 
