@@ -645,6 +645,66 @@ async def record_sub_agents(rig: Rig) -> dict[str, WorkflowHistory]:
 # --- recording ---------------------------------------------------------------------------
 
 
+# --- sessions ------------------------------------------------------------------------------
+
+
+def session_script(request: ScriptedRequest) -> Reply:
+    """A turn `run: CMD` asks for run_command (gated); after a tool, report; else echo."""
+    last = request.last
+    if last.role == "tool":
+        return Reply.text(f"ran: {last.content}")
+    if (last.content or "").startswith("run: "):
+        return Reply(content="on it", calls=(call("run_command", f"call_r{request.round}", command=last.content[5:]),))
+    return Reply.text(f"heard: {last.content}")
+
+
+async def session_turn_settled(handle: WorkflowHandle, turn: int) -> None:
+    async def completed() -> None:
+        view = await handle.query("session")
+        assert (view["turn"], view["status"]) == (turn, "Completed"), view
+
+    await assert_eventually(completed, 30)
+
+
+@shape("session", server="plain")
+async def record_session(rig: Rig) -> dict[str, WorkflowHistory]:
+    """A session (options.session) started with a prompt: a message answered; a turn that parks
+    (send_message answers AwaitingApproval), approved, which then answers; a refused message
+    (validator: nothing recorded); end_session."""
+    async with rig.worker(session_script) as queue:
+        run = await start_run(rig.client, queue, "hello", options=RunOptions(session=True))
+        await session_turn_settled(run, 1)
+        await run.execute_update("send_message", {"text": "how are you"})
+        parked = await run.execute_update("send_message", {"text": "run: echo hi"})
+        with contextlib.suppress(WorkflowUpdateFailedError):
+            await run.execute_update("send_message", {"text": ""})
+        await run.execute_update("submit_tool_approval", approval(parked["pending"][0]["call_id"]))
+        await session_turn_settled(run, 3)
+        await run.execute_update("end_session", {})
+        return {"session": await finished(run)}
+
+
+@shape("session_continued", "session_continued_next", server="early_can")
+async def record_session_continued(rig: Rig) -> dict[str, WorkflowHistory]:
+    """A session whose history grows past the server's suggestion between turns: it continues as
+    new while it waits for a message, carrying its transcript and turns; the next run takes the
+    next message and is ended."""
+    async with rig.worker(session_script) as queue:
+        run = await start_run(rig.client, queue, None, options=RunOptions(session=True))
+        latest = rig.client.get_workflow_handle(run.id)
+        turn = 0
+        while (await latest.describe()).run_id == run.result_run_id:
+            turn += 1
+            await latest.execute_update("send_message", {"text": f"message {turn}"})
+            await asyncio.sleep(0.2)  # the continue-as-new comes once the turn's task completes
+        await latest.execute_update("send_message", {"text": "after"})
+        await latest.execute_update("end_session", {})
+        return {
+            "session_continued": await rig.client.get_workflow_handle(run.id, run_id=run.result_run_id).fetch_history(),
+            "session_continued_next": await finished(latest),
+        }
+
+
 def without_stack_traces(history: WorkflowHistory) -> WorkflowHistory:
     """The history with every failure's stack trace emptied: they name this machine's paths, and
     replay never reads them (a failure's type, message and cause are kept)."""
