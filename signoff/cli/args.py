@@ -10,7 +10,6 @@ from typing import Any
 
 from signoff.approval.requests import MAX_SECONDS, GrantMatch
 from signoff.cli.binding import MIN_PREFIX, digest_text
-from signoff.cli.chat import add_chat_parser
 from signoff.cli.codec import add_codec_parser
 from signoff.cli.demo import DEMO_PROMPT
 from signoff.cli.inbox import add_inbox_parser
@@ -98,6 +97,15 @@ def _add_run(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--max-rounds", type=int, help="most model requests in the run")
     p.add_argument("--approval-timeout", type=float, metavar="SECS", help="deny calls still undecided after SECS")
     p.add_argument("--wait", action="store_true", help="follow the run and answer approvals here (y/n/reason)")
+    _who(p)
+
+
+def _add_chat(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("chat", parents=[common], help="talk to an agent in a durable session (approvals inline)")
+    p.add_argument("--id", help="the session's workflow id: reconnect, or start it (default: a new chat-<random>)")
+    p.add_argument("--agent", default="default", help="agent name the worker knows, for a new session")
+    p.add_argument("--task-queue", help="task queue, for a new session (env SIGNOFF_TASK_QUEUE; signoff)")
+    p.add_argument("--max-rounds", type=int, help="most model requests per turn")
     _who(p)
 
 
@@ -233,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_decide(sub, common, "approve")
     _add_decide(sub, common, "deny")
     _add_reader(sub, common, "watch", "follow a run's events until it finishes")
-    add_chat_parser(sub, common, _who)
+    _add_chat(sub, common)
     p = _add_reader(sub, common, "result", "print a run's result (waiting for it, saying what it waits for)")
     p.add_argument("--json", action="store_true", help="print the raw result JSON")
     p.add_argument("--no-wait", action="store_true", help="if the run has not finished, say so and exit 1")

@@ -50,17 +50,6 @@ END, QUIT = "/end", "/quit"
 RESULT_CHARS = 200
 
 
-def add_chat_parser(sub: Any, common: argparse.ArgumentParser, who: Any) -> None:
-    p = sub.add_parser("chat", parents=[common], help="talk to an agent in a durable session (approvals inline)")
-    p.add_argument(
-        "--id", help="the session's workflow id: reconnect to it, or start it (default: a new chat-<random>)"
-    )
-    p.add_argument("--agent", default="default", help="agent name the worker knows, for a new session")
-    p.add_argument("--task-queue", help="task queue, for a new session (env SIGNOFF_TASK_QUEUE; signoff)")
-    p.add_argument("--max-rounds", type=int, help="most model requests per turn")
-    who(p)
-
-
 async def cmd_chat(args: argparse.Namespace, ctx: CommandContext) -> int:
     client = await ctx.connect()
     who = Who.from_args(args, ctx.env)

@@ -654,7 +654,9 @@ def session_script(request: ScriptedRequest) -> Reply:
     if last.role == "tool":
         return Reply.text(f"ran: {last.content}")
     if (last.content or "").startswith("run: "):
-        return Reply(content="on it", calls=(call("run_command", f"call_r{request.round}", command=last.content[5:]),))
+        return Reply(
+            content="on it", calls=(call("run_command", f"call_r{request.round}", command=(last.content or "")[5:]),)
+        )
     return Reply.text(f"heard: {last.content}")
 
 
