@@ -7,7 +7,7 @@ import signal
 import uuid
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 
 from signoff.contract import AgentRunResult
 from tests.cli_harness import Cli, cli, cli_environ, finish, read_until, served, spawn  # noqa: F401
@@ -68,7 +68,7 @@ async def test_ctrl_c_leaves_the_session_waiting(
     assert again.code == 0 and "agent> #1 hi" in again.out, again.err
 
 
-async def _idle(handle) -> None:  # type: ignore[no-untyped-def]
+async def _idle(handle: WorkflowHandle) -> None:
     assert (await handle.query("status"))["status"] == "AwaitingMessage"
 
 
@@ -90,5 +90,5 @@ async def test_chat_refuses_a_run_that_is_no_session_and_an_ended_one(
     assert ended.code == 1 and "has ended" in ended.err
 
 
-async def _parked(handle) -> None:  # type: ignore[no-untyped-def]
+async def _parked(handle: WorkflowHandle) -> None:
     assert await handle.query("pending_approvals")
