@@ -21,6 +21,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from signoff.contract import AgentRunResult, RunOptions
 from signoff.messages import ChatMessage
+from signoff.runtime.worker import connect
 from tests.conftest import start_dev_server
 from tests.helpers import (
     Reply,
@@ -32,7 +33,7 @@ from tests.helpers import (
     running_worker,
     start_run,
 )
-from tests.processes import READY, Processes
+from tests.processes import READY, Processes, free_port
 from tests.test_durability import worker_env
 
 
@@ -307,3 +308,29 @@ async def test_a_session_continues_as_new_between_turns_and_keeps_its_transcript
     assert len(runs) > 1, "the session never continued as new"
     assert [m.content for m in result.messages if m.role == "user"] == ["m1", "m2", "m3", "m4", "run: echo later", "m6"]
     assert [a.call_id for a in result.approvals] == ["call_t5"]
+
+
+async def test_a_session_idle_across_a_server_restart_takes_its_next_message(
+    task_queue: str, procs: Processes, tmp_path: Path
+) -> None:
+    """Between turns the session waits on nothing but its state: the dev server (its database
+    kept) and the worker restarted, the next message is answered with the whole history."""
+    db, port, ui_port = tmp_path / "t.db", free_port(), free_port()
+    address = f"127.0.0.1:{port}"
+    with ScriptedModelServer(chat) as model:
+        env = worker_env(address, task_queue, model, tmp_path)
+        server = await procs.dev_server("server-1", db, port, ui_port)
+        first = procs.worker("worker-1", env)
+        await first.wait_for_output(READY)
+        handle = await start_session(await connect(address), task_queue)
+        await send(handle, "before")
+        await first.terminate()
+        await server.terminate()
+        await procs.dev_server("server-2", db, port, ui_port)
+        procs.worker("worker-2", env)
+        handle = (await connect(address)).get_workflow_handle(handle.id)
+        after = await asyncio.wait_for(send(handle, "after"), 60)
+        await handle.execute_update("end_session", {})
+        result = AgentRunResult.model_validate(await handle.result())
+    assert after["text"] == "#2 after (seen: before | after)"
+    assert [m.content for m in result.messages if m.role == "user"] == ["before", "after"]
