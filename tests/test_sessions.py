@@ -334,3 +334,15 @@ async def test_a_session_idle_across_a_server_restart_takes_its_next_message(
         result = AgentRunResult.model_validate(await handle.result())
     assert after["text"] == "#2 after (seen: before | after)"
     assert [m.content for m in result.messages if m.role == "user"] == ["before", "after"]
+
+
+async def test_a_session_cancelled_between_turns_finishes_cancelled(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    with ScriptedModelServer(chat) as model:
+        async with running_worker(client, task_queue, model, agents_for(tmp_path)):
+            handle = await start_session(client, task_queue)
+            await send(handle, "hello")
+            await handle.cancel()
+            result = AgentRunResult.model_validate(await handle.result())
+    assert result.finish_reason.value == "cancelled" and result.text == "#1 hello (seen: hello)"

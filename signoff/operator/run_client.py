@@ -292,14 +292,19 @@ async def send_message(handle: Handle, text: str) -> TurnAnswer:
 
 
 async def end_session(handle: Handle) -> AgentRunResult:
-    """End a session between turns; the run's result."""
-    try:
-        result: AgentRunResult = await update(handle, UPDATE_END_SESSION, {}, AgentRunResult)
-    except CommandError as exc:
-        if "already completed" in str(exc) or "already finished" in str(exc):
-            raise CommandError(f"the session {handle.id!r} has ended already") from None
-        raise
-    return result
+    """End a session between turns; the run's result (asked again while the session moves)."""
+    for _ in range(MOVING_RETRIES):
+        try:
+            result: AgentRunResult = await update(handle, UPDATE_END_SESSION, {}, AgentRunResult)
+        except CommandError as exc:
+            if "already completed" in str(exc) or "already finished" in str(exc):
+                raise CommandError(f"the session {handle.id!r} has ended already") from None
+            if "moving to a new run" in str(exc):
+                await asyncio.sleep(0.2)
+                continue
+            raise
+        return result
+    raise CommandError(f"{handle.id}: the session kept moving to a new run; end it again")
 
 
 def _session_rpc_text(exc: RPCError, workflow_id: str) -> str:

@@ -181,6 +181,8 @@ class AgentRun:
             if session.enabled:
                 await self._converse()
         except asyncio.CancelledError:
+            if session.enabled and session.idle:  # cancelled between turns: it finishes `cancelled`
+                self._loop.state.finish_reason = None
             self._loop.cancel(workflow.now())
             self._next()
         session.closing = True
