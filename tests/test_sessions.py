@@ -21,7 +21,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from signoff.contract import AgentRunResult, RunOptions
 from signoff.messages import ChatMessage
-from signoff.runtime.worker import connect
+from signoff.runtime.worker import connect_address
 from tests.conftest import start_dev_server
 from tests.helpers import (
     Reply,
@@ -322,13 +322,13 @@ async def test_a_session_idle_across_a_server_restart_takes_its_next_message(
         server = await procs.dev_server("server-1", db, port, ui_port)
         first = procs.worker("worker-1", env)
         await first.wait_for_output(READY)
-        handle = await start_session(await connect(address), task_queue)
+        handle = await start_session(await connect_address(address), task_queue)
         await send(handle, "before")
         await first.terminate()
         await server.terminate()
         await procs.dev_server("server-2", db, port, ui_port)
         procs.worker("worker-2", env)
-        handle = (await connect(address)).get_workflow_handle(handle.id)
+        handle = (await connect_address(address)).get_workflow_handle(handle.id)
         after = await asyncio.wait_for(send(handle, "after"), 60)
         await handle.execute_update("end_session", {})
         result = AgentRunResult.model_validate(await handle.result())
