@@ -52,6 +52,8 @@ STATUS_AWAITING_MESSAGE = "AwaitingMessage"
 TURN_COMPLETED = "Completed"
 TURN_RUNNING = "Running"
 TURN_ENDED = "Ended"
+SESSION_MOVING = "SessionMoving"
+"""The type of the refusal of a message sent while a session continues as new: send it again."""
 MAX_MESSAGE_CHARS = 65_536
 """The longest text one `send_message` may carry."""
 SEARCH_ATTRIBUTES = {"SignoffStatus": "Keyword", "SignoffAgent": "Keyword", "SignoffPendingTools": "KeywordList"}

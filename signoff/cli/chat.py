@@ -21,7 +21,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from signoff.cli.calls import approval_block
-from signoff.cli.follow import Prompter
+from signoff.cli.follow import POLL_SECONDS, Prompter
 from signoff.cli.input import LineReader
 from signoff.cli.render import render_result
 from signoff.cli.who import Who
@@ -45,7 +45,6 @@ from signoff.views.text import safe
 if TYPE_CHECKING:
     from signoff.cli.main import CommandContext
 
-POLL_SECONDS = 0.3
 END, QUIT = "/end", "/quit"
 RESULT_CHARS = 200
 

@@ -38,6 +38,7 @@ from signoff.contract import (
     QUERY_PENDING,
     QUERY_SESSION,
     QUERY_STATUS,
+    SESSION_MOVING,
     SIGNAL_APPROVAL,
     UPDATE_APPROVAL,
     UPDATE_END_SESSION,
@@ -62,8 +63,6 @@ _EVENT: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
 _PENDING = TypeAdapter(list[ToolApprovalRequest])
 _GRANTS = TypeAdapter(list[Grant])
 _MESSAGES = TypeAdapter(list[ChatMessage])
-SESSION_MOVING = "SessionMoving"
-"""The refusal of a message sent while a session continues as new (`signoff.workflows.session`)."""
 MOVING_RETRIES = 20
 
 

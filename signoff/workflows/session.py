@@ -31,6 +31,7 @@ from temporalio.common import RawValue
 
 from signoff.approval.requests import ToolApprovalRequest
 from signoff.contract import (
+    SESSION_MOVING,
     STATUS_AWAITING,
     TURN_COMPLETED,
     TURN_ENDED,
@@ -45,8 +46,6 @@ from signoff.loop.agent_loop import AgentLoop
 from signoff.workflows.refusal import INVALID_INPUT, Refusal
 from signoff.workflows.run_input import SessionState, format_validation_error
 
-SESSION_MOVING = "SessionMoving"
-"""The type of the refusal of a message sent while the session continues as new: send it again."""
 NOT_A_SESSION = "this run is not a session (start it with options.session: true to send it messages)"
 
 
