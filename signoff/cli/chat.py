@@ -112,7 +112,7 @@ class Chat:
         )
 
     async def _history(self) -> None:
-        messages = await run_client.messages(self.handle)
+        messages = await run_client.transcript(self.handle)
         if messages:
             self.console.print(self.console.style.paint(f"session {self.handle.id}, so far:", "dim"))
         for message in messages:

@@ -258,7 +258,7 @@ async def session(handle: Handle) -> SessionView:
     return _typed(TypeAdapter(SessionView), await query(handle, QUERY_SESSION), "its session")
 
 
-async def messages(handle: Handle) -> list[ChatMessage]:
+async def transcript(handle: Handle) -> list[ChatMessage]:
     return _typed(_MESSAGES, await query(handle, QUERY_MESSAGES), "its transcript")
 
 
