@@ -133,6 +133,7 @@ class Harness:
         (workspace := Path(self._workspace.name) / "workspace").mkdir()
         self.key_file = Path(self._workspace.name) / "approver.key"
         self.key_file.write_text(SECRET)
+        self.key_file.chmod(0o600)  # a secret is its owner's alone, or no worker reads it
         agents = {AGENT: fuzz_agent(workspace)}
         self._worker = build_worker(
             self.client,
