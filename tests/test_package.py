@@ -46,12 +46,19 @@ LOOP_MAY_IMPORT = {
     "signoff.approval.people",
     "signoff.approval.policy",
     "signoff.approval.signatures",
+    # auto mode's verdict rules and "approve similar"'s patterns: pure functions of the call
+    "signoff.approval.auto",
+    "signoff.approval.similar",
+    "posixpath",  # path strings only (similar's folder patterns), no file system
+    "shlex",  # splitting a command line (similar's program patterns)
 }
 LOOP_MODULES = (
     *sorted(f"loop/{path.name}" for path in (ROOT / "signoff" / "loop").glob("*.py")),
     "approval/authority.py",
     "approval/audit.py",
     "approval/people.py",
+    "approval/auto.py",
+    "approval/similar.py",
 )
 
 
