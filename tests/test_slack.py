@@ -346,7 +346,8 @@ async def test_an_edit_in_the_modal_is_confirmed_as_a_diff_then_runs_the_edited_
     sent = await stack.post(submission("UALICE01", confirm, {}))
     assert sent.status_code == 200 and "edited arguments" in json.dumps(sent.json()), sent.text
     result = await asyncio.wait_for(handle.result(), 60)
-    assert tool_messages(result) == ["deployed staging-SECRET"]
+    edited = '[signoff: alice edited this call\'s arguments before it ran; it ran with {"target": "staging-SECRET"}]'
+    assert tool_messages(result) == [f"deployed staging-SECRET\n{edited}"]  # the model is told of the edit
     assert result.approvals[0].edited_arguments == {"target": "staging-SECRET"}
     again = await stack.post(submission("UALICE01", confirm, {}))  # an edit is taken once
     assert "not one you made" in json.dumps(again.json())
