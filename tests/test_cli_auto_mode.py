@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 
 from signoff.activities.auto import AutoSettings
 from signoff.approval.identity import ApproverKeys
@@ -19,7 +19,7 @@ from signoff.signing.keys import SigningKey
 from tests.approver_keys import signed, write_secret
 from tests.cli_harness import Cli, cli, cli_environ, served  # noqa: F401
 from tests.governance import wait_event
-from tests.helpers import Reply, ScriptedRequest, call, start_run, wait_pending
+from tests.helpers import Reply, ScriptedRequest, assert_eventually, call, start_run, wait_pending
 
 
 def script(request: ScriptedRequest) -> Reply:
@@ -39,10 +39,7 @@ async def test_pending_shows_why_auto_mode_escalated_and_approve_grants_similar_
     )
     async with served(client, task_queue, tmp_path, script, policies=book):
         handle = await start_run(client, task_queue)
-        (pending,) = await wait_pending(handle)
-        while pending.get("auto", {}).get("state") != "escalated":
-            await asyncio.sleep(0.1)
-            (pending,) = await wait_pending(handle)
+        await assert_eventually(lambda: escalated(handle))
         shown = await cli("pending", handle.id)
         approved = await cli("approve", handle.id, "call_1", "--grant", "similar", "--grant-uses", "3")
         bulk = await cli("approve", handle.id, "--all", "--grant", "similar")
@@ -85,3 +82,8 @@ async def test_audit_verify_vouches_for_auto_modes_signed_vote_beside_a_persons(
         audited = await cli("audit", handle.id, "--verify", SIGNOFF_APPROVER_KEYS=str(keys))
     assert audited.code == 0, audited
     assert "auto:shell" in audited.out and "alice" in audited.out and "the audit trail holds" in audited.out
+
+
+async def escalated(handle: WorkflowHandle[Any, Any]) -> None:
+    (pending,) = await wait_pending(handle)
+    assert pending.get("auto", {}).get("state") == "escalated", pending

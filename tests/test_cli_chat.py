@@ -57,7 +57,8 @@ async def test_ctrl_c_leaves_the_session_waiting(
         await read_until(proc, "started session")
         handle = client.get_workflow_handle(session_id)
         await assert_eventually(lambda: _idle(handle))
-        await asyncio.sleep(0.5)  # at the prompt
+        assert proc.stdout is not None
+        await asyncio.wait_for(proc.stdout.readuntil(b"you> "), 30)  # at the prompt
         proc.send_signal(signal.SIGINT)
         done = await finish(proc, timeout=30)
         described = await handle.describe()

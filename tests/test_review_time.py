@@ -3,13 +3,11 @@ approval sent sooner than that after the call was asked (they look again), and n
 
 from __future__ import annotations
 
-import asyncio
-
 from temporalio.client import Client
 
 from signoff.approval.policy import ApprovalPolicy, AutoMode, PolicyBook, tightened
 from tests.governance import deploy, ops_agent, ops_run, refusal, turns
-from tests.helpers import wait_pending
+from tests.helpers import assert_eventually, wait_pending
 from tests.test_auto_mode import CRITERIA, model, verdict
 
 
@@ -19,8 +17,8 @@ async def test_an_approval_sooner_than_min_review_seconds_is_refused_and_a_later
         (pending,) = await wait_pending(handle)
         decision = {"call_id": "call_1", "approved": True, "approver": "alice"}
         refused = await refusal(handle.execute_update("submit_tool_approval", decision))
-        await asyncio.sleep(2.1)
-        await handle.execute_update("submit_tool_approval", decision)
+        # refused until two seconds have passed since the call was asked, then taken
+        await assert_eventually(lambda: handle.execute_update("submit_tool_approval", decision), timeout=30)
         result = await handle.result()
     assert pending["policy"]["min_review_seconds"] == 2
     assert "asks for a second look (min_review_seconds = 2)" in refused

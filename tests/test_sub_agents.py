@@ -356,7 +356,6 @@ async def test_a_grandchilds_waiting_call_is_listed_at_the_top_with_its_path_and
             assert (waiting["workflow_id"], waiting["path"]) == (leaf_id, [middle_id, leaf_id])
             (in_middle,) = await client.get_workflow_handle(middle_id).query("pending_approvals")
             assert in_middle["path"] == [leaf_id]
-            await asyncio.sleep(0)
             await handle.execute_update(
                 "submit_tool_approval", {"call_id": "call_leaf", "approved": True, "workflow_id": leaf_id}
             )
