@@ -42,7 +42,7 @@ from signoff.activities.models import NotifyInput, NotifyOutput
 from signoff.activities.slack import MAX_RETRY_AFTER, SlackChannel
 from signoff.agent.snapshot import NotifyPlan
 from signoff.config.environment import DEFAULT_ADDRESS, NOTIFY_SECRET_FILE_ENV, NOTIFY_URLS_ENV, Environment
-from signoff.config.smallfile import MAX_SECRET_BYTES, ExposedSecret, read_small_file
+from signoff.config.smallfile import read_secret_bytes
 from signoff.errors import ConfigError
 from signoff.text.notify_signature import SIGNATURE_HEADER, signature
 from signoff.views.howto import decide_commands
@@ -168,17 +168,7 @@ def read_notify_secret(path: Path) -> bytes:
     Raises:
         ConfigError: the file cannot be read, is empty, or is implausibly large.
     """
-    try:
-        data = read_small_file(path, MAX_SECRET_BYTES).strip()
-    except ExposedSecret as exc:
-        raise ConfigError(f"{NOTIFY_SECRET_FILE_ENV}: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"{NOTIFY_SECRET_FILE_ENV}: cannot read {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise ConfigError(f"{NOTIFY_SECRET_FILE_ENV}: {path} is {exc}") from None
-    if not data:
-        raise ConfigError(f"{NOTIFY_SECRET_FILE_ENV}: {path} must hold one secret of 1 to {MAX_SECRET_BYTES} bytes")
-    return data
+    return read_secret_bytes(path, NOTIFY_SECRET_FILE_ENV)
 
 
 def compose(config: NotifyConfig, input: NotifyInput, workflow_id: str, run_id: str) -> Notice:

@@ -30,7 +30,7 @@ from temporalio.exceptions import ApplicationError
 
 from signoff.activities.models import SEAL_ACTIVITY, UNSEAL_ACTIVITY, SealInput, SealOutput, UnsealInput, UnsealOutput
 from signoff.config.environment import STATE_KEY_FILE_ENV
-from signoff.config.smallfile import ExposedSecret, read_small_file
+from signoff.config.smallfile import read_secret_bytes
 from signoff.contract import WORKFLOW_TYPE
 from signoff.errors import ConfigError
 
@@ -44,13 +44,7 @@ def read_state_key(path: str | os.PathLike[str]) -> bytes:
     Raises:
         ConfigError: it cannot be read, or is shorter than 32 bytes.
     """
-    try:
-        key = read_small_file(path, 4096).strip()
-    except ExposedSecret as exc:
-        raise ConfigError(f"{STATE_KEY_FILE_ENV}: {exc}") from None
-    except (OSError, ValueError) as exc:
-        why = getattr(exc, "strerror", None) or exc
-        raise ConfigError(f"{STATE_KEY_FILE_ENV}: cannot read {path}: {why}") from None
+    key = read_secret_bytes(path, STATE_KEY_FILE_ENV)
     if len(key) < MIN_STATE_KEY_BYTES:
         raise ConfigError(
             f"{STATE_KEY_FILE_ENV}: the key in {path} is {len(key)} bytes; it must be at least {MIN_STATE_KEY_BYTES}. "

@@ -89,12 +89,12 @@ def read_small_file(path: str | os.PathLike[str], limit: int, *, private: bool |
     return data
 
 
-def read_secret_line(path: Path, setting: str, limit: int = 1024) -> str:
-    """A token or secret file's one line of ASCII, without surrounding whitespace.
+def read_secret_bytes(path: str | os.PathLike[str], setting: str, limit: int = MAX_SECRET_BYTES) -> bytes:
+    """A secret file's bytes without surrounding whitespace, the file its owner's alone.
 
     Raises:
-        ConfigError: the file cannot be read, is empty, is implausibly large, or is not ASCII
-            (each named by `setting`).
+        ConfigError: the file cannot be read, others may read it, it is not a regular file,
+            is implausibly large, or is empty (each named by `setting`).
     """
     try:
         data = read_small_file(path, limit).strip()
@@ -106,6 +106,16 @@ def read_secret_line(path: Path, setting: str, limit: int = 1024) -> str:
         raise ConfigError(f"{setting}: {path} is {exc}") from None
     if not data:
         raise ConfigError(f"{setting}: {path} is empty")
+    return data
+
+
+def read_secret_line(path: Path, setting: str, limit: int = 1024) -> str:
+    """A token or secret file's one line of ASCII, without surrounding whitespace.
+
+    Raises:
+        ConfigError: as `read_secret_bytes`, or the file is not ASCII.
+    """
+    data = read_secret_bytes(path, setting, limit)
     try:
         return data.decode("ascii")
     except UnicodeDecodeError:
@@ -119,6 +129,7 @@ __all__ = [
     "ExposedSecret",
     "check_private",
     "exposure",
+    "read_secret_bytes",
     "read_secret_line",
     "read_small_file",
 ]
