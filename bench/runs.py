@@ -16,6 +16,7 @@ from temporalio.client import Client, WorkflowHandle
 
 from bench.common import BenchError, check_result, check_text, expected_tool_messages, prompt_for
 from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
+from signoff.workflows.feed import start_attributes
 
 
 async def start_signoff(
@@ -30,7 +31,12 @@ async def start_signoff(
     prompt = prompt_for(tool, rounds, tag)
     run_input = AgentRunInput(agent=agent, prompt=prompt, options=RunOptions(max_rounds=rounds + 1))
     return await client.start_workflow(
-        "AgentRun", run_input, id=workflow_id or f"signoff-{uuid.uuid4()}", task_queue=queue, result_type=AgentRunResult
+        "AgentRun",
+        run_input,
+        id=workflow_id or f"signoff-{uuid.uuid4()}",
+        task_queue=queue,
+        result_type=AgentRunResult,
+        search_attributes=start_attributes(agent),  # as signoff's own clients start runs (`signoff run`)
     )
 
 

@@ -88,12 +88,20 @@ async def running_worker(
 
 
 async def start_run(client: Client, task_queue: str, prompt: str | None = "go", **kwargs: Any) -> WorkflowHandle:
-    """Start an AgentRun (`id`: its workflow id, default a fresh one; the rest: its input)."""
+    """Start an AgentRun (`id`: its workflow id, default a fresh one; `search_attributes`: given
+    at the start, as signoff's own clients give `SignoffAgent`; the rest: its input). Without
+    them it starts as a plain Temporal client would, and the run upserts `SignoffAgent` itself."""
     options = kwargs.pop("options", None) or RunOptions()
     workflow_id = kwargs.pop("id", None) or f"run-{uuid.uuid4()}"
+    attributes = kwargs.pop("search_attributes", None)
     run_input = AgentRunInput(prompt=prompt, options=options, **kwargs)
     return await client.start_workflow(
-        "AgentRun", run_input, id=workflow_id, task_queue=task_queue, result_type=AgentRunResult
+        "AgentRun",
+        run_input,
+        id=workflow_id,
+        task_queue=task_queue,
+        result_type=AgentRunResult,
+        search_attributes=attributes,
     )
 
 

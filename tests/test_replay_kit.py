@@ -29,7 +29,7 @@ from tests.waiting import assert_eventually
 from tests.workflow_variants import ToolsInReverse, WaitsBeforeTheModel
 
 V1 = HERE / "v1" / "approved.json"
-UPSERT = "workflow.upsert_search_attributes([SIGNOFF_AGENT.value_set(self._input.agent)])"
+UPSERT = "workflow.upsert_search_attributes([SIGNOFF_AGENT.value_set(agent)])"
 
 
 def replay_cli(*args: str | Path, cwd: Path | None = None, **env: str | Path) -> subprocess.CompletedProcess[str]:

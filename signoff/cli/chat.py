@@ -41,6 +41,7 @@ from signoff.operator import run_client
 from signoff.operator.run_client import Handle
 from signoff.views.links import inbox_root
 from signoff.views.text import safe
+from signoff.workflows.feed import start_attributes
 
 if TYPE_CHECKING:
     from signoff.cli.main import CommandContext
@@ -233,6 +234,7 @@ async def _open(client: Client, args: argparse.Namespace, ctx: CommandContext, w
             id=workflow_id,
             task_queue=args.task_queue or ctx.settings.task_queue,
             static_summary=f"{args.agent}: chat session",
+            search_attributes=start_attributes(args.agent),
         )
     except WorkflowAlreadyStartedError:
         raise CommandError(f"a run with id {workflow_id!r} already exists; choose another --id") from None

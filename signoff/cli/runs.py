@@ -31,6 +31,7 @@ from signoff.operator import run_client
 from signoff.operator.run_client import Handle
 from signoff.operator.waiting import WAITING_OR_PAUSED_QUERY, WAITING_QUERY
 from signoff.views.links import inbox_root
+from signoff.workflows.feed import start_attributes
 from signoff.workflows.run_input import format_validation_error
 
 if TYPE_CHECKING:
@@ -66,7 +67,12 @@ async def start(client: Client, run_input: AgentRunInput, workflow_id: str, task
     """Start an AgentRun with its summary for the Web UI."""
     try:
         return await client.start_workflow(
-            WORKFLOW_TYPE, run_input, id=workflow_id, task_queue=task_queue, static_summary=run_summary(run_input)
+            WORKFLOW_TYPE,
+            run_input,
+            id=workflow_id,
+            task_queue=task_queue,
+            static_summary=run_summary(run_input),
+            search_attributes=start_attributes(run_input.agent),  # found by agent from its start, no upsert
         )
     except WorkflowAlreadyStartedError:
         raise CommandError(f"a run with id {workflow_id!r} already exists; choose another --id") from None

@@ -80,7 +80,7 @@ with workflow.unsafe.imports_passed_through():
     from signoff.workflows import activity_options, instances, upgrade, verify  # #20: upgrade = moving to a new version
     from signoff.workflows.auto import AutoEvaluations
     from signoff.workflows.children import SIGNAL_CHILD_PENDING, ChildPending, Children, Reporter, own_view
-    from signoff.workflows.feed import SIGNOFF_AGENT, RunRecord
+    from signoff.workflows.feed import RunRecord, advertise_agent
     from signoff.workflows.intake import DecisionIntake, Router
     from signoff.workflows.metrics import RunMetrics
     from signoff.workflows.notifications import Notifier, notice_for
@@ -169,7 +169,7 @@ class AgentRun:
         problem = misplaced_answer(self._input.transcript()) if self._continued is None else None
         if problem and workflow.patched(CHECKS_ANSWERS):  # asked only then: no other history gains the marker
             raise Refusal(f"invalid input: {problem}", INVALID_INPUT)
-        workflow.upsert_search_attributes([SIGNOFF_AGENT.value_set(self._input.agent)])
+        advertise_agent(self._input.agent, carried=self._continued is not None)
         if self._continued is None:
             await self._start()
         if self._input.sub_agent is not None:  # a child run: what waits in it is listed at the top

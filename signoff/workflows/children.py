@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from signoff.messages import AgentEvent, FinishReason, SubAgentEvent, ToolCall
     from signoff.workflows import activity_options
+    from signoff.workflows.feed import start_attributes
 
 SIGNAL_CHILD_PENDING = "signoff_child_pending"
 """Internal: a child run's waiting calls, reported to its parent."""
@@ -135,6 +136,7 @@ class Children:
                 result_type=AgentRunResult,
                 parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
                 static_summary=f"sub-agent {agent} for {call.name} ({call.id})",
+                search_attributes=start_attributes(agent),  # the child needs no upsert of its own
             )
             event = SubAgentEvent(call_id=call.id, agent=agent, workflow_id=workflow_id, state="started")
             self._emit(event.model_copy(update={"chain_id": handle.first_execution_run_id}))

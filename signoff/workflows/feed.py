@@ -6,6 +6,11 @@ attributes only while the run waits for people (`SignoffStatus`, `SignoffPending
 each upsert is a visibility write, the largest cost of a run at scale (bench/README.md),
 and a closed run's state is its ExecutionStatus. The Web UI's current details show the
 pending calls and how to decide them.
+
+`SignoffAgent` is set on every run. signoff's own clients give it with the start
+(`start_attributes`), which costs nothing (the start is one Action whatever it carries); a run
+started without it (a plain `temporal workflow start`, another SDK) writes it in an upsert of its
+own at its first task, one billable Action (bench/README.md, "Billable Actions").
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import json
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
 from signoff.approval.requests import ToolApprovalRequest
 from signoff.contract import SA_AGENT, SA_PENDING_TOOLS, SA_STATUS, STATUS_AWAITING, STATUS_RUNNING
@@ -26,6 +31,26 @@ SIGNOFF_STATUS = SearchAttributeKey.for_keyword(SA_STATUS)
 SIGNOFF_AGENT = SearchAttributeKey.for_keyword(SA_AGENT)
 SIGNOFF_PENDING_TOOLS = SearchAttributeKey.for_keyword_list(SA_PENDING_TOOLS)
 SEARCH_ATTRIBUTE_KEYS = (SIGNOFF_STATUS, SIGNOFF_AGENT, SIGNOFF_PENDING_TOOLS)
+
+
+def start_attributes(agent: str) -> TypedSearchAttributes:
+    """The search attributes a client gives an `AgentRun` at its start: `SignoffAgent`, so the
+    run needs no upsert of its own to be found by agent (`client.start_workflow(...,
+    search_attributes=start_attributes(run_input.agent))`)."""
+    return TypedSearchAttributes([SearchAttributePair(SIGNOFF_AGENT, agent)])
+
+
+def advertise_agent(agent: str, carried: bool) -> None:
+    """Set `SignoffAgent` on the run, unless its client gave it at the start (`start_attributes`).
+
+    Whether it did is read from the run's start event, so a replay decides as the run did: a
+    history recorded before signoff's clients gave it (none did) upserts it, as it did then. A
+    run continued as new (`carried`) upserts it as before: its start holds the attributes of the
+    run it continues, which upserted it, and its recorded histories upsert it again (rare: once
+    per continue-as-new, not per run)."""
+    if carried or workflow.info().typed_search_attributes.get(SIGNOFF_AGENT) != agent:
+        workflow.upsert_search_attributes([SIGNOFF_AGENT.value_set(agent)])
+
 
 EVENTS_KEPT = 200
 EVENT_TEXT_KEPT = 2_000

@@ -52,6 +52,7 @@ from signoff.runtime.storage import close_storage, data_converter
 from signoff.signing.keys import SigningKey
 from signoff.testing import Script
 from signoff.tools.mcp import MCPServer
+from signoff.workflows.feed import start_attributes
 from tests.approver_keys import signed, write_secret
 from tests.conftest import start_dev_server
 from tests.governance import deploy, ops_agent, restart, turns, wait_event
@@ -577,6 +578,17 @@ async def record_mcp(rig: Rig) -> dict[str, WorkflowHistory]:
 
 
 # --- how the worker runs: metrics, encryption, the payload store ---------------------------
+
+
+@shape("agent_at_start")
+async def record_agent_at_start(rig: Rig) -> dict[str, WorkflowHistory]:
+    """An approved run started as signoff's clients start one, `SignoffAgent` given at the start
+    (`feed.start_attributes`): the run writes no upsert of its own for it."""
+    async with rig.worker(script) as queue:
+        run = await start_run(rig.client, queue, "approve", search_attributes=start_attributes("default"))
+        await wait_pending(run)
+        await run.execute_update("submit_tool_approval", approval("call_1", approver="a"))
+        return {"agent_at_start": await finished(run)}
 
 
 @shape("metrics")
