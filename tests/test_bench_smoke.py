@@ -123,3 +123,17 @@ def test_sub_agents_bench_runs_and_a_delegated_call_costs_a_child_runs_history(t
     plain, delegated = result["stats"]["plain"], result["stats"]["delegated"]
     assert delegated["actions"]["p50"] > plain["actions"]["p50"]  # the child's start, turns and reports
     assert set(result["memory"]) == {"plain", "delegated"}
+
+
+def test_fleet_bench_finishes_every_run_once_through_a_worker_killed_and_one_added(tmp_path: Path) -> None:
+    env = {**os.environ, "BENCH_RESULTS": str(tmp_path)}
+    command = [sys.executable, "-m", "bench.fleet", "--smoke"]
+    out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    result = json.loads((tmp_path / "fleet.json").read_text())
+    churn, cached = result["churn"], result["cached"]
+    # Every run ended once (the bench checked each result and the tool log, or it failed).
+    assert sum(churn["ended"].values()) == sum(cached["ended"].values()) == result["args"]["runs"]
+    assert churn["churn"]["killed"] != churn["churn"]["added"] and churn["cache"] < cached["cache"]
+    assert len(churn["peak_rss_kb"]) == result["args"]["workers"] + 1  # the added worker was sampled too
+    assert {kind: len(levels) for kind, levels in result["saturation"].items()} == {"signoff": 1, "floor": 1}
