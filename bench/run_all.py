@@ -27,6 +27,7 @@ FULL = [
     ("caller_check", ["--calls", "2000"]),
     ("spent", ["--runs", "30"]),
     ("sub_agents", ["--runs", "10", "--parked", "200"]),
+    ("streams", ["--runs", "4", "--tokens", "1000"]),
 ]
 QUICK = [
     ("round_overhead", ["--runs", "5", "--warmup", "1"]),
@@ -44,6 +45,7 @@ QUICK = [
     ("caller_check", ["--calls", "20"]),
     ("spent", ["--runs", "3", "--warmup", "1"]),
     ("sub_agents", ["--runs", "2", "--warmup", "1", "--parked", "10"]),
+    ("streams", ["--runs", "1", "--tokens", "100"]),
 ]
 
 

@@ -54,6 +54,10 @@ TURN_RUNNING = "Running"
 TURN_ENDED = "Ended"
 SESSION_MOVING = "SessionMoving"
 """The type of the refusal of a message sent while a session continues as new: send it again."""
+TOPIC_TOKENS = "tokens"
+"""The run's Workflow Stream topic of model text deltas: `{"turn", "text", "attempt"}` (CONTRACT v4)."""
+TOPIC_EVENTS = "events"
+"""The run's Workflow Stream topic of its events: the items the `events` query answers."""
 MAX_MESSAGE_CHARS = 65_536
 """The longest text one `send_message` may carry."""
 SEARCH_ATTRIBUTES = {"SignoffStatus": "Keyword", "SignoffAgent": "Keyword", "SignoffPendingTools": "KeywordList"}

@@ -137,3 +137,13 @@ def test_fleet_bench_finishes_every_run_once_through_a_worker_killed_and_one_add
     assert churn["churn"]["killed"] != churn["churn"]["added"] and churn["cache"] < cached["cache"]
     assert len(churn["peak_rss_kb"]) == result["args"]["workers"] + 1  # the added worker was sampled too
     assert {kind: len(levels) for kind, levels in result["saturation"].items()} == {"signoff": 1, "floor": 1}
+
+
+def test_streams_bench_runs_and_bounds_the_signals_per_model_turn(tmp_path: Path) -> None:
+    env = {**os.environ, "BENCH_RESULTS": str(tmp_path)}
+    command = [sys.executable, "-m", "bench.streams", "--runs", "1", "--tokens", "60", "--pause", "0.002"]
+    out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    result = json.loads((tmp_path / "streams.json").read_text())
+    assert 1 <= result["stats"]["signals"]["max"] <= result["max_signals"]
+    assert result["stats"]["ttft_in_process"]["n"] == 1

@@ -21,6 +21,7 @@ from signoff.activities.agents import ServedAgents, Taken
 from signoff.activities.heartbeat import heartbeating
 from signoff.activities.memory import RunMemory
 from signoff.activities.models import ChatInput, ChatTurn, Requester
+from signoff.activities.tokens import published_tokens
 from signoff.activities.tool import Callers
 from signoff.agent.gate import gated_call_ids
 from signoff.agent.snapshot import RunSnapshot
@@ -48,8 +49,9 @@ async def model_turn(
     system = [ChatMessage.system(snapshot.instructions)] if snapshot.instructions else []
     options = ChatOptions(model=input.model, temperature=input.temperature)
     try:
-        async with heartbeating():
-            response = await client.complete(system + transcript, snapshot.specs, options)
+        async with heartbeating(), published_tokens(input.stream_turn) as tokens:
+            on_text = tokens.on_text if tokens is not None else None
+            response = await client.complete(system + transcript, snapshot.specs, options, on_text=on_text)
     except ProviderError as exc:
         raise provider_failure(exc) from None
     # From here on nothing the model said may fail the activity: a retry is another paid request.

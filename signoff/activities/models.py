@@ -81,8 +81,11 @@ class ChatInput(Compact):
     """On the first turn: checked against the snapshot's policies before the model is asked."""
     inherited: dict[str, InheritedGate] | None = None
     """On a child run's first turn: its ancestors' gates, applied over its own tools' (sub-agents)."""
+    stream_turn: int | None = None
+    """The run's model turn number: the activity publishes the model's text to the run's stream
+    (topic `tokens`, activities/tokens.py) under it. None: nothing is published."""
 
-    absent_when_none: ClassVar[frozenset[str]] = frozenset({"inherited"})
+    absent_when_none: ClassVar[frozenset[str]] = frozenset({"inherited", "stream_turn"})
 
 
 class ChatTurn(Compact):

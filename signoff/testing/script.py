@@ -62,6 +62,7 @@ class Reply:
     ignore_stream: bool = False  # answer plain JSON even to `stream: true`
     stream_error: str | None = None  # after the text deltas, report this error in the stream
     error_event: bool = True  # with `stream_error`: an SSE `event: error` (else a data chunk)
+    pause: float = 0.0  # seconds between streamed chunks (a model that writes slowly)
 
     @classmethod
     def text(cls, text: str, chunks: int = 3, usage: Usage | None = None) -> Reply:

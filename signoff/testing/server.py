@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import zip_longest
@@ -213,6 +214,9 @@ class _Handler(BaseHTTPRequestHandler):
         for event in events + (["data: [DONE]"] if reply.done else []):
             payload = f"{event}\n\n".encode()
             self.wfile.write(b"%X\r\n%s\r\n" % (len(payload), payload))
+            if reply.pause:
+                self.wfile.flush()
+                time.sleep(reply.pause)
         if reply.broken and reply.close:
             self.close_connection = True  # no terminating chunk: the client sees a cut body
         else:

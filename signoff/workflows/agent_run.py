@@ -88,6 +88,7 @@ with workflow.unsafe.imports_passed_through():
     from signoff.workflows.refusal import INVALID_INPUT, Refusal
     from signoff.workflows.run_input import ContinuedRun, InvalidInput, SessionState, check_seal, decode, worker_seal
     from signoff.workflows.session import Session
+    from signoff.workflows.streams import RunStream
 
 
 T = TypeVar("T", bound=BaseModel)
@@ -123,6 +124,8 @@ class AgentRun:
             self._session = Session(self._loop, False)
         else:
             self._begin(given)
+        self._stream = RunStream(self._continued.stream if self._continued else None)  # streams.py
+        self._record.published = self._stream.event
         self._children = Children(self._tree_changed, lambda event: self._on_event(event, self._record.add(event)))
         router = Router(self._split, self._children.waiting_in, self._children.send)
         self._intake = DecisionIntake(self._loop, self._record, self._changed, router)
@@ -229,6 +232,7 @@ class AgentRun:
                 return
             if session.inbox:
                 text = session.take()
+                self._stream.turn_begins()
                 self._record.set_status(STATUS_RUNNING, [])
                 self._loop.next_message(text, self._input.options.max_rounds)
                 await self._drive()
@@ -393,6 +397,8 @@ class AgentRun:
     async def _chat(self) -> None:
         loop, options = self._loop, self._input.options
         delta = self._sender.delta(loop.messages, loop.state.transcript_epoch)
+        if not self._session.enabled:
+            self._stream.turn_begins()
         chat_input = ChatInput(
             agent=self._input.agent,
             snapshot_digest=self._digest,
@@ -401,6 +407,7 @@ class AgentRun:
             temperature=options.temperature,
             requester=self._requester if self._digest is None else None,
             inherited=link.inherited if (link := self._input.sub_agent) and self._digest is None else None,
+            stream_turn=self._stream.model_turn(),
         )
         turn: ChatTurn = await self._activity(
             AgentActivities.chat,
@@ -560,6 +567,7 @@ class AgentRun:
     # --- ending, or going on as new -----------------------------------------------------
 
     async def _continue_as_new(self) -> None:
+        self._stream.detach()  # its readers' polls answer now, and follow to the next run
         await workflow.wait_condition(workflow.all_handlers_finished)
         self._publish()
         if self._notifier.in_flight:  # notices of this run end with it: give them their chance
@@ -574,6 +582,7 @@ class AgentRun:
             event_seq=self._record.seq,
             events=self._record.events,
             session=self._session.carried(),
+            stream=self._stream.carried(),
         )
         self._checked(carried, "the state carried across continue-as-new")
         if workflow.patched(SEALS_STATE):
@@ -583,6 +592,7 @@ class AgentRun:
     async def _wind_down(self) -> None:
         """Give notices in flight their time (`notifications.DRAIN`), then let handlers finish."""
         await self._notifier.drain()
+        self._stream.detach()  # the readers' polls answer; they read the closed run's rest by query
         await workflow.wait_condition(workflow.all_handlers_finished)
 
     # --- what every effect goes through --------------------------------------------------

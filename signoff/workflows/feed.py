@@ -16,6 +16,7 @@ own at its first task, one billable Action (bench/README.md, "Billable Actions")
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from temporalio import workflow
@@ -68,6 +69,8 @@ class RunRecord:
         self.status = STATUS_RUNNING
         self._tools: list[str] | None = None  # advertised in search attributes
         self._details = ""
+        self.published: Callable[[dict[str, Any]], None] | None = None
+        """Where each event goes as it is kept, too (the run's stream, topic `events`)."""
 
     def add(self, event: AgentEvent) -> dict[str, Any]:
         """Number and keep an event; returns it as kept."""
@@ -75,6 +78,8 @@ class RunRecord:
         self.events.append(kept)
         self.seq += 1
         del self.events[:-EVENTS_KEPT]
+        if self.published is not None:
+            self.published(kept)
         return kept
 
     def since(self, seq: int) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from temporalio import workflow
 from temporalio.common import RawValue
+from temporalio.contrib.workflow_streams import WorkflowStreamState
 from temporalio.exceptions import ApplicationError
 
 from signoff.activities import AgentActivities
@@ -39,6 +40,7 @@ __all__ = (
     "InvalidInput",
     "Requester",
     "SessionState",
+    "StreamCarry",
     "check_seal",
     "decode",
     "format_validation_error",
@@ -53,6 +55,17 @@ class SessionState(BaseModel):
 
     turn: int = 0
     """Turns begun; the latest one's number (from 1)."""
+
+
+class StreamCarry(BaseModel):
+    """What the run's Workflow Stream carries across continue-as-new (streams.py): its log, cut
+    to what readers may still need, its offsets, its publishers' dedup state."""
+
+    state: WorkflowStreamState
+    model_turns: int = 0
+    """Model turns begun in the chain: the `turn` of the next one's `tokens` items is one more."""
+    turn_offset: int = 0
+    """The stream's offset where the latest turn began (the log is cut at the turn before it)."""
 
 
 class ContinuedRun(BaseModel):
@@ -71,6 +84,8 @@ class ContinuedRun(BaseModel):
     events: list[dict[str, Any]] = Field(default_factory=list)
     session: SessionState | None = Field(None, exclude_if=lambda value: value is None)
     """A session's turns (None, and absent, for any other run)."""
+    stream: StreamCarry | None = Field(None, exclude_if=lambda value: value is None)
+    """The run's Workflow Stream (None, and absent, in state carried by runs before streams)."""
     seal: str = ""
 
 

@@ -44,6 +44,7 @@ from signoff.config.environment import Environment
 from signoff.contract import RunOptions
 from signoff.loop.limits import Limits
 from signoff.messages import ChatMessage, ToolCall
+from signoff.operator.stream import follow
 from signoff.runtime.connection import ConnectionSettings, connect
 from signoff.runtime.deployment import DeploymentSettings
 from signoff.runtime.devserver import find_temporal_binary
@@ -716,6 +717,40 @@ async def record_session_continued(rig: Rig) -> dict[str, WorkflowHistory]:
         return {
             "session_continued": await rig.client.get_workflow_handle(run.id, run_id=run.result_run_id).fetch_history(),
             "session_continued_next": await finished(latest),
+        }
+
+
+# --- Workflow Streams ------------------------------------------------------------------------
+
+
+@shape("streamed", "streamed_next", server="early_can")
+async def record_streamed(rig: Rig) -> dict[str, WorkflowHistory]:
+    """A session followed by a reader of its Workflow Stream (tokens from the chat activity's
+    signals, events from the workflow, the reader's polls as updates) that continues as new
+    between turns, carrying the stream's state; the next run takes a message and is ended."""
+
+    def slow_script(request: ScriptedRequest) -> Reply:
+        return Reply(content=f"heard: {request.last.content} " + "and more " * 8, chunks=12, pause=0.01)
+
+    async with rig.worker(slow_script) as queue:
+        run = await start_run(rig.client, queue, None, options=RunOptions(session=True))
+        latest = rig.client.get_workflow_handle(run.id)
+
+        async def read() -> int:
+            return len([item async for item in follow(rig.client, run.id)])
+
+        reader = asyncio.ensure_future(read())
+        turn = 0
+        while (await latest.describe()).run_id == run.result_run_id:
+            turn += 1
+            await latest.execute_update("send_message", {"text": f"message {turn}"})
+            await asyncio.sleep(0.2)  # the continue-as-new comes once the turn's task completes
+        await latest.execute_update("send_message", {"text": "after"})
+        await latest.execute_update("end_session", {})
+        await asyncio.wait_for(reader, 30)
+        return {
+            "streamed": await rig.client.get_workflow_handle(run.id, run_id=run.result_run_id).fetch_history(),
+            "streamed_next": await finished(latest),
         }
 
 
