@@ -9,6 +9,7 @@
 | `GET /events` | server-sent events: the state of the waiting calls, on each change |
 | `GET /rows?key=...` | rows of the list for calls that just arrived (the page's script asks) |
 | `GET /favicon.ico`, `GET /static/...`, `GET /healthz` | the inbox's own files; `ok` |
+| `POST /ag-ui` | AG-UI 1.0: a `RunAgentInput` drives its thread's session (`signoff.inbox.agui`) |
 | `POST /slack/interactions` | the Slack app's clicks and modals (`signoff.inbox.slack`), when it is set up |
 
 Every request first passes the `Host` check (`signoff.runtime.hosts`: 421 for a name the inbox
@@ -40,6 +41,7 @@ from signoff.approval.digest import arguments_digest
 from signoff.approval.names import same_name
 from signoff.approval.requests import GrantMatch, GrantSpec
 from signoff.config.environment import read_duration
+from signoff.contract import DEFAULT_TASK_QUEUE
 from signoff.errors import CommandError
 from signoff.inbox.calls import CallView, Decided, Filters, WaitingCall, call_key, call_view, list_page, run_calls
 from signoff.inbox.decide import Choice, InboxDecisions, Result, Screen, SeenCall
@@ -93,6 +95,7 @@ def inbox_app(
     scope: ScopeName = "all",
     streams_per_viewer: int = MAX_STREAMS_PER_VIEWER,
     slack: SlackSettings | None = None,
+    task_queue: str | None = None,
 ) -> Starlette:
     """The inbox for the runs of `client`'s namespace.
 
@@ -111,6 +114,8 @@ def inbox_app(
         scope: `all` (every waiting call) or `mine` (the calls each viewer may decide).
         streams_per_viewer: event streams one viewer may hold open at once.
         slack: the Slack app (`SIGNOFF_SLACK_*`): serves `POST /slack/interactions`; None: no Slack.
+        task_queue: where the AG-UI endpoint starts a thread's session (default the first of
+            `served`'s queues).
     """
     inbox = Inbox(
         client,
@@ -135,6 +140,10 @@ def inbox_app(
         Route("/favicon.ico", lambda request: FileResponse(HERE / "static" / "favicon.ico"), methods=["GET"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
+    queues = [q for q in (served or ServedRuns()).task_queues if q != "*"]
+    routes.append(
+        Route("/ag-ui", _ag_ui(inbox, pages, task_queue or (queues or [DEFAULT_TASK_QUEUE])[0]), methods=["POST"])
+    )
     if slack is not None:
         interactions = SlackInteractions(slack, inbox.decisions, public_url)
         routes.append(Route(INTERACTIONS_PATH, interactions.endpoint, methods=["POST"]))
@@ -402,6 +411,16 @@ class Pages:
             )
         stream = event_stream(self.inbox.watcher, self.visible(viewer))
         return HeldStream(stream, functools.partial(slots.give_back, viewer.name))
+
+
+def _ag_ui(inbox: Inbox, pages: Pages, task_queue: str) -> Any:
+    """`POST /ag-ui` (signoff.inbox.agui), or a 501 saying what to install without `signoff[ag-ui]`."""
+    try:
+        from signoff.inbox.agui import AgUi
+    except ImportError as exc:
+        problem = f"the AG-UI endpoint needs the ag-ui extra (pip install 'signoff[ag-ui]'): {exc}"
+        return lambda request: PlainTextResponse(problem, status_code=501)
+    return AgUi(inbox.client, inbox.decisions, inbox.guard, task_queue, pages.viewer).endpoint
 
 
 def _shown_to(scope: Scope, viewer: Viewer, call: WaitingCall) -> bool:
