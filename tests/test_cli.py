@@ -198,13 +198,32 @@ async def test_watch_shows_events_until_the_run_finishes(
         f"approve    signoff approve {handle.id} call_1",
         "call_1 approved by bob",
         "run_command (call_1)\n    exit code: 0",
+        "assistant: saw: exit code: 0",  # the model's text as it came (the stream)
         "finished: stop",
         "answer:",
-        "saw: exit code: 0",
     ]
     positions = [done.out.find(text) for text in expected]
     assert -1 not in positions, done.out
     assert positions == sorted(positions), done.out
+
+
+async def test_watch_shows_the_models_text_as_it_comes_once(
+    client: Client, task_queue: str, tmp_path: Path, cli_environ: dict[str, str]
+) -> None:
+    text = "streamed " + " ".join(f"piece{i}" for i in range(30))
+
+    def slow(request: ScriptedRequest) -> Reply:
+        return Reply(content=text, chunks=30, pause=0.03)
+
+    async with served(client, task_queue, tmp_path, slow):
+        handle = await start_run(client, task_queue)
+        watcher = await spawn(cli_environ, "watch", handle.id)
+        seen = await read_until(watcher, "assistant: streamed")
+        done = await finish(watcher)
+        done.out = seen + done.out
+    assert done.code == 0, done.err
+    assert f"assistant: {text}\n" in done.out, done.out  # as it came, whole, once
+    assert done.out.count("piece29") == 2, done.out  # and in the result's answer
 
 
 async def test_run_wait_reads_the_decision_from_stdin(

@@ -240,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     _add_decide(sub, common, "approve")
     _add_decide(sub, common, "deny")
-    _add_reader(sub, common, "watch", "follow a run's events until it finishes")
+    _add_reader(sub, common, "watch", "follow a run live (the model's text as it comes, its events) until it finishes")
     _add_chat(sub, common)
     p = _add_reader(sub, common, "result", "print a run's result (waiting for it, saying what it waits for)")
     p.add_argument("--json", action="store_true", help="print the raw result JSON")

@@ -27,11 +27,12 @@ from signoff.cli.render import (
 from signoff.cli.style import Console
 from signoff.cli.who import Who
 from signoff.cli.workers import describe_run, no_worker
-from signoff.contract import AgentRunResult
+from signoff.contract import TOPIC_TOKENS, AgentRunResult
 from signoff.errors import CommandError, RunPaused
-from signoff.messages import ApprovalDecisionEvent, ApprovalRequestEvent
+from signoff.messages import ApprovalDecisionEvent, ApprovalRequestEvent, TextEvent
 from signoff.operator import run_client
 from signoff.operator.run_client import Handle, Seen
+from signoff.operator.stream import TurnText, follow
 from signoff.views.links import inbox_root
 
 if TYPE_CHECKING:
@@ -162,6 +163,47 @@ class Follower:
             await self.decider(self.handle, request)
 
 
+class StreamFollower(Follower):
+    """`signoff watch`: the run's Workflow Stream (operator/stream.py), the model's text as it
+    comes and the events as they are recorded; a broken connection is taken up again from the
+    offset after the last item shown, so nothing is shown twice or missed."""
+
+    async def run(self) -> Any:
+        assert self.client is not None
+        console, texts = self.console, TurnText()
+        offset, open_turn, streamed = 0, None, set()
+        while True:
+            try:
+                async for item in follow(self.client, self.handle.id, offset):
+                    offset = item.offset + 1
+                    if item.topic == TOPIC_TOKENS:
+                        turn, delta, over = texts.add(item.data)
+                        if not delta:
+                            continue
+                        if turn != open_turn or over:
+                            head = console.style.paint("assistant (again):" if over else "assistant:", "bold")
+                            console.write(("\n" if open_turn is not None else "") + head + " ")
+                            open_turn = turn
+                        streamed.add(turn)
+                        console.write(delta)
+                        continue
+                    if open_turn is not None:
+                        console.print("")
+                        open_turn = None
+                    seen = run_client.parse_event(item.data)
+                    if isinstance(seen.event, TextEvent) and streamed:
+                        self.seq = seen.seq + 1  # shown as it came
+                        continue
+                    await self._show([seen])
+                break
+            except (RPCError, OSError) as exc:
+                console.print(console.style.paint(f"(the stream broke off: {exc}; again from offset {offset})", "dim"))
+                await asyncio.sleep(POLL_SECONDS)
+        if open_turn is not None:
+            console.print("")
+        return await self.handle.result()
+
+
 class InputEnded(Exception):
     """Standard input ended at a prompt whose owner ends with it (`signoff demo`)."""
 
@@ -232,13 +274,17 @@ def elsewhere(console: Console) -> DecideCall:
 
 
 async def follow_to_end(
-    handle: Handle, ctx: CommandContext, decider: DecideCall | None, client: Client | None = None
+    handle: Handle,
+    ctx: CommandContext,
+    decider: DecideCall | None,
+    client: Client | None = None,
+    follower: type[Follower] = Follower,
 ) -> int:
     """Follow a run, then show its result; 1 when the run failed. With `client`, a run nobody
     answers for is explained (no worker polls its task queue)."""
     style = ctx.console.style
     try:
-        raw = await Follower(handle, ctx, decider, client).run()
+        raw = await follower(handle, ctx, decider, client).run()
     except WorkflowFailureError as exc:
         ctx.console.print(style.paint(f"the run failed: {run_client.failure_text(exc)}", "red", "bold"))
         return 1
@@ -249,11 +295,15 @@ async def follow_to_end(
 
 
 async def follow_or_leave(
-    handle: Handle, ctx: CommandContext, decider: DecideCall | None, client: Client | None = None
+    handle: Handle,
+    ctx: CommandContext,
+    decider: DecideCall | None,
+    client: Client | None = None,
+    follower: type[Follower] = Follower,
 ) -> int:
     """`follow_to_end`; on Ctrl-C, say that the run goes on and how to follow it again."""
     try:
-        return await follow_to_end(handle, ctx, decider, client)
+        return await follow_to_end(handle, ctx, decider, client, follower)
     except asyncio.CancelledError:
         ctx.console.print("", f"The run goes on. Follow it again with: signoff watch {handle.id}{ctx.options}")
         raise

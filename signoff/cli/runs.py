@@ -16,7 +16,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from signoff.cli.calls import PendingRow, render_pending
-from signoff.cli.follow import Prompter, follow_or_leave
+from signoff.cli.follow import Prompter, StreamFollower, follow_or_leave
 from signoff.cli.render import render_result
 from signoff.cli.who import Who
 from signoff.cli.workers import RunInfo, describe_run, no_worker, run_info, waiting_for
@@ -221,10 +221,11 @@ async def cmd_pending(args: argparse.Namespace, ctx: CommandContext) -> int:
 
 
 async def cmd_watch(args: argparse.Namespace, ctx: CommandContext) -> int:
-    """Follow a run's events until it finishes, without deciding anything."""
+    """Follow a run until it finishes, without deciding anything: the model's text as it comes and
+    the events, from the run's Workflow Stream."""
     client = await ctx.connect()
     await describe_run(client, args.run)  # a mistyped id says so at once, not "still waiting"
-    return await follow_or_leave(client.get_workflow_handle(args.run), ctx, None, client)
+    return await follow_or_leave(client.get_workflow_handle(args.run), ctx, None, client, StreamFollower)
 
 
 async def cmd_result(args: argparse.Namespace, ctx: CommandContext) -> int:
