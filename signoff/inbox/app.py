@@ -7,6 +7,7 @@
 | `POST /call/decide` | approve (maybe edited: a diff to confirm first, maybe granting) or deny one call |
 | `POST /decide` | approve or deny a selection, call by call |
 | `GET /events` | server-sent events: the state of the waiting calls, on each change |
+| `GET /call/text?run=RUN&id=CALL` | server-sent events: the model's text in the call's run, as it comes |
 | `GET /rows?key=...` | rows of the list for calls that just arrived (the page's script asks) |
 | `GET /favicon.ico`, `GET /static/...`, `GET /healthz` | the inbox's own files; `ok` |
 | `POST /ag-ui` | AG-UI 1.0: a `RunAgentInput` drives its thread's session (`signoff.inbox.agui`) |
@@ -47,6 +48,7 @@ from signoff.inbox.calls import CallView, Decided, Filters, WaitingCall, call_ke
 from signoff.inbox.decide import Choice, InboxDecisions, Result, Screen, SeenCall
 from signoff.inbox.guard import CSRF_FIELD, CSRF_HEADER, RequestGuard, SecurityHeaders
 from signoff.inbox.live import MAX_STREAMS_PER_VIEWER, HeldStream, StreamSlots, Visible, Watcher, event_stream
+from signoff.inbox.live_text import RunTexts, text_stream
 from signoff.inbox.scope import Scope, ScopeName
 from signoff.inbox.seen import Opened
 from signoff.inbox.signer import InboxSigner
@@ -79,6 +81,8 @@ class Inbox:
     scope: Scope = field(default_factory=Scope)
     opened: Opened = field(default_factory=Opened)
     streams: StreamSlots = field(default_factory=StreamSlots)
+    texts: RunTexts | None = None
+    """One reader of each shown run's stream (`live_text`), made with the app."""
 
 
 def inbox_app(
@@ -127,6 +131,7 @@ def inbox_app(
         ui_root,
         Scope(scope, signer is not None),
         streams=StreamSlots(streams_per_viewer),
+        texts=RunTexts(client),
     )
     pages = Pages(inbox)
     routes = [
@@ -136,6 +141,7 @@ def inbox_app(
         Route("/call/decide", pages.decide_one, methods=["POST"]),
         Route("/decide", pages.decide_selection, methods=["POST"]),
         Route("/events", pages.events, methods=["GET"]),
+        Route("/call/text", pages.call_text, methods=["GET"]),
         Route("/healthz", lambda request: PlainTextResponse("ok\n"), methods=["GET"]),
         Route("/favicon.ico", lambda request: FileResponse(HERE / "static" / "favicon.ico"), methods=["GET"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
@@ -398,6 +404,9 @@ class Pages:
                 self.inbox.watcher.note(call_key(t.workflow_id, t.call_id, t.digest), decided)
         return self.page(request, "results.html", viewer, status, results=results)
 
+    async def call_text(self, request: Request) -> Response:
+        return await _call_text(self, request)
+
     async def events(self, request: Request) -> Response:
         viewer = self.viewer(request)
         if viewer is None or (problem := self.inbox.guard.read_problem(request)) is not None:
@@ -411,6 +420,25 @@ class Pages:
             )
         stream = event_stream(self.inbox.watcher, self.visible(viewer))
         return HeldStream(stream, functools.partial(slots.give_back, viewer.name))
+
+
+async def _call_text(pages: Pages, request: Request) -> Response:
+    """The text of the run of a call the viewer may see (`live_text`), in a stream slot."""
+    inbox = pages.inbox
+    viewer = pages.viewer(request)
+    if viewer is None or (problem := inbox.guard.read_problem(request)) is not None:
+        return PlainTextResponse("not for you" if viewer is None else problem, status_code=403)
+    run, call_id = request.query_params.get("run", ""), request.query_params.get("id", "")
+    if not run or not call_id:
+        return PlainTextResponse("name the call: /call/text?run=RUN&id=CALL", status_code=400)
+    view = await call_view(inbox.client, run, call_id)
+    known = view.call is not None or (view.decided is not None and view.decided.approved is not None)
+    if view.problem is not None or not known or not pages._may_see(view, viewer):
+        return PlainTextResponse(f"no call {call_id!r} waits for you in run {run!r}", status_code=404)
+    if not inbox.streams.take(viewer.name):
+        return PlainTextResponse(f"{viewer.name} has too many live pages of this inbox open", status_code=429)
+    assert inbox.texts is not None
+    return HeldStream(text_stream(inbox.texts, run), functools.partial(inbox.streams.give_back, viewer.name))
 
 
 def _ag_ui(inbox: Inbox, pages: Pages, task_queue: str) -> Any:

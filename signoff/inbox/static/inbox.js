@@ -150,4 +150,33 @@
   }
 
   if (page === "list" || page === "call") connect();
+
+  // The model's text in this call's run as it comes (GET /call/text): one <pre> per model turn.
+  const liveText = document.getElementById("live-text");
+  if (liveText && window.EventSource) {
+    const turns = liveText.querySelector(".turns");
+    const pre = (turn) => {
+      let el = turns.querySelector(`pre[data-turn="${Number(turn)}"]`);
+      if (!el) {
+        el = document.createElement("pre");
+        el.dataset.turn = String(Number(turn));
+        turns.appendChild(el);
+      }
+      return el;
+    };
+    const query = new URLSearchParams({ run: liveText.dataset.run, id: liveText.dataset.call });
+    const text = new EventSource("/call/text?" + query.toString());
+    text.addEventListener("turns", (event) => {
+      turns.textContent = "";
+      for (const [turn, value] of Object.entries(JSON.parse(event.data).turns)) pre(turn).textContent = value;
+      liveText.hidden = turns.childElementCount === 0;
+    });
+    text.addEventListener("text", (event) => {
+      const delta = JSON.parse(event.data);
+      const el = pre(delta.turn);
+      el.textContent = delta.restart ? delta.text : el.textContent + delta.text;
+      liveText.hidden = false;
+    });
+    text.addEventListener("closed", () => text.close());
+  }
 })();
