@@ -22,7 +22,17 @@ from signoff.activities.tokens import MAX_SIGNALS
 from signoff.contract import TOPIC_EVENTS, TOPIC_TOKENS, AgentRunResult, RunOptions
 from signoff.operator.stream import StreamItem, TurnText, follow, stream_offset
 from tests.conftest import start_dev_server
-from tests.helpers import Reply, ScriptedModelServer, ScriptedRequest, agents_for, running_worker, start_run
+from tests.helpers import (
+    Reply,
+    ScriptedModelServer,
+    ScriptedRequest,
+    agents_for,
+    assert_eventually,
+    running_worker,
+    start_run,
+)
+from tests.processes import READY, Processes
+from tests.test_durability import worker_env
 
 PUBLISH_SIGNAL = "__temporal_workflow_stream_publish"
 LONG = " ".join(f"word{i}" for i in range(60))
@@ -143,3 +153,46 @@ async def test_a_session_that_continues_as_new_keeps_its_transcript_and_its_stre
     assert offset_at_end == offsets[-1] + 1 or offsets[-1] >= offset_at_end
     assert [i.offset for i in late] == [i.offset for i in items if i.offset >= offset_at_end - 3]
     assert [i.data for i in late] == [i.data for i in items if i.offset >= offset_at_end - 3]
+
+
+async def test_a_model_turn_retried_after_its_worker_died_streams_its_text_again_as_the_next_attempt(
+    client: Client, task_queue: str, procs: Processes, tmp_path: Path
+) -> None:
+    """The worker dies while the model writes: the reader has part of attempt 1, then attempt 2
+    whole (the retried activity on the next worker); the latest attempt of the turn is the answer."""
+    first_seen: list[bool] = []
+
+    def slow_then_quick(request: ScriptedRequest) -> Reply:
+        pause = 0.5 if not first_seen else 0.0  # the first worker's request writes slowly
+        first_seen.append(True)
+        return Reply(content=f"answer: {LONG}", chunks=30, pause=pause)
+
+    address = client.service_client.config.target_host
+    with ScriptedModelServer(slow_then_quick) as model:
+        env = worker_env(address, task_queue, model, tmp_path)
+        first = procs.worker("worker-1", env)
+        await first.wait_for_output(READY)
+        handle = await start_run(client, task_queue, "go")
+        items: list[StreamItem] = []
+
+        async def read() -> None:
+            async for item in follow(client, handle.id, topics=[TOPIC_TOKENS]):
+                items.append(item)
+
+        reader = asyncio.ensure_future(read())
+        await assert_eventually(lambda: _has(items, 1), 30)
+        first.kill()
+        second = procs.worker("worker-2", env)
+        await second.wait_for_output(READY)
+        result = AgentRunResult.model_validate(await asyncio.wait_for(handle.result(), 120))
+        await asyncio.wait_for(reader, 30)
+    attempts = [i.data["attempt"] for i in items]
+    assert attempts[0] == 1 and attempts[-1] == 2 and attempts == sorted(attempts), attempts
+    text = TurnText()
+    for item in items:
+        text.add(item.data)
+    assert text.texts == {1: result.text} and result.text == f"answer: {LONG}"
+
+
+async def _has(items: list[StreamItem], attempt: int) -> None:
+    assert any(i.data["attempt"] == attempt for i in items)
