@@ -16,6 +16,7 @@ import shutil
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -105,3 +106,41 @@ async def test_the_ag_ui_endpoint_refuses_what_is_not_a_run_agent_input(
     assert bad.status_code == 422 and "runId" in bad.text
     assert other_site.status_code == 403
     assert no_session.status_code == 200 and '"RUN_ERROR"' in no_session.text and "no session yet" in no_session.text
+
+
+def events_of(body: str) -> list[dict[str, Any]]:
+    return [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: ")]
+
+
+async def test_a_resume_that_does_not_fit_the_call_is_a_run_error_and_decides_nothing(
+    client: Client, task_queue: str, tmp_path: Path, procs: Processes
+) -> None:
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    base = {"threadId": thread, "messages": [{"id": "u1", "role": "user", "content": "run: echo hi"}]}
+    async with served(client, task_queue, tmp_path, chat):
+        url = await start_inbox(procs, client, task_queue)
+        async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+            parked = events_of((await http.post("/ag-ui", json={**base, "runId": "r1"})).text)
+            (interrupt,) = parked[-1]["outcome"]["interrupts"]
+
+            async def resume(payload: Any) -> list[dict[str, Any]]:
+                entry = {"interruptId": interrupt["id"], "status": "resolved", "payload": payload}
+                return events_of((await http.post("/ag-ui", json={**base, "runId": "r2", "resume": [entry]})).text)
+
+            changed = await resume({"approved": True, "arguments_digest": "0" * 64})
+            no_answer = await resume({"reason": "hm"})
+            edited_denial = await resume({"approved": False, "arguments": {"command": "ls"}})
+            pending = await client.get_workflow_handle(f"ag-ui-{thread}").query("pending_approvals")
+            denied = await resume({"approved": False, "reason": "not now"})
+            await client.get_workflow_handle(f"ag-ui-{thread}").execute_update("end_session", {})
+    assert parked[0]["type"] == "RUN_STARTED" and parked[-1]["outcome"]["type"] == "interrupt"
+    assert interrupt["responseSchema"]["required"] == ["approved"]
+    for refused, said in (
+        (changed, "changed since they were shown"),
+        (no_answer, "payload.approved"),
+        (edited_denial, "with an approval"),
+    ):
+        assert [e["type"] for e in refused] == ["RUN_STARTED", "RUN_ERROR"] and said in refused[-1]["message"], refused
+    assert [r["call_id"] for r in pending] == [interrupt["id"]]  # nothing was decided
+    assert denied[-1]["type"] == "RUN_FINISHED" and denied[-1]["outcome"]["type"] == "success", denied
+    assert "TOOL_CALL_RESULT" in [e["type"] for e in denied]
