@@ -19,10 +19,16 @@ from pathlib import Path
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.request_state import RequestStateSecurity
 from mcp.types import (
     CallToolResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitRequestURLParams,
+    ElicitResult,
     EmbeddedResource,
     ImageContent,
+    InputRequiredResult,
     ResourceLink,
     TextContent,
     TextResourceContents,
@@ -35,7 +41,19 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True)
 
-app = MCPServer("notes")
+STATE_KEY = os.environ.get("NOTES_STATE_KEY", "notes-test-request-state-key-32-bytes!")
+"""The key that seals `requestState` (shared by every process of the server, so a question
+asked by one answers in another: the worker that asked it may be gone)."""
+CONFIRM_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "confirm": {"type": "boolean", "title": "Delete it?"},
+        "why": {"type": "string", "title": "Why"},
+    },
+    "required": ["confirm"],
+}
+
+app = MCPServer("notes", request_state_security=RequestStateSecurity(keys=[STATE_KEY], ttl=86400.0))
 
 
 def logged(tool: str, **arguments: object) -> None:
@@ -90,6 +108,35 @@ def whoami(variable: str = "", ctx: Context | None = None) -> str:
             "authorization": headers.get("authorization"),
         }
     )
+
+
+@app.tool(description="Delete a note after asking the person to confirm", annotations=DESTRUCTIVE)
+def erase_note(name: str, ctx: Context | None = None) -> InputRequiredResult | str:
+    """Asks (MCP 2026-07-28 `input_required`) before it deletes: `confirm` must be true."""
+    answer = (ctx.input_responses or {}).get("confirm") if ctx is not None else None
+    if not isinstance(answer, ElicitResult) or ctx is None or ctx.request_state != f"erase:{name}":
+        logged("erase_note_asked", name=name)
+        question = ElicitRequestFormParams(message=f"Really delete {name}?", requested_schema=CONFIRM_SCHEMA)
+        return InputRequiredResult(
+            input_requests={"confirm": ElicitRequest(params=question)}, request_state=f"erase:{name}"
+        )
+    logged("erase_note", name=name, action=answer.action, content=answer.content)
+    if answer.action != "accept" or not (answer.content or {}).get("confirm"):
+        return f"kept {name}: the person answered {answer.action}" + (
+            f" ({json.dumps(answer.content, sort_keys=True)})" if answer.content else ""
+        )
+    (NOTES / name).unlink()
+    return f"deleted {name} ({(answer.content or {}).get('why') or 'no reason given'})"
+
+
+@app.tool(description="Sign in somewhere first (URL mode)")
+def sign_in(ctx: Context | None = None) -> InputRequiredResult | str:
+    answer = (ctx.input_responses or {}).get("login") if ctx is not None else None
+    if not isinstance(answer, ElicitResult):
+        question = ElicitRequestURLParams(message="Sign in to the notes service", url="https://login.example.com/x?y=1")
+        return InputRequiredResult(input_requests={"login": ElicitRequest(params=question)}, request_state="login")
+    logged("sign_in", action=answer.action)
+    return f"signed in: {answer.action}"
 
 
 @app.tool(description="Fail with a message", structured_output=False)

@@ -40,4 +40,4 @@ class ToolsInReverse(AgentRun):
     async def _run_tools(self, calls: list) -> None:
         results = await asyncio.gather(*(self._tool(call) for call in reversed(calls)))
         for call, content in zip(reversed(calls), results, strict=True):
-            self._loop.apply_tool_result(call.id, content)
+            self._loop.apply_tool_result(call.id, content.content)

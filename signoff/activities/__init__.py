@@ -37,6 +37,7 @@ from signoff.activities.models import (
     PREPARE_ACTIVITY,
     SEAL_ACTIVITY,
     TOOL_ACTIVITY,
+    TOOL_ANSWER_ACTIVITY,
     UNSEAL_ACTIVITY,
     AutoInput,
     AutoOutput,
@@ -50,6 +51,7 @@ from signoff.activities.models import (
     PrepareOutput,
     SealInput,
     SealOutput,
+    ToolAnswerInput,
     ToolInput,
     ToolOutput,
     UnsealInput,
@@ -61,7 +63,7 @@ from signoff.activities.observe import model_turn_done, tool_call_done
 from signoff.activities.prepare import prepare_run
 from signoff.activities.spent import SpentSignatures
 from signoff.activities.state import seal, unseal
-from signoff.activities.tool import Callers, SignOffs, run_call
+from signoff.activities.tool import Callers, SignOffs, answer_call, run_call
 from signoff.agent.builder import ChatClientAgent
 from signoff.chat.base import ChatClient
 from signoff.loop.limits import DEFAULT_PAYLOAD_BUDGET
@@ -119,6 +121,13 @@ class AgentActivities:
         tool_call_done(input.agent, input.call.name, output.content)
         return output
 
+    @activity.defn(name=TOOL_ANSWER_ACTIVITY)
+    async def tool_answer(self, input: ToolAnswerInput) -> ToolOutput:
+        """Send a person's answer to an MCP server's question back with its call."""
+        output = await answer_call(self.served, self._callers, self._signoffs, input)
+        tool_call_done(input.agent, input.call.name, output.content)
+        return output
+
     @activity.defn(name=IDENTIFY_ACTIVITY)
     async def identify(self, input: IdentifyInput) -> IdentifyOutput:
         """Who a token vouches for, or why it does not."""
@@ -150,6 +159,7 @@ class AgentActivities:
             self.prepare,
             self.chat,
             self.tool,
+            self.tool_answer,
             self.identify,
             self.seal,
             self.unseal,

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from signoff.agent.snapshot import RunSnapshot
 from signoff.approval.auto import AutoVerdict
 from signoff.approval.people import Person
-from signoff.approval.requests import ToolApprovalRequest
+from signoff.approval.requests import InputAsked, ToolApprovalRequest
 from signoff.approval.signatures import SignoffClaim
 from signoff.contract import InheritedGate
 from signoff.loop.transcript import TranscriptDelta
@@ -24,6 +24,8 @@ CHAT_ACTIVITY = "signoff.chat"
 """One model turn."""
 TOOL_ACTIVITY = "signoff.tool"
 """The activity that runs one tool call; `signoff audit --verify` finds the calls run by it."""
+TOOL_ANSWER_ACTIVITY = "signoff.tool_answer"
+"""Sends a person's answer to an MCP server's question back with the call (`tools/call` again)."""
 IDENTIFY_ACTIVITY = "signoff.identify"
 """Verifies a token worker-side."""
 SEAL_ACTIVITY = "signoff.seal"
@@ -130,6 +132,25 @@ class ToolInput(Compact):
 
 class ToolOutput(BaseModel):
     content: str
+    input: InputAsked | None = Field(None, exclude_if=lambda asked: asked is None)
+    """The call's MCP server asked a question instead of finishing (`input_required`): the run
+    waits for a person's answer. Absent otherwise (so results recorded before keep their shape)."""
+
+
+class ToolAnswerInput(Compact):
+    """A person's answer to the question an MCP server asked in the middle of `call`."""
+
+    agent: str
+    snapshot_digest: str | None = None
+    call: ToolCall
+    asked: InputAsked
+    """The question, with the server's state to echo (`asked.state`)."""
+    answer: dict[str, Any]
+    """The MCP `ElicitResult` to send (`{"action", "content"?}`)."""
+    record_hash: str = ""
+    """The audit record of the answer (who answered)."""
+    tokens: list[str] = Field(default_factory=list)
+    """The signed answer, under a verified policy (checked by the activity with its own keys)."""
 
 
 class IdentifyInput(BaseModel):

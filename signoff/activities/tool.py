@@ -42,20 +42,24 @@ from temporalio.exceptions import ApplicationError
 from signoff.activities.agents import ServedAgents
 from signoff.activities.heartbeat import heartbeating
 from signoff.activities.identify import NO_KEYS, Verifier
-from signoff.activities.models import ToolInput, ToolOutput
+from signoff.activities.models import ToolAnswerInput, ToolInput, ToolOutput
 from signoff.activities.spent import SpentSignatures
 from signoff.agent.gate import needs_approval
+from signoff.approval import authority
 from signoff.approval.claims import LEEWAY
 from signoff.approval.digest import arguments_digest
 from signoff.approval.evidence import CallToRun, Verdict, requester_of, verdict
 from signoff.approval.identity import Identity
 from signoff.approval.names import name_key, same_name
 from signoff.approval.policy import ApprovalPolicy
-from signoff.approval.requests import parse_arguments
-from signoff.approval.signatures import DelegationClaim
+from signoff.approval.requests import ToolApprovalRequest, parse_arguments
+from signoff.approval.signatures import DecisionClaim, DelegationClaim, answer_digest
 from signoff.contract import WORKFLOW_TYPE
 from signoff.errors import TokenError
-from signoff.tools.dispatch import execute_call
+from signoff.loop.limits import cap_text
+from signoff.tools.base import ToolResult
+from signoff.tools.dispatch import execute_result
+from signoff.tools.mcp.tool import MCPTool
 
 NOT_APPROVED = (
     "Error: this call needs approval now and was not approved (what it touches changed since it was "
@@ -208,6 +212,39 @@ class SignOffs:
             approvals.append(identity)
         return verdict(policy, to_run, approvals, requester, refused)
 
+    def answer_problem(self, input: ToolAnswerInput, policy: ApprovalPolicy, chain_id: str) -> str | None:
+        """Why no token handed with an answer signs it for this worker (None: one does)."""
+        if self._verifier is None:
+            return NO_KEYS
+        info = activity.info()
+        content = input.answer.get("content")
+        wanted = {
+            "workflow_id": info.workflow_id or "",
+            "chain_id": chain_id,
+            "call_id": input.call.id,
+            "tool": input.call.name,
+            "state_digest": input.asked.state_digest(),
+            "answer_action": input.answer.get("action"),
+            "answer_digest": answer_digest(content) if content is not None else None,
+        }
+        refused: list[str] = []
+        for token in input.tokens[:MAX_TOKENS]:
+            try:
+                identity = self._verifier.verify(token, info.scheduled_time, expired_ok=True)
+            except TokenError as exc:
+                refused.append(f"a token was refused ({exc.reason}: {exc})")
+                continue
+            claim = identity.claim
+            if not isinstance(claim, DecisionClaim) or any(getattr(claim, k) != v for k, v in wanted.items()):
+                refused.append(f"{identity.subject}'s token does not sign this answer to this question")
+                continue
+            asked = ToolApprovalRequest(call_id=input.call.id, name=input.call.name, policy=policy)
+            if (refusal := authority.refusal(asked, identity.person(), None)) is not None:
+                refused.append(refusal)
+                continue
+            return None
+        return "; ".join(refused) or "no signed answer was handed with it"
+
     def _delegated(self, sender: Identity, delegation: str, tool: str, at: datetime) -> Identity:
         """The delegator's vote, cast by `sender`: their signed delegation to `sender`, on `tool`,
         whose window held `sender`'s decision (signed at its `iat`). TokenError otherwise."""
@@ -272,7 +309,40 @@ async def run_call(served: ServedAgents, callers: Callers, signoffs: SignOffs, i
                 )
             approved = False  # an unsigned "approved" unlocks nothing a tool keeps for approved calls
     async with heartbeating():
-        output = await execute_call(
+        output = await execute_result(
             run.registry, call, approved=approved, max_output=run.snapshot.limits.max_tool_output
         )
-    return ToolOutput(content=output)
+    return ToolOutput(content=output.content, input=output.input)
+
+
+async def answer_call(served: ServedAgents, callers: Callers, signoffs: SignOffs, input: ToolAnswerInput) -> ToolOutput:
+    """Send a person's answer to the question an MCP server asked in the middle of a call, with
+    the server's state (`tools/call` again); the server's result, or its next question.
+
+    Only for a genuine AgentRun of this queue (an answer is a person's word). The server checks
+    its own state (sealed: a forged or altered one is refused there); under a `verified` policy of
+    this worker's own, the answer goes only with a token that signs it: this call, this answer,
+    this state of the server's."""
+    call = input.call
+    chain_id = await callers.check(approved=True)
+    assert chain_id is not None
+    if not input.snapshot_digest:
+        raise _refusal("it names no snapshot of the run's agent")
+    run = served.own(input.agent, input.snapshot_digest) or await served.resolve(input.agent, input.snapshot_digest)
+    tool = run.registry.get(call.name)
+    if not isinstance(tool, MCPTool):
+        return ToolOutput(content=f"Error: {call.name!r} is no MCP tool of this run; no answer was sent")
+    _, own_policy = served.own_gate(input.agent, tool)
+    if own_policy.verified and (problem := signoffs.answer_problem(input, own_policy, chain_id)) is not None:
+        return ToolOutput(
+            content=f"Error: the answer was not sent: this worker's policy for {call.name} needs a signed answer, "
+            f"and {problem}"
+        )
+    arguments = parse_arguments(call.arguments)
+    async with heartbeating():
+        try:
+            result = await tool.answer(arguments if isinstance(arguments, dict) else {}, input.asked, input.answer)
+        except Exception as exc:  # a tool's bug is the model's information, not a failed run
+            result = ToolResult.error(f"{type(exc).__name__}: {exc}")
+    text = cap_text(result.to_message(), run.snapshot.limits.max_tool_output)
+    return ToolOutput(content=text, input=result.input)

@@ -40,7 +40,12 @@ def chained_content(record: ApprovalRecord) -> dict[str, Any]:
     """The fields the hash covers, as JSON values."""
     data = record.model_dump(mode="json", include=set(_CHAINED))
     data["votes"] = [vote.approver for vote in record.votes]
-    for name in ("respond_digest", "delegate"):  # only when set: records from before keep their hashes
+    for name in (
+        "respond_digest",
+        "delegate",
+        "answer_digest",
+        "state_digest",
+    ):  # only when set: records from before keep their hashes
         if getattr(record, name) is not None:
             data[name] = getattr(record, name)
     return data

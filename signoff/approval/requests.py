@@ -6,11 +6,12 @@ reads them as plain JSON.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from enum import Enum
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from signoff.approval.names import MAX_NAME_CHARS, name_problem
 from signoff.approval.people import Person
@@ -66,7 +67,7 @@ class Binding(Compact):
     the digests and seals of state carrying such a call stay what they were)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    absent_when_none: ClassVar[frozenset[str]] = frozenset({"request"})
+    absent_when_none: ClassVar[frozenset[str]] = frozenset({"request", "state_digest"})
 
     workflow_id: str
     chain_id: str
@@ -74,6 +75,10 @@ class Binding(Compact):
     tool: str
     arguments_digest: str
     request: str | None = None
+    state_digest: str | None = None
+    """(v4 answers) For an MCP server's question (`kind: "input"`): the SHA-256 of the server's
+    `requestState` the answer goes back with, so an answer signed for one question answers no
+    other. None (absent) for approvals."""
 
 
 class AutoNote(BaseModel):
@@ -88,6 +93,41 @@ class AutoNote(BaseModel):
     verdict: Literal["approve", "deny", "escalate"] | None = None
     confidence: float | None = None
     reasoning: str | None = None
+
+
+MAX_ANSWER_CHARS = 65_536
+"""The longest answer to an MCP server's question, as JSON."""
+
+
+class InputAsked(BaseModel):
+    """What an MCP server asked in the middle of a `tools/call` (protocol 2026-07-28
+    `input_required`): one elicitation, whose answer goes back with the server's state.
+
+    Attributes:
+        key: the server's name for its question (the `inputRequests` key the answer goes under).
+        mode: `form` (the person answers `requested_schema`) or `url` (the person is sent to
+            `url`; nothing entered there passes through signoff: they only consent or decline).
+        state: the server's `requestState`, echoed verbatim on the retry (opaque to signoff).
+    """
+
+    key: str
+    mode: Literal["form", "url"] = "form"
+    message: str = ""
+    requested_schema: dict[str, Any] | None = None
+    url: str | None = None
+    state: str | None = None
+
+    def state_digest(self) -> str:
+        """SHA-256 of the server's state (what a signed answer names)."""
+        from signoff.approval.digest import sha256_hex
+
+        return sha256_hex(self.state or "")
+
+    def url_host(self) -> str | None:
+        """The host a URL-mode question sends the person to (shown before they consent)."""
+        from urllib.parse import urlsplit
+
+        return urlsplit(self.url).hostname if self.url else None
 
 
 class ToolApprovalRequest(BaseModel):
@@ -132,6 +172,33 @@ class ToolApprovalRequest(BaseModel):
     """The request instance (`binding.request`) this one re-opens, when it was re-armed."""
     similar_pattern: str | None = Field(None, exclude_if=lambda v: v is None)
     auto: AutoNote | None = Field(None, exclude_if=lambda v: v is None)
+    kind: Literal["approval", "input"] | None = Field(None, exclude_if=lambda kind: kind is None)
+    """`input`: an MCP server asked a question in the middle of the call (`message`, `schema`);
+    it is answered (`answer`, `decline`, `cancel`), not approved. None in the run's state for an
+    approval (so the state of runs from before stays as sealed); queries say `approval`."""
+    message: str | None = Field(None, exclude_if=lambda text: text is None)
+    """What the MCP server asks (`kind: "input"`)."""
+    input_schema: dict[str, Any] | None = Field(
+        None,
+        serialization_alias="schema",
+        validation_alias=AliasChoices("schema", "input_schema"),
+        exclude_if=lambda schema: schema is None,
+    )
+    """The JSON schema the server wants the answer to fit (`schema` in JSON; form mode)."""
+    url: str | None = Field(None, exclude_if=lambda url: url is None)
+    """URL mode: where the server sends the person; `url_host` is its host, shown before consent."""
+    url_host: str | None = Field(None, exclude_if=lambda host: host is None)
+
+    model_config = ConfigDict(serialize_by_alias=True)
+
+    @property
+    def asks_input(self) -> bool:
+        """An MCP server's question (answered, not approved)."""
+        return self.kind == "input"
+
+    def viewed(self) -> ToolApprovalRequest:
+        """As queries show it: with its `kind` (`approval` unless it asks for input)."""
+        return self if self.kind else self.model_copy(update={"kind": "approval"})
 
 
 class GrantMatch(str, Enum):
@@ -176,6 +243,12 @@ class ToolApprovalResponse(BaseModel):
     call_id: str = Field(min_length=1, max_length=512)
     approved: bool
     respond: str | None = Field(None, max_length=MAX_RESPOND_CHARS, exclude_if=lambda text: text is None)
+    answer: Any = Field(None, exclude_if=lambda value: value is None)
+    """The answer to an MCP server's question (`kind: "input"`): JSON fitting its `schema`."""
+    decline: bool = Field(False, exclude_if=lambda flag: flag is False)
+    """Decline an MCP server's question (the server is told `decline`; a URL is not visited)."""
+    cancel: bool = Field(False, exclude_if=lambda flag: flag is False)
+    """Dismiss an MCP server's question without a choice (the server is told `cancel`)."""
     delegation: str | None = Field(None, max_length=MAX_TOKEN_CHARS, exclude_if=lambda token: token is None)
     """A delegation token (`signoff delegate`): the sender's signed decision (`token`) counts as
     the delegator's vote, within its window and tools."""
@@ -204,14 +277,40 @@ class ToolApprovalResponse(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _an_answer_is_no_approval(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "approved" not in data and data.get("respond") is not None:
+        answers = ("respond", "answer", "decline", "cancel")
+        if isinstance(data, dict) and "approved" not in data and any(data.get(k) not in (None, False) for k in answers):
             return {**data, "approved": False}
         return data
+
+    @field_validator("answer")
+    @classmethod
+    def _strict_answer(cls, answer: Any) -> Any:
+        if answer is not None:
+            strict_json.check(answer)
+            if len(json.dumps(answer)) > MAX_ANSWER_CHARS:
+                raise ValueError(f"the answer is longer than {MAX_ANSWER_CHARS:,} characters of JSON")
+        return answer
+
+    @property
+    def answers_input(self) -> bool:
+        """An answer to an MCP server's question (`answer`, `decline` or `cancel`)."""
+        return self.answer is not None or self.decline or self.cancel
+
+    def input_action(self) -> Literal["accept", "decline", "cancel"]:
+        """The MCP `ElicitResult.action` this answer is."""
+        return "decline" if self.decline else "cancel" if self.cancel else "accept"
 
     @model_validator(mode="after")
     def _approval_only_fields(self) -> ToolApprovalResponse:
         if self.respond is not None and self.approved:
             raise ValueError("'respond' answers the call instead of running it: it is no approval (no 'approved')")
+        if sum((self.answer is not None, self.decline, self.cancel)) > 1:
+            raise ValueError("one of 'answer', 'decline' or 'cancel' answers a server's question, not several")
+        if self.answers_input and (self.approved or self.respond is not None or self.arguments is not None):
+            raise ValueError(
+                "'answer', 'decline' and 'cancel' answer an MCP server's question: "
+                "no 'approved', 'respond' or 'arguments' with them"
+            )
         if self.delegation is not None and self.token is None:
             raise ValueError("'delegation' goes with the delegate's own token (who sends the decision)")
         if self.delegation is not None and self.grant is not None:
@@ -229,6 +328,16 @@ class ToolApprovalResponse(BaseModel):
     @classmethod
     def deny(cls, call_id: str, reason: str | None = None, **kwargs: Any) -> ToolApprovalResponse:
         return cls(call_id=call_id, approved=False, reason=reason, **kwargs)
+
+    @classmethod
+    def answering(cls, call_id: str, answer: Any, **kwargs: Any) -> ToolApprovalResponse:
+        """Answer an MCP server's question (`kind: "input"`) with `answer` (JSON fitting its schema)."""
+        return cls(call_id=call_id, approved=False, answer=answer, **kwargs)
+
+    @classmethod
+    def declining(cls, call_id: str, **kwargs: Any) -> ToolApprovalResponse:
+        """Decline an MCP server's question (the server is told)."""
+        return cls(call_id=call_id, approved=False, decline=True, **kwargs)
 
     @classmethod
     def responding(cls, call_id: str, text: str, **kwargs: Any) -> ToolApprovalResponse:
@@ -292,7 +401,9 @@ class ApprovalRecord(BaseModel):
     requested_at: datetime | None = None
     decided_at: datetime | None = None
     timed_out: bool = False
-    outcome: Literal["approved", "denied", "failed_run", "responded", "expired"] | None = None
+    outcome: (
+        Literal["approved", "denied", "failed_run", "responded", "expired", "answered", "declined", "cancelled"] | None
+    ) = None
     """`responded`: a person answered the call with its result (`respond_digest`); nothing ran."""
     verified: bool = False
     votes: list[Vote] = Field(default_factory=list)
@@ -302,6 +413,11 @@ class ApprovalRecord(BaseModel):
     policy_digest: str = ""
     hash: str = ""
     respond_digest: str | None = Field(None, exclude_if=lambda digest: digest is None)
+    answer_digest: str | None = Field(None, exclude_if=lambda digest: digest is None)
+    """SHA-256 of the canonical JSON a person answered an MCP server's question with (outcome
+    `answered`, `declined` or `cancelled`), chained; None otherwise."""
+    state_digest: str | None = Field(None, exclude_if=lambda digest: digest is None)
+    """SHA-256 of the server's `requestState` that answer went back with, chained."""
     delegate: str | None = Field(None, exclude_if=lambda name: name is None)
     """Who decided for `approver` under their signed delegation ("bob for alice"), chained; None otherwise."""
     """SHA-256 of the text a person answered the call with (`respond`), chained; None otherwise."""
@@ -334,6 +450,7 @@ def arguments_problem(name: str, raw: str) -> str | None:
 
 
 __all__ = [
+    "MAX_ANSWER_CHARS",
     "MAX_APPROVER_CHARS",
     "MAX_REASON_CHARS",
     "MAX_RESPOND_CHARS",
@@ -346,6 +463,7 @@ __all__ = [
     "Grant",
     "GrantMatch",
     "GrantSpec",
+    "InputAsked",
     "OnTimeout",
     "ToolApprovalRequest",
     "ToolApprovalResponse",

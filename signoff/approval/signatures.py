@@ -37,12 +37,20 @@ class DecisionClaim(Binding):
     """A signed decision on one call. `respond_digest`: the digest of the text it answers the
     call with instead of running it (`respond_digest()`; absent otherwise)."""
 
-    absent_when_none: ClassVar[frozenset[str]] = Binding.absent_when_none | {"respond_digest"}
+    absent_when_none: ClassVar[frozenset[str]] = Binding.absent_when_none | {
+        "respond_digest",
+        "answer_digest",
+        "answer_action",
+    }
 
     approved: bool
     edited_arguments_digest: str | None = None
     grant: GrantSpec | None = None
     respond_digest: str | None = None
+    answer_action: Literal["accept", "decline", "cancel"] | None = None
+    """An answer to an MCP server's question: what the person did (with `state_digest` of the binding)."""
+    answer_digest: str | None = None
+    """The digest of the JSON answer (`answer_digest()`), for `answer_action: accept` in form mode."""
 
 
 class ExtensionClaim(Binding):
@@ -106,6 +114,11 @@ def respond_digest(text: str) -> str:
     return sha256_hex(text)
 
 
+def answer_digest(answer: Any) -> str:
+    """The digest a signed answer names: lowercase hex SHA-256 of the answer's canonical JSON."""
+    return arguments_digest(answer)
+
+
 def decision_claim(binding: Binding, response: ToolApprovalResponse) -> DecisionClaim:
     """The claim a token must carry to sign `response` on the call of `binding`."""
     edited = arguments_digest(response.arguments) if response.arguments is not None else None
@@ -116,6 +129,8 @@ def decision_claim(binding: Binding, response: ToolApprovalResponse) -> Decision
         edited_arguments_digest=edited,
         grant=response.grant,
         respond_digest=responded,
+        answer_action=response.input_action() if response.answers_input else None,
+        answer_digest=answer_digest(response.answer) if response.answer is not None else None,
     )
 
 
@@ -159,6 +174,7 @@ __all__ = [
     "ExtensionClaim",
     "RequesterClaim",
     "SignoffClaim",
+    "answer_digest",
     "decision_claim",
     "extension_claim",
     "mismatch",

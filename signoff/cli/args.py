@@ -207,6 +207,18 @@ def _add_delegate(sub: Any) -> None:
     _who(p)
 
 
+def _add_answer(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("answer", parents=[common], help="answer the question a run's MCP server asked in a call")
+    p.add_argument("run", help="workflow id of the run")
+    p.add_argument("call", help="call id (its request has kind input)")
+    p.add_argument("--json", metavar="ANSWER", help="the answer, JSON fitting the server's schema (URL mode: true)")
+    p.add_argument("--decline", action="store_true", help="decline to answer (the server is told)")
+    p.add_argument("--cancel", action="store_true", help="dismiss the question without a choice (the server is told)")
+    p.add_argument("--reason", help="recorded in the audit trail")
+    p.add_argument("--output-json", action="store_true", help="print the run's answer as JSON")
+    _who(p)
+
+
 def _add_sign(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("sign", parents=[common], help="print a signed decision on a pending call (for the Web UI)")
     p.add_argument("run", help="workflow id of the run")
@@ -255,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_codec_parser(sub)
     _add_keys(sub)
     _add_sign(sub, common)
+    _add_answer(sub, common)
     _add_delegate(sub)
     add_replay_parser(sub, common)
     add_inbox_parser(sub, common)

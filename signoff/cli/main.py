@@ -29,6 +29,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.service import RPCError
 
+from signoff.cli.answer import cmd_answer
 from signoff.cli.args import build_parser
 from signoff.cli.audit import cmd_audit
 from signoff.cli.chat import cmd_chat
@@ -101,6 +102,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, CommandContext], Coroutine[Any
     "grants": cmd_grants,
     "revoke": cmd_revoke,
     "rearm": cmd_rearm,
+    "answer": cmd_answer,
     "demo": cmd_demo,
     "inbox": cmd_inbox,
     "sign": cmd_sign,

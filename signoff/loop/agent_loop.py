@@ -37,11 +37,12 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from signoff.approval.authority import Decider, Decision
 from signoff.approval.people import Person
 from signoff.approval.policy import ApprovalPolicy
-from signoff.approval.requests import ApprovalRecord, Grant, ToolApprovalRequest, ToolApprovalResponse
+from signoff.approval.requests import ApprovalRecord, Grant, InputAsked, ToolApprovalRequest, ToolApprovalResponse
 from signoff.errors import DecisionError
 from signoff.loop.actions import Action, AwaitApproval, CallModel, Fail, Finish, RunTools
 from signoff.loop.budget import elide_to_budget, elide_turns
@@ -49,7 +50,7 @@ from signoff.loop.decisions import DENIED_WITHOUT_REASON, Decisions
 from signoff.loop.limits import Limits, cap_text
 from signoff.loop.resume import reopen, starter, unanswered_calls
 from signoff.loop.rounds import Rounds
-from signoff.loop.state import DEFAULT_MAX_ROUNDS, CallStatus, LoopState
+from signoff.loop.state import DEFAULT_MAX_ROUNDS, CallStatus, LoopState, PendingCall
 from signoff.loop.timers import Timers
 from signoff.messages import (
     AgentEvent,
@@ -73,6 +74,7 @@ __all__ = [
     "Fail",
     "Finish",
     "RunTools",
+    "answer_note",
     "edit_note",
     "unanswered_calls",
 ]
@@ -236,7 +238,29 @@ class AgentLoop:
         _expect(entry is not None and entry.status is CallStatus.READY, f"result for {call_id!r}")
         assert entry is not None
         limit = self.state.limits.max_tool_output
-        self._rounds.answer(entry, cap_text(content, limit) + edit_note(entry.approval))
+        self._rounds.answer(entry, cap_text(content, limit) + edit_note(entry.approval) + answer_note(entry))
+
+    def apply_input_request(self, call_id: str, asked: InputAsked, now: datetime, drawn: str | None = None) -> None:
+        """Record that a ready call's MCP server asked a question instead of answering
+        (`input_required`): the call waits for a person's answer (a request of kind `input`).
+        `drawn`: as for `apply_model_turn`, a value the driver drew for this request."""
+        entry = self.state.entry(call_id)
+        _expect(entry is not None and entry.status is CallStatus.READY, f"input request for {call_id!r}")
+        assert entry is not None
+        self._rounds.ask_input(entry, asked, now, drawn)
+
+    def answer_of(self, call_id: str) -> tuple[InputAsked, dict[str, Any], list[str]] | None:
+        """For a ready call whose server's question a person answered: the question (with the
+        server's state), the MCP `ElicitResult` to send back, and the signed answer (tokens)."""
+        entry = self.state.entry(call_id)
+        if entry is None or entry.asked is None or entry.answer is None:
+            return None
+        return entry.asked, dict(entry.answer), list(entry.answer_tokens)
+
+    def answer_record_of(self, call_id: str) -> ApprovalRecord | None:
+        """The audit record of the answer a ready call goes back to its server with (None: none)."""
+        entry = self.state.entry(call_id)
+        return entry.answered if entry else None
 
     def cancel(self, now: datetime) -> None:
         """Deny what waits, answer what has not run, and finish `cancelled`."""
@@ -420,6 +444,19 @@ def edit_note(record: ApprovalRecord | None) -> str:
     shown = cap_text(json.dumps(record.edited_arguments, ensure_ascii=False), EDIT_NOTE_CHARS, "edited arguments")
     who = record.approver or "the approver"
     return f"\n[signoff: {who} edited this call's arguments before it ran; it ran with {shown}]"
+
+
+def answer_note(entry: PendingCall) -> str:
+    """What the model is told of a call whose MCP server asked a person a question: who answered
+    and how (the server's own result, before it, says what it made of that)."""
+    record = entry.answered
+    if record is None:
+        return ""
+    did = {"declined": "declined to answer", "cancelled": "dismissed it without answering"}.get(
+        record.outcome or "", "answered it"
+    )
+    asked = cap_text(entry.asked.message if entry.asked else "", EDIT_NOTE_CHARS, "question")
+    return f"\n[signoff: the MCP server asked {asked!r}; {record.approver or 'a person'} {did}]"
 
 
 def _expect(ok: bool, what: str) -> None:

@@ -11,10 +11,10 @@ import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from signoff.approval import audit, authority
+from signoff.approval import answers, audit, authority
 from signoff.approval.authority import Decider, Decision
 from signoff.approval.requests import ApprovalRecord, Grant, GrantMatch, ToolApprovalResponse
-from signoff.approval.signatures import respond_digest
+from signoff.approval.signatures import answer_digest, respond_digest
 from signoff.errors import DecisionError
 from signoff.loop.limits import cap_text
 from signoff.loop.rounds import Rounds
@@ -75,7 +75,8 @@ class Decisions:
         for item in decisions:
             decision = Decision.of(item)
             star = decision.response.call_id == "*"
-            awaiting = [p.call.id for p in self.state.waiting()]  # `*` leaves expired calls be
+            # `*` leaves expired calls be, and MCP servers' questions (each is answered on its own)
+            awaiting = [p.call.id for p in self.state.waiting() if not (p.request and p.request.asks_input)]
             for call_id in awaiting if star else [decision.response.call_id]:
                 if any(call_id == seen for seen, _ in targets):
                     if star:
@@ -128,6 +129,11 @@ class Decisions:
         person = (decider or Decider.claimed(response.approver)).person
         edited = response.arguments if response.approved else None
         responded = response.respond is not None and not timed_out
+        answered = response.answers_input and not timed_out
+        if answered:
+            outcome = (
+                outcome or {"accept": "answered", "decline": "declined", "cancel": "cancelled"}[response.input_action()]
+            )
         record = ApprovalRecord(
             call_id=entry.call.id,
             name=entry.call.name,
@@ -146,6 +152,8 @@ class Decisions:
             arguments_digest=request.arguments_digest,
             policy_digest=request.policy.digest(),
             respond_digest=respond_digest(response.respond) if response.respond is not None else None,
+            answer_digest=answer_digest(response.answer) if answered and response.answer is not None else None,
+            state_digest=entry.asked.state_digest() if answered and entry.asked else None,
             delegate=decider.delegate if decider and not timed_out else None,
         )
         self.record(record)
@@ -153,6 +161,8 @@ class Decisions:
             entry.status, entry.approval = CallStatus.READY, record
             if edited is not None:
                 entry.run_arguments = json.dumps(edited)
+        elif answered:  # the answer goes back to the server with its state (AgentLoop.answer_of)
+            entry.status, entry.answered, entry.answer = CallStatus.READY, record, answers.elicit_result(response)
         elif response.respond is not None:  # the person's text is the result; the tool never runs
             self.rounds.answer(entry, cap_text(response.respond, self.state.limits.max_tool_output))
         else:
@@ -201,12 +211,14 @@ class Decisions:
                 f"call {call_id!r} is not what was reviewed: its arguments_digest is {request.arguments_digest}, "
                 f"the decision names {response.arguments_digest}"
             )
+        if problem := answers.answer_problem(request, response):
+            return problem
         if not check_authority:
             return None
         person = decision.decider.person
         problem = authority.refusal(request, person, self.state.requested_by)
         problem = problem or authority.delegation_problem(request, decision.decider, self.state.requested_by)
-        problem = problem or authority.kind_problem(request, response)
+        problem = problem or (None if response.answers_input else authority.kind_problem(request, response))
         if self.state.signed_decisions:
             problem = problem or authority.signature_problem(request, response, decision.decider.claim)
         if problem or not response.approved:
@@ -227,6 +239,8 @@ class Decisions:
             if decider.delegation_token is not None:  # with the delegation it is the delegator's vote under
                 entry.delegations.extend([None] * (len(entry.tokens) - 1 - len(entry.delegations)))
                 entry.delegations.append(decider.delegation_token)
+        if response.answers_input and decider.token is not None:
+            entry.answer_tokens.append(decider.token)  # the signed answer, which the sending activity hands on
         if response.approved and not authority.add_vote(request, decider.person, now, grant_id, decider.delegate):
             return  # counted; the quorum is not reached yet
         self.settle(entry, response, now, decider=decision.decider, grant_id=grant_id)

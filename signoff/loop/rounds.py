@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from signoff.approval.digest import arguments_digest, sha256_hex
 from signoff.approval.policy import DEFAULT_POLICY
-from signoff.approval.requests import Binding, ToolApprovalRequest, arguments_problem, parse_arguments
+from signoff.approval.requests import Binding, InputAsked, ToolApprovalRequest, arguments_problem, parse_arguments
 from signoff.approval.similar import similar_pattern
 from signoff.loop.budget import elide_to_budget
 from signoff.loop.state import CallStatus, LoopState, PendingCall
@@ -82,6 +82,27 @@ class Rounds:
         drew for this turn's requests (`request_instance`)."""
         entry.status = CallStatus.AWAITING
         entry.request = self._request(entry.call, now, preview, drawn)
+        self.emit(ApprovalRequestEvent(request=entry.request.model_copy(deep=True)))
+
+    def ask_input(self, entry: PendingCall, asked: InputAsked, now: datetime, drawn: str | None = None) -> None:
+        """Make a call that ran wait for a person's answer to its MCP server's question: a
+        request of kind `input`, under the tool's policy (deadlines, reminders, who may answer),
+        bound to the server's state as well as to the call."""
+        entry.status, entry.asked = CallStatus.AWAITING, asked
+        entry.answered, entry.answer, entry.answer_tokens = None, None, []
+        request = self._request(entry.call, now, None, drawn)
+        binding = request.binding.model_copy(update={"state_digest": asked.state_digest()}) if request.binding else None
+        entry.request = request.model_copy(
+            update={
+                "kind": "input",
+                "message": asked.message,
+                "input_schema": asked.requested_schema,
+                "url": asked.url,
+                "url_host": asked.url_host(),
+                "binding": binding,
+                "similar_pattern": None,
+            }
+        )
         self.emit(ApprovalRequestEvent(request=entry.request.model_copy(deep=True)))
 
     def answer(self, entry: PendingCall, content: str) -> None:

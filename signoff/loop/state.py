@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from enum import Enum
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from signoff.approval.audit import GENESIS
 from signoff.approval.policy import ApprovalPolicy
-from signoff.approval.requests import ApprovalRecord, Grant, ToolApprovalRequest
+from signoff.approval.requests import ApprovalRecord, Grant, InputAsked, ToolApprovalRequest
 from signoff.loop.limits import Limits
 from signoff.messages import ChatMessage, FinishReason, ToolCall, Usage
 
@@ -43,6 +44,15 @@ class PendingCall(BaseModel):
     reminders_sent: int = 0
     delegations: list[str | None] = Field(default_factory=list, exclude_if=lambda tokens: not tokens)
     """The delegation each of `tokens` was sent under (by position; None or absent: none)."""
+    asked: InputAsked | None = Field(None, exclude_if=lambda asked: asked is None)
+    """What the MCP server asked in the middle of this call (its `request` is then `kind: "input"`),
+    kept with the server's state until the answer goes back with it."""
+    answered: ApprovalRecord | None = Field(None, exclude_if=lambda record: record is None)
+    """The record of the person's answer to `asked`: the call is ready to go back to the server."""
+    answer: dict[str, Any] | None = Field(None, exclude_if=lambda answer: answer is None)
+    """The MCP `ElicitResult` to send (`{"action", "content"?}`) with `asked.state`."""
+    answer_tokens: list[str] = Field(default_factory=list, exclude_if=lambda tokens: not tokens)
+    """The signed answer, handed to the activity that sends it."""
 
     def timers(self) -> list[datetime]:
         """When this waiting call next needs attention: deadline, reminder, escalation."""

@@ -11,9 +11,12 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
-from signoff.contract import SA_STATUS, STATUS_AWAITING, WORKFLOW_TYPE
+from signoff.contract import SA_STATUS, STATUS_AWAITING, STATUS_AWAITING_INPUT, WORKFLOW_TYPE
 
-WAITING_QUERY = f'WorkflowType="{WORKFLOW_TYPE}" AND ExecutionStatus="Running" AND {SA_STATUS}="{STATUS_AWAITING}"'
+WAITING_QUERY = (
+    f'WorkflowType="{WORKFLOW_TYPE}" AND ExecutionStatus="Running" '
+    f'AND {SA_STATUS} IN ("{STATUS_AWAITING}", "{STATUS_AWAITING_INPUT}")'
+)
 WAITING_OR_PAUSED_QUERY = WAITING_QUERY.replace(
     'ExecutionStatus="Running"', '(ExecutionStatus="Running" OR ExecutionStatus="Paused")'
 )

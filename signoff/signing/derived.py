@@ -109,6 +109,7 @@ def derived_binding(run: RunFacts, request: ToolApprovalRequest, served: ServedR
         tool=request.name,
         arguments_digest=arguments_digest(request.arguments),
         request=reported.request,
+        state_digest=reported.state_digest,  # the server's state is not shown: its digest is as the run reports it
     )
     differences = _differences(reported, derived, request.arguments_digest)
     if differences:

@@ -10,6 +10,7 @@ from typing import Any, Protocol, get_args, runtime_checkable
 from pydantic import BaseModel
 
 from signoff.approval.policy import ApprovalPolicy, Gate
+from signoff.approval.requests import InputAsked
 from signoff.errors import UsageError
 from signoff.messages import ToolSpec
 
@@ -18,10 +19,14 @@ Preview = Callable[[dict[str, Any]], "str | Awaitable[str | None] | None"]
 
 
 class ToolResult(BaseModel):
-    """What a tool returns. An error is data for the model, not a failed run."""
+    """What a tool returns. An error is data for the model, not a failed run.
+
+    `input`: the tool has not finished: its MCP server asked a person a question first
+    (`input_required`); the run waits for the answer and sends it back (`content` says so)."""
 
     content: str
     is_error: bool = False
+    input: InputAsked | None = None
 
     @classmethod
     def error(cls, message: str) -> ToolResult:

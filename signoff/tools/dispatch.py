@@ -23,6 +23,13 @@ def _arguments(call: ToolCall) -> dict[str, Any] | None:
 async def execute_call(
     registry: ToolRegistry, call: ToolCall, *, approved: bool = False, max_output: int | None = None
 ) -> str:
+    """Run one call; the tool message text (`execute_result`'s, whatever a server asked)."""
+    return (await execute_result(registry, call, approved=approved, max_output=max_output)).content
+
+
+async def execute_result(
+    registry: ToolRegistry, call: ToolCall, *, approved: bool = False, max_output: int | None = None
+) -> ToolResult:
     """Run one call; the tool message text. A tool's own failure is `Error: ...`.
 
     Args:
@@ -34,13 +41,13 @@ async def execute_call(
     tool = registry.get(call.name)
     arguments = _arguments(call)
     if tool is None:
-        return f"Error: unknown tool {call.name!r}"
+        return ToolResult(content=f"Error: unknown tool {call.name!r}")
     if arguments is None:
-        return f"Error: arguments for {call.name} are not a JSON object"
+        return ToolResult(content=f"Error: arguments for {call.name} are not a JSON object")
     try:
         aware = capabilities_of(tool).approval_aware
         result = await (tool.execute(arguments) if aware is None else aware(arguments, approved=approved))
     except Exception as exc:  # a tool's bug is the model's information, not a failed run
         result = ToolResult.error(f"{type(exc).__name__}: {exc}")
     text = result.to_message()
-    return cap_text(text, max_output) if max_output else text
+    return ToolResult(content=cap_text(text, max_output) if max_output else text, input=result.input)

@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         PrepareInput,
         PrepareOutput,
         Requester,
+        ToolAnswerInput,
         ToolInput,
         ToolOutput,
     )
@@ -424,22 +425,59 @@ class AgentRun:
     # --- tools -----------------------------------------------------------------------
 
     async def _run_tools(self, calls: list[ToolCall]) -> None:
-        """Run the ready calls, at most `max_parallel_tools` at once; results in call order."""
+        """Run the ready calls, at most `max_parallel_tools` at once; results in call order. A
+        call whose MCP server asked a question instead waits for a person's answer (kind `input`)."""
         limits = self._snapshot.limits if self._snapshot else Limits()
         gate = asyncio.Semaphore(limits.max_parallel_tools)
 
-        async def one(call: ToolCall) -> str:
+        async def one(call: ToolCall) -> ToolOutput:
             async with gate:
+                if self._loop.answer_of(call.id) is not None:
+                    return await self._answer(call)
                 return await self._tool(call)
 
         results = await asyncio.gather(*(one(call) for call in calls))
-        for call, content in zip(calls, results, strict=True):
-            self._loop.apply_tool_result(call.id, content)
+        for call, output in zip(calls, results, strict=True):
+            if output.input is not None:
+                self._loop.apply_input_request(call.id, output.input, workflow.now(), instances.draw([call.id]))
+            else:
+                self._loop.apply_tool_result(call.id, output.content)
 
-    async def _tool(self, call: ToolCall) -> str:
+    async def _answer(self, call: ToolCall) -> ToolOutput:
+        """Send a person's answer to the question the call's MCP server asked (`signoff.tool_answer`):
+        retried only as the call itself is (a trusted server's `idempotentHint`)."""
+        answered = self._loop.answer_of(call.id)
+        assert answered is not None
+        asked, answer, tokens = answered
+        record = self._loop.answer_record_of(call.id)
+        entry = self._snapshot.tool(call.name) if self._snapshot else None
+        idempotent = entry.idempotent if entry else False
+        answer_input = ToolAnswerInput(
+            agent=self._input.agent,
+            snapshot_digest=self._digest,
+            call=call,
+            asked=asked,
+            answer=answer,
+            record_hash=record.hash if record else "",
+            tokens=tokens,
+        )
+        try:
+            output: ToolOutput = await workflow.execute_activity_method(
+                AgentActivities.tool_answer,
+                self._checked(answer_input, f"the answer sent to {call.name}"),
+                summary=activity_options.tool_summary(call),
+                **activity_options.tool_options(idempotent),
+            )
+        except ActivityError as exc:
+            if not idempotent and isinstance(exc.cause, ActivityTimeout):
+                return ToolOutput(content=activity_options.OUTCOME_UNKNOWN)
+            return ToolOutput(content=f"Error: {activity_options.root_message(exc)}")
+        return output
+
+    async def _tool(self, call: ToolCall) -> ToolOutput:
         entry = self._snapshot.tool(call.name) if self._snapshot else None
         if entry is not None and entry.sub_agent is not None:  # a child AgentRun (children.py)
-            return await self._children.run(call, entry, self._snapshot, self._input)
+            return ToolOutput(content=await self._children.run(call, entry, self._snapshot, self._input))
         idempotent = entry.idempotent if entry else False
         record = self._loop.approval_of(call.id)
         proof = (
@@ -471,9 +509,9 @@ class AgentRun:
             )
         except ActivityError as exc:
             if not idempotent and isinstance(exc.cause, ActivityTimeout):
-                return activity_options.OUTCOME_UNKNOWN
-            return f"Error: {activity_options.root_message(exc)}"
-        return output.content
+                return ToolOutput(content=activity_options.OUTCOME_UNKNOWN)
+            return ToolOutput(content=f"Error: {activity_options.root_message(exc)}")
+        return output
 
     # --- waiting for people ------------------------------------------------------------
 

@@ -60,8 +60,8 @@ def child_id(workflow_id: str, call_id: str) -> str:
 
 
 def own_view(requests: Sequence[ToolApprovalRequest], workflow_id: str) -> list[ToolApprovalRequest]:
-    """A run's own waiting calls as its queries list them: its workflow id, path `[]`."""
-    return [r.model_copy(update={"workflow_id": workflow_id, "path": []}) for r in requests]
+    """A run's own waiting calls as its queries list them: its workflow id, path `[]`, `kind`."""
+    return [r.viewed().model_copy(update={"workflow_id": workflow_id, "path": []}) for r in requests]
 
 
 class Children:

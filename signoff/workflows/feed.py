@@ -23,7 +23,14 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
 from signoff.approval.requests import ToolApprovalRequest
-from signoff.contract import SA_AGENT, SA_PENDING_TOOLS, SA_STATUS, STATUS_AWAITING, STATUS_RUNNING
+from signoff.contract import (
+    SA_AGENT,
+    SA_PENDING_TOOLS,
+    SA_STATUS,
+    STATUS_AWAITING,
+    STATUS_AWAITING_INPUT,
+    STATUS_RUNNING,
+)
 from signoff.loop.limits import rough_json_size
 from signoff.messages import AgentEvent
 from signoff.workflows.details import describe_pending
@@ -68,6 +75,7 @@ class RunRecord:
         self.seq = seq
         self.status = STATUS_RUNNING
         self._tools: list[str] | None = None  # advertised in search attributes
+        self._advertised: str | None = None  # the waiting status advertised with them
         self._details = ""
         self.published: Callable[[dict[str, Any]], None] | None = None
         """Where each event goes as it is kept, too (the run's stream, topic `events`)."""
@@ -91,14 +99,16 @@ class RunRecord:
         Search attributes are written only when what they say changes (a visibility write
         each); the Web UI details whenever the pending calls change (votes, deadlines)."""
         waiting = status == STATUS_AWAITING
+        if waiting and pending and all(r.asks_input for r in pending):
+            status = STATUS_AWAITING_INPUT  # only MCP servers' questions wait: answers, not approvals
         tools = sorted({r.name for r in pending}) if waiting else None
-        if tools != self._tools:
+        if (tools, status if waiting else None) != (self._tools, self._advertised):
             workflow.upsert_search_attributes(
                 [SIGNOFF_STATUS.value_set(status), SIGNOFF_PENDING_TOOLS.value_set(tools)]
                 if tools is not None
                 else [SIGNOFF_STATUS.value_unset(), SIGNOFF_PENDING_TOOLS.value_unset()]
             )
-            self._tools = tools
+            self._tools, self._advertised = tools, status if waiting else None
         details = describe_pending(workflow.info().workflow_id, pending) if waiting else ""
         if details != self._details:
             workflow.set_current_details(details)

@@ -15,6 +15,7 @@ from typing import Any
 
 import mcp_types as types
 
+from signoff.approval.requests import InputAsked
 from signoff.tools.base import ToolResult
 
 
@@ -27,6 +28,29 @@ def tool_result(result: types.CallToolResult) -> ToolResult:
     if result.is_error:
         return ToolResult.error(text or "the tool reported an error without a message")
     return ToolResult(content=text)
+
+
+def input_required(server: str, result: types.InputRequiredResult) -> ToolResult:
+    """A server's question in the middle of a call (`input_required`): one form- or URL-mode
+    elicitation becomes `ToolResult.input` (the run waits for a person's answer); anything else
+    it asks (sampling, roots, several questions at once) is refused, and the model is told."""
+    requests = result.input_requests or {}
+    asked = [(key, r) for key, r in requests.items() if isinstance(r, types.ElicitRequest)]
+    if len(requests) != 1 or len(asked) != 1:
+        kinds = ", ".join(sorted({getattr(r, "method", type(r).__name__) for r in requests.values()})) or "nothing"
+        return ToolResult.error(
+            f"MCP server {server!r} asked for {kinds} before it would finish the call; signoff answers one "
+            "question (elicitation/create) at a time and nothing else, so the call did not finish"
+        )
+    key, request = asked[0]
+    params = request.params
+    if isinstance(params, types.ElicitRequestURLParams):
+        ask = InputAsked(key=key, mode="url", message=params.message, url=params.url, state=result.request_state)
+    else:
+        ask = InputAsked(
+            key=key, message=params.message, requested_schema=params.requested_schema, state=result.request_state
+        )
+    return ToolResult(content=f"MCP server {server!r} asks: {params.message}", input=ask)
 
 
 def _block(block: Any) -> str:
@@ -57,4 +81,4 @@ def _size(data: str) -> str:
     return f"{size:,} bytes"
 
 
-__all__ = ["tool_result"]
+__all__ = ["input_required", "tool_result"]

@@ -39,7 +39,7 @@ from signoff.tools.base import ToolResult
 from signoff.tools.mcp.bounded import MAX_MESSAGE_BYTES, MessageTooLarge, bounded_http_client, bounded_stdio
 from signoff.tools.mcp.config import MCPServer
 from signoff.tools.mcp.listing import annotations_of
-from signoff.tools.mcp.results import tool_result
+from signoff.tools.mcp.results import input_required, tool_result
 from signoff.tools.process import ToolUser, tool_environment
 
 CONNECT_TIMEOUT = 30.0
@@ -112,9 +112,20 @@ class MCPSessions:
         listed = {t.name: t for t in await self.list_tools(server)}
         return annotations_of(listed[tool].annotations) if tool in listed else None
 
-    async def call(self, server: MCPServer, tool: str, arguments: dict[str, Any]) -> ToolResult:
+    async def call(
+        self,
+        server: MCPServer,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        answers: dict[str, Any] | None = None,
+        state: str | None = None,
+    ) -> ToolResult:
         """Call the server's tool `tool`; every failure is a `ToolResult.error` saying what
-        happened, and whether the call may have taken effect."""
+        happened, and whether the call may have taken effect. A server that asks a question
+        first (`input_required`, protocol 2026-07-28) answers a `ToolResult` with `input` set;
+        `answers` (MCP `ElicitResult`s by the server's keys) and `state` (its `requestState`,
+        verbatim) retry such a call with a person's answer."""
         link = self._link(server)
         for attempt in (1, 2):
             try:
@@ -122,7 +133,14 @@ class MCPSessions:
             except MCPServerError as exc:
                 return ToolResult.error(f"MCP server {server.name!r} is not available ({exc}); the call was not made")
             try:
-                result = await client.call_tool(tool, arguments, read_timeout_seconds=server.timeout_seconds)
+                result = await client.session.call_tool(
+                    tool,
+                    arguments,
+                    read_timeout_seconds=server.timeout_seconds,
+                    input_responses=_responses(answers),
+                    request_state=state,
+                    allow_input_required=True,
+                )
             except MCPError as exc:
                 if exc.code == types.INVALID_REQUEST and exc.message == _SESSION_GONE and attempt == 1:
                     link.drop()
@@ -131,6 +149,8 @@ class MCPSessions:
             except Exception as exc:  # the transport, or a result that does not validate: the model is told
                 link.drop()
                 return ToolResult.error(f"MCP server {server.name!r}: {describe_error(exc)}")
+            if isinstance(result, types.InputRequiredResult):
+                return input_required(server.name, result)
             return tool_result(result)
         raise AssertionError("unreachable")
 
@@ -275,6 +295,13 @@ class _Link:
                 raise
         finally:
             dropped.set()
+
+
+def _responses(answers: dict[str, Any] | None) -> types.InputResponses | None:
+    """The SDK's `InputResponses` of a person's answers (`ElicitResult` JSON by key)."""
+    if answers is None:
+        return None
+    return {key: types.ElicitResult.model_validate(value) for key, value in answers.items()}
 
 
 def _transport(server: MCPServer) -> Transport:

@@ -21,6 +21,7 @@ import asyncio
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from signoff.approval.requests import InputAsked
 from signoff.messages import MCPUnavailableEvent, ToolSpec
 from signoff.tools.base import ToolCapabilities, ToolResult
 from signoff.tools.mcp.config import MCPServer
@@ -80,6 +81,17 @@ class MCPTool:
             return ToolResult.error(refusal)
         assert self.server is not None
         return await self.sessions.call(self.server, self.mcp.tool, arguments)
+
+    async def answer(self, arguments: dict[str, Any], asked: InputAsked, answer: dict[str, Any]) -> ToolResult:
+        """Retry a call whose server asked a question (`input_required`), with a person's
+        `answer` (an MCP `ElicitResult`) and the server's state, echoed verbatim."""
+        refusal = self._not_offered()
+        if refusal is not None:
+            return ToolResult.error(refusal)
+        assert self.server is not None
+        return await self.sessions.call(
+            self.server, self.mcp.tool, arguments, answers={asked.key: answer}, state=asked.state
+        )
 
     def _not_offered(self) -> str | None:
         info, server = self.mcp, self.server

@@ -1,0 +1,171 @@
+"""An MCP server that asks a question in the middle of a call (protocol 2026-07-28 `input_required`):
+the run parks with a request of kind `input`, survives its worker, and is answered by a person.
+
+The server is `tests/mcp_server.py` (the `mcp` SDK's `MCPServer`): `erase_note` asks "Really
+delete <name>?" with a schema (`confirm`: boolean, required; `why`: string) before it deletes,
+and seals its `requestState` with a key every process of it shares.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+
+from signoff.approval.requests import InputAsked, ToolApprovalResponse
+from signoff.contract import SA_STATUS, STATUS_AWAITING_INPUT
+from signoff.tools.mcp.sessions import MCPSessions
+from tests.cli_harness import cli_env, finish, spawn
+from tests.governance import refusal, turns
+from tests.helpers import ScriptedModelServer, assert_eventually, start_run, wait_pending
+from tests.mcp_helpers import SERVER, calls, mcp_call, stdio, tools_called
+from tests.processes import READY, Processes, clean_env, kill_group
+
+ERASE = "mcp__notes__erase_note"
+
+
+def configured(tmp_path: Path, procs: Processes) -> Path:
+    """`mcp.json` with the test server as `notes` (one note, `a.txt`); returns its notes directory."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text("old")
+    config = {
+        "mcpServers": {"notes": {"command": sys.executable, "args": [str(SERVER)], "env": {"NOTES_DIR": str(notes)}}}
+    }
+    (tmp_path / "mcp.json").write_text(json.dumps(config))
+
+    def kill_servers() -> None:  # a killed worker's server lives on
+        for pid, _, _ in calls(notes):
+            kill_group(pid)
+
+    procs.cleanups.append(kill_servers)
+    return notes
+
+
+def worker_env(client: Client, task_queue: str, model: ScriptedModelServer, tmp_path: Path) -> dict[str, str]:
+    return clean_env(
+        TEMPORAL_ADDRESS=client.service_client.config.target_host,
+        SIGNOFF_TASK_QUEUE=task_queue,
+        SIGNOFF_LLM_BASE_URL=model.base_url,
+        SIGNOFF_LLM_MODEL="scripted",
+        SIGNOFF_WORKSPACE=tmp_path,
+        SIGNOFF_MCP_CONFIG=tmp_path / "mcp.json",
+    )
+
+
+async def asked(handle: Any) -> dict[str, Any]:
+    """The run's one pending request, once it is the server's question (kind `input`)."""
+
+    async def check() -> dict[str, Any]:
+        (request,) = await handle.query("pending_approvals")
+        assert request.get("kind") == "input", request
+        return dict(request)
+
+    return await assert_eventually(check, timeout=30)
+
+
+async def test_a_question_parks_the_run_survives_its_worker_and_is_answered_once_from_the_cli(
+    client: Client, task_queue: str, procs: Processes, tmp_path: Path
+) -> None:
+    notes = configured(tmp_path, procs)
+    with ScriptedModelServer(turns([mcp_call("erase_note", "call_1", name="a.txt")])) as model:
+        env = worker_env(client, task_queue, model, tmp_path)
+        first = procs.worker("worker-1", env)
+        await first.wait_for_output(READY)
+        handle = await start_run(client, task_queue, "erase a.txt")
+        (approval,) = await wait_pending(handle, timeout=20)
+        assert (approval["name"], approval["kind"]) == (ERASE, "approval")
+        await handle.execute_update("submit_tool_approval", ToolApprovalResponse.approve("call_1", approver="alice"))
+
+        question = await asked(handle)
+        assert question["message"] == "Really delete a.txt?"
+        assert question["schema"]["required"] == ["confirm"]
+        assert question["binding"] is None or question["binding"]["state_digest"]
+        status = await handle.query("status")
+        assert status["status"] == STATUS_AWAITING_INPUT
+        described = await handle.describe()
+        assert described.search_attributes.get(SA_STATUS) == [STATUS_AWAITING_INPUT]
+        assert tools_called(notes) == ["erase_note_asked"] and (notes / "a.txt").exists()
+
+        first.kill()  # the question outlives the worker that asked it
+        second = procs.worker("worker-2", env)
+        await second.wait_for_output(READY)
+        environ = cli_env(client.service_client.config.target_host, task_queue, tmp_path / "state")
+
+        wrong = await finish(await spawn(environ, "answer", handle.id, "call_1", "--json", '{"confirm": "yes"}'))
+        assert wrong.code == 2, wrong
+        assert "confirm: 'yes' is not of type 'boolean'" in wrong.err and "nothing answered" in wrong.err
+
+        done = await finish(
+            await spawn(environ, "answer", handle.id, "call_1", "--json", '{"confirm": true, "why": "stale"}')
+        )
+        assert done.code == 0, done
+        result = await handle.result()
+
+    tool_message = result.messages[2]
+    assert tool_message.content == (
+        "deleted a.txt (stale)\n[signoff: the MCP server asked 'Really delete a.txt?'; tester answered it]"
+    )
+    assert not (notes / "a.txt").exists()
+    assert tools_called(notes) == ["erase_note_asked", "erase_note"]  # asked once, ran once
+    trail = await handle.query("audit")
+    outcomes = [(r["outcome"], r["approver"]) for r in trail["records"]]
+    assert outcomes == [("approved", "alice"), ("answered", "tester")]
+    assert trail["records"][1]["answer_digest"] and trail["records"][1]["state_digest"]
+
+
+async def test_a_wrong_answer_is_refused_by_the_run_with_the_schemas_message_and_a_decline_reaches_the_model(
+    client: Client, task_queue: str, procs: Processes, tmp_path: Path
+) -> None:
+    notes = configured(tmp_path, procs)
+    with ScriptedModelServer(turns([mcp_call("erase_note", "call_1", name="a.txt")])) as model:
+        worker = procs.worker("worker", worker_env(client, task_queue, model, tmp_path))
+        await worker.wait_for_output(READY)
+        handle = await start_run(client, task_queue, "erase a.txt")
+        await wait_pending(handle, timeout=20)
+        await handle.execute_update("submit_tool_approval", ToolApprovalResponse.approve("call_1"))
+        await asked(handle)
+
+        why = await refusal(
+            handle.execute_update("submit_tool_approval", ToolApprovalResponse.answering("call_1", {"why": 1}))
+        )
+        assert "'confirm' is a required property" in why and "call_1" in why
+        why = await refusal(handle.execute_update("submit_tool_approval", ToolApprovalResponse.approve("call_1")))
+        assert "waits for an answer to its MCP server's question" in why
+
+        declined = ToolApprovalResponse.declining("call_1", approver="bob")
+        await handle.execute_update("submit_tool_approval", declined)
+        result = await handle.result()
+
+    assert result.messages[2].content == (
+        "kept a.txt: the person answered decline\n"
+        "[signoff: the MCP server asked 'Really delete a.txt?'; bob declined to answer]"
+    )
+    assert (notes / "a.txt").exists()
+    assert tools_called(notes) == ["erase_note_asked", "erase_note"]
+
+
+async def test_a_tampered_request_state_is_refused_by_the_server_and_nothing_is_deleted(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text("old")
+    server = stdio(notes)
+    sessions = MCPSessions()
+    try:
+        first = await sessions.call(server, "erase_note", {"name": "a.txt"})
+        assert first.input is not None and first.input.state, first
+        question: InputAsked = first.input
+        assert (question.key, question.message) == ("confirm", "Really delete a.txt?")
+        tampered = (question.state or "")[:-4] + "AAAA"
+        answer = {"confirm": {"action": "accept", "content": {"confirm": True}}}
+        result = await sessions.call(server, "erase_note", {"name": "a.txt"}, answers=answer, state=tampered)
+        assert result.is_error and "requestState" in result.content, result
+        other = await sessions.call(server, "erase_note", {"name": "b.txt"}, answers=answer, state=question.state)
+        assert other.is_error, other  # the state is bound to the call it was minted for
+    finally:
+        await sessions.aclose()
+    assert (notes / "a.txt").exists()
+    assert "erase_note" not in tools_called(notes)
