@@ -70,4 +70,4 @@ def elicit_result(response: ToolApprovalResponse) -> dict[str, Any]:
     return result
 
 
-__all__ = ["answer_problem", "elicit_result", "answer_schema_problem"]
+__all__ = ["answer_problem", "answer_schema_problem", "elicit_result"]

@@ -578,6 +578,29 @@ async def record_mcp(rig: Rig) -> dict[str, WorkflowHistory]:
         return {"mcp": await finished(run)}
 
 
+@shape("mcp_input")
+async def record_mcp_input(rig: Rig) -> dict[str, WorkflowHistory]:
+    """A server asks a question in the middle of an approved call (input_required): the run
+    parks with a request of kind input, a person answers, the answer goes back (signoff.tool_answer)."""
+    notes = rig.workspace / "notes"
+    notes.mkdir(exist_ok=True)
+    (notes / "a.txt").write_text("note a")
+    agent = AgentBuilder("notes").with_mcp_servers([stdio(notes)]).build()
+    async with rig.worker(turns([mcp_call("erase_note", "call_1", name="a.txt")]), {"notes": agent}) as queue:
+        run = await start_run(rig.client, queue, "erase", agent="notes")
+        await wait_pending(run)
+        await run.execute_update("submit_tool_approval", approval("call_1"))
+
+        async def asked() -> None:
+            (request,) = await run.query("pending_approvals")
+            assert request.get("kind") == "input", request
+
+        await assert_eventually(asked, timeout=30)
+        answer = {"call_id": "call_1", "answer": {"confirm": True, "why": "recorded"}, "approver": "alice"}
+        await run.execute_update("submit_tool_approval", answer)
+        return {"mcp_input": await finished(run)}
+
+
 # --- how the worker runs: metrics, encryption, the payload store ---------------------------
 
 
