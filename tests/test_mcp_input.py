@@ -9,10 +9,12 @@ and seals its `requestState` with a key every process of it shares.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 from temporalio.client import Client
 
 from signoff.approval.requests import InputAsked, ToolApprovalResponse
@@ -22,7 +24,7 @@ from tests.cli_harness import cli_env, finish, spawn
 from tests.governance import refusal, turns
 from tests.helpers import ScriptedModelServer, assert_eventually, start_run, wait_pending
 from tests.mcp_helpers import SERVER, calls, mcp_call, stdio, tools_called
-from tests.processes import READY, Processes, clean_env, kill_group
+from tests.processes import READY, REPO, Processes, clean_env, free_port, kill_group
 
 ERASE = "mcp__notes__erase_note"
 
@@ -169,3 +171,57 @@ async def test_a_tampered_request_state_is_refused_by_the_server_and_nothing_is_
         await sessions.aclose()
     assert (notes / "a.txt").exists()
     assert "erase_note" not in tools_called(notes)
+
+
+async def test_the_inbox_shows_the_servers_question_as_a_form_and_posts_the_answer(
+    client: Client, task_queue: str, procs: Processes, tmp_path: Path
+) -> None:
+    notes = configured(tmp_path, procs)
+    with ScriptedModelServer(turns([mcp_call("erase_note", "call_1", name="a.txt")])) as model:
+        worker = procs.worker("worker", worker_env(client, task_queue, model, tmp_path))
+        port = free_port()
+        inbox = procs.start(
+            "inbox",
+            [sys.executable, str(REPO / "client.py"), "inbox", "--port", str(port)],
+            clean_env(
+                TEMPORAL_ADDRESS=client.service_client.config.target_host,
+                SIGNOFF_TASK_QUEUE=task_queue,
+                SIGNOFF_INBOX_TRUSTED_PROXIES="127.0.0.1/32",
+            ),
+        )
+        await worker.wait_for_output(READY)
+        await inbox.wait_for_output("signoff: inbox on")
+        handle = await start_run(client, task_queue, "erase a.txt")
+        await wait_pending(handle, timeout=20)
+        await handle.execute_update("submit_tool_approval", ToolApprovalResponse.approve("call_1"))
+        question = await asked(handle)
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}", headers={"X-Forwarded-User": "carol"}, timeout=30
+        ) as carol:
+            page = await carol.get(f"/call?run={handle.id}&id=call_1")
+            assert page.status_code == 200, page.text
+            assert "Really delete a.txt?" in page.text
+            assert 'name="type.confirm" value="boolean"' in page.text and 'name="field.why"' in page.text
+            token = re.search(r'name="csrf" value="([0-9a-f]{64})"', page.text)
+            assert token is not None
+            form = {
+                "csrf": token[1],
+                "run": handle.id,
+                "id": "call_1",
+                "digest": question["arguments_digest"],
+                "action": "answer",
+                "type.confirm": "boolean",
+                "type.why": "string",
+                "field.confirm": "true",
+                "field.why": "from the inbox",
+            }
+            answered = await carol.post("/call/decide", data=form)
+            assert answered.status_code == 200 and "answered" in answered.text, answered.text
+        result = await handle.result()
+
+    assert result.messages[2].content == (
+        "deleted a.txt (from the inbox)\n[signoff: the MCP server asked 'Really delete a.txt?'; carol answered it]"
+    )
+    assert tools_called(notes) == ["erase_note_asked", "erase_note"]
+    assert [r.outcome for r in result.approvals] == ["approved", "answered"]
+    assert result.approvals[1].approver == "carol"

@@ -287,6 +287,7 @@ class Pages:
                 key=view.call.key,
                 deny_refusal=decisions.refusal(view.call, viewer, approving=False),
                 may_edit=decisions.may_edit(view.call.request),
+                answer_fields=answer_fields(view.call.request.input_schema),
             )
         return self.page(request, "call.html", viewer, 200 if view.problem is None else 503, **context)
 
@@ -461,6 +462,7 @@ def _call_context(view: CallView, listed_at: float) -> dict[str, Any]:
         "refusal": None,
         "deny_refusal": None,
         "may_edit": False,
+        "answer_fields": None,
         "key": "",
         "listed_at": listed_at,
         "decided_diff": (
@@ -500,9 +502,12 @@ def _page_token(text: str) -> bytes | None:
 def _action(form: dict[str, list[str]], single: bool) -> Choice:
     """What the form asks for; ValueError says what is wrong with it."""
     verb = _one(form, "action")
+    reason = _one(form, "reason").strip() or None
+    if single and verb in ("answer", "decline", "cancel"):
+        answer = form_answer(form) if verb == "answer" else None
+        return Choice(approved=False, reason=reason, answer=answer, decline=verb == "decline", cancel=verb == "cancel")
     if verb not in ("approve", "deny"):
         raise ValueError("choose approve or deny")
-    reason = _one(form, "reason").strip() or None
     if verb == "deny":
         return Choice(approved=False, reason=reason)
     arguments = None
@@ -514,6 +519,67 @@ def _action(form: dict[str, list[str]], single: bool) -> Choice:
         if not isinstance(arguments, dict):
             raise ValueError('the edited arguments must be a JSON object, e.g. {"command": "ls"}')
     return Choice(approved=True, reason=reason, arguments=arguments, grant=_grant(form) if single else None)
+
+
+FORM_TYPES = ("string", "number", "integer", "boolean")
+
+
+def answer_fields(schema: dict[str, Any] | None) -> list[dict[str, Any]] | None:
+    """The fields of a form for an MCP server's requested schema: one per property of an
+    object whose properties are all strings, numbers, integers, booleans or enums (`name`,
+    `type`, `title`, `description`, `enum`, `required`); None: a JSON textarea instead."""
+    properties = (schema or {}).get("properties")
+    if not isinstance(properties, dict) or not properties:
+        return None
+    required = set((schema or {}).get("required") or [])
+    fields = []
+    for name, spec in properties.items():
+        if not isinstance(spec, dict) or (spec.get("type") not in FORM_TYPES and not spec.get("enum")):
+            return None
+        enum = spec.get("enum")
+        fields.append(
+            {
+                "name": str(name),
+                "type": spec.get("type") if spec.get("type") in FORM_TYPES else "string",
+                "title": str(spec.get("title") or name),
+                "description": str(spec.get("description") or ""),
+                "enum": [str(v) for v in enum] if isinstance(enum, list) else None,
+                "required": name in required,
+            }
+        )
+    return fields
+
+
+def form_answer(form: dict[str, list[str]]) -> Any:
+    """The answer an MCP server's question form gives: the JSON textarea (`answer_json`), else its
+    fields (`field.<name>`, typed by `type.<name>`: boolean, number, integer, string); URL mode
+    (`consent`): true. ValueError says what is wrong."""
+    if _one(form, "consent") == "1":
+        return True
+    text = _one(form, "answer_json").strip()
+    if text:
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"the answer is not valid JSON: {exc}") from None
+    answer: dict[str, Any] = {}
+    for key in form:
+        if not key.startswith("type."):
+            continue
+        name, kind = key[len("type.") :], _one(form, key)
+        value = _one(form, f"field.{name}")
+        if kind == "boolean":
+            answer[name] = value == "true"
+        elif value.strip() == "":
+            continue  # left empty: not answered (the schema says whether it must be)
+        elif kind in ("number", "integer"):
+            try:
+                answer[name] = int(value) if kind == "integer" else float(value)
+            except ValueError:
+                raise ValueError(f"{name}: {value!r} is not a {kind}") from None
+        else:
+            answer[name] = value
+    return answer
 
 
 def _grant(form: dict[str, list[str]]) -> GrantSpec | None:

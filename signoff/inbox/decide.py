@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from temporalio.client import Client
 
+from signoff.approval.answers import answer_problem
 from signoff.approval.authority import grant_problem, refusal, vote_problem
 from signoff.approval.people import Person
 from signoff.approval.requests import GrantSpec, ToolApprovalRequest, ToolApprovalResponse, shown_grant
@@ -57,6 +58,14 @@ class Choice:
     reason: str | None = None
     arguments: dict[str, Any] | None = None
     grant: GrantSpec | None = None
+    answer: Any = None
+    """An answer to an MCP server's question (kind `input`); `decline`/`cancel` instead of one."""
+    decline: bool = False
+    cancel: bool = False
+
+    @property
+    def answers_input(self) -> bool:
+        return self.answer is not None or self.decline or self.cancel
 
 
 @dataclass(frozen=True)
@@ -178,6 +187,8 @@ class InboxDecisions:
         arguments = action.arguments if action.approved and action.arguments != request.arguments else None
         if (problem := self.refusal(call, viewer, action.approved)) is not None:
             raise ValueError(problem)
+        if action.answers_input or request.asks_input:
+            return await self._signed(viewer, call, self._answer(viewer, request, action))
         if arguments is not None:
             if not self.may_edit(request):
                 raise ValueError(
@@ -198,6 +209,27 @@ class InboxDecisions:
         )
         if (problem := grant_problem(request, response)) is not None:
             raise ValueError(problem)
+        return await self._signed(viewer, call, response)
+
+    def _answer(self, viewer: Viewer, request: ToolApprovalRequest, action: Choice) -> ToolApprovalResponse:
+        """The answer to an MCP server's question the form gives; ValueError: why it cannot be sent."""
+        response = ToolApprovalResponse(
+            call_id=request.call_id,
+            approved=False,
+            answer=action.answer,
+            decline=action.decline,
+            cancel=action.cancel,
+            reason=action.reason or None,
+            arguments_digest=request.arguments_digest,
+            approver=None if self.signer else viewer.name,
+        )
+        if (problem := answer_problem(request, response)) is not None:
+            raise ValueError(problem)
+        return response
+
+    async def _signed(self, viewer: Viewer, call: WaitingCall, response: ToolApprovalResponse) -> ToolApprovalResponse:
+        """`response` as sent: signed, when the inbox has a key and the call's policy is verified."""
+        request = call.request
         if self.signer is None:
             return response
         if request.binding is None:
@@ -218,6 +250,11 @@ def _outcome(text: str) -> Outcome:
 
 
 def _said(outcome: str, response: ToolApprovalResponse) -> str:
+    if response.answers_input:
+        return {
+            "accept": "answered: the answer goes back to the MCP server",
+            "decline": "declined (the server is told)",
+        }.get(response.input_action(), "dismissed (the server is told)")
     if outcome == "vote":
         return "your approval is counted; the call waits for more approvers (quorum)"
     if outcome == "denied":
