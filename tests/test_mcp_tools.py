@@ -65,7 +65,10 @@ async def test_tools_are_listed_with_prefixed_names_descriptions_schemas_and_ann
     assert sorted(tools) == [
         f"mcp__notes__{t}"
         for t in sorted(
-            ["read_note", "write_note", "delete_note", "tidy", "whoami", "fail", "crash", "slow", "media", "stats"]
+            [
+                *("read_note", "write_note", "delete_note", "tidy", "whoami", "fail", "crash", "slow", "media"),
+                *("stats", "erase_note", "sign_in"),
+            ]
         )
     ]
     read = tools["mcp__notes__read_note"]
@@ -114,7 +117,7 @@ async def test_a_server_that_cannot_start_is_named_with_why_and_the_others_still
     broken = MCPServer(name="broken", command=sys.executable, args=["-c", "import sys; sys.exit(3)"])
     missing_binary = MCPServer(name="gone", command="/no/such/mcp-server")
     tools, missing = await open_tools([broken, stdio(notes), missing_binary], sessions)
-    assert len(tools) == 10
+    assert len(tools) == 12
     assert [(m.server, m.tool) for m in missing] == [("broken", None), ("gone", None)]
     assert "closed the connection" in missing[0].message
     assert missing[1].message == "cannot start '/no/such/mcp-server': no such file or directory"
