@@ -576,7 +576,9 @@ def form_answer(form: dict[str, list[str]]) -> Any:
             try:
                 answer[name] = int(value) if kind == "integer" else float(value)
             except ValueError:
-                raise ValueError(f"{name}: {value!r} is not a {kind}") from None
+                raise ValueError(
+                    f"{name}: {value!r} is not {'an integer' if kind == 'integer' else 'a number'}"
+                ) from None
         else:
             answer[name] = value
     return answer
