@@ -97,6 +97,10 @@ async def test_a_question_parks_the_run_survives_its_worker_and_is_answered_once
         await second.wait_for_output(READY)
         environ = cli_env(client.service_client.config.target_host, task_queue, tmp_path / "state")
 
+        shown = await finish(await spawn(environ, "pending", handle.id))
+        assert shown.code == 0, shown
+        assert "Really delete a.txt?" in shown.out and "signoff answer RUN CALL" in shown.out, shown.out
+
         wrong = await finish(await spawn(environ, "answer", handle.id, "call_1", "--json", '{"confirm": "yes"}'))
         assert wrong.code == 2, wrong
         assert "confirm: 'yes' is not of type 'boolean'" in wrong.err and "nothing answered" in wrong.err

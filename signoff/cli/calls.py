@@ -89,6 +89,15 @@ def call_rows(request: ToolApprovalRequest, width: int | None, now: datetime | N
         lines += row("similar", safe(request.similar_pattern))
     if request.auto is not None:
         lines += row("auto", safe(auto_text(request.auto)))
+    if request.asks_input:  # an MCP server's question: answered with `signoff answer`, not approved
+        lines += row("asks", safe(request.message or ""))
+        if request.url is not None:
+            lines += row(
+                "sends to", f"{safe(request.url_host or '?')} ({safe(request.url)}); answer --json true to consent"
+            )
+        else:
+            lines += _value("schema", request.input_schema, width)
+        lines += row("answer", "signoff answer RUN CALL --json '{...}' | --decline | --cancel")
     return lines
 
 
