@@ -1,6 +1,6 @@
 """What the inbox reads: the namespace's waiting calls, and one call with its run around it.
 
-Waiting runs come from the visibility store (`SignoffStatus="AwaitingApproval"`, as
+Waiting runs come from the visibility store (`SignoffStatus` `AwaitingApproval` or `AwaitingInput`, as
 `signoff pending` finds them), a page of runs at a time; each is asked for its `status`
 (pending calls, who requested the run). A call page adds the run's `agent_snapshot` (the
 tool's schema, for edited arguments), its recent transcript (`messages`) and, once the call
