@@ -10,7 +10,7 @@ import pytest
 from signoff.approval.answers import answer_problem, elicit_result
 from signoff.approval.requests import Binding, ToolApprovalRequest, ToolApprovalResponse
 from signoff.approval.signatures import answer_digest, decision_claim
-from signoff.inbox.app import answer_fields, form_answer
+from signoff.inbox.app import form_answer, question_fields
 from signoff.tools.mcp.sessions import MCPSessions
 from tests.mcp_helpers import stdio
 
@@ -71,14 +71,14 @@ def test_the_claim_of_an_answer_names_it_and_an_approvals_claim_keeps_its_shape(
 
 
 def test_the_inbox_makes_a_form_of_simple_schemas_and_reads_it_back() -> None:
-    fields = answer_fields(SCHEMA)
+    fields = question_fields(SCHEMA)
     assert fields is not None
     assert [(f["name"], f["type"], f["required"], f["enum"]) for f in fields] == [
         ("confirm", "boolean", True, None),
         ("size", "integer", False, None),
         ("mode", "string", False, ["a", "b"]),
     ]
-    assert answer_fields({"type": "object", "properties": {"tags": {"type": "array"}}}) is None  # a JSON textarea
+    assert question_fields({"type": "object", "properties": {"tags": {"type": "array"}}}) is None  # a JSON textarea
     form = {"type.confirm": ["boolean"], "field.confirm": ["false"], "type.size": ["integer"], "field.size": ["3"]}
     assert form_answer({**form, "type.mode": ["string"], "field.mode": [""]}) == {"confirm": False, "size": 3}
     assert form_answer({"answer_json": ['{"confirm": true}']}) == {"confirm": True}
@@ -98,3 +98,29 @@ async def test_a_url_mode_question_of_a_real_server_names_its_host(tmp_path: Pat
         "login.example.com",
         None,
     )
+
+
+def test_a_question_held_at_its_deadline_is_rearmed_as_the_same_question() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from signoff.approval.authority import Decider
+    from signoff.approval.policy import ApprovalPolicy
+    from signoff.approval.requests import InputAsked
+    from signoff.loop.agent_loop import AgentLoop
+    from signoff.messages import ChatMessage, ChatResponse, ToolCall
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    policy = ApprovalPolicy(timeout_seconds=60, on_timeout="hold")
+    loop = AgentLoop([ChatMessage.user("go")], {"t": "a tool"}, policies={"t": policy})
+    turn = ChatMessage(role="assistant", tool_calls=[ToolCall(id="c1", name="t", arguments="{}")])
+    loop.apply_model_turn(ChatResponse(message=turn), [], now)
+    loop.apply_input_request("c1", InputAsked(key="k", message="Sure?", requested_schema=SCHEMA, state="s"), now)
+    loop.due(now + timedelta(seconds=61))
+    (expired,) = loop.pending_requests()
+    assert (expired.status, expired.kind) == ("expired", "input")
+    again = loop.rearm("c1", None, Decider.claimed("alice"), now + timedelta(seconds=70))
+    assert (again.kind, again.message, again.input_schema, again.status) == ("input", "Sure?", SCHEMA, "waiting")
+    loop.decide(
+        [ToolApprovalResponse.answering("c1", {"confirm": True}, approver="alice")], now + timedelta(seconds=80)
+    )
+    assert loop.answer_of("c1") is not None

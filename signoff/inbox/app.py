@@ -287,7 +287,7 @@ class Pages:
                 key=view.call.key,
                 deny_refusal=decisions.refusal(view.call, viewer, approving=False),
                 may_edit=decisions.may_edit(view.call.request),
-                answer_fields=answer_fields(view.call.request.input_schema),
+                question_fields=question_fields(view.call.request.input_schema),
             )
         return self.page(request, "call.html", viewer, 200 if view.problem is None else 503, **context)
 
@@ -462,7 +462,7 @@ def _call_context(view: CallView, listed_at: float) -> dict[str, Any]:
         "refusal": None,
         "deny_refusal": None,
         "may_edit": False,
-        "answer_fields": None,
+        "question_fields": None,
         "key": "",
         "listed_at": listed_at,
         "decided_diff": (
@@ -524,7 +524,7 @@ def _action(form: dict[str, list[str]], single: bool) -> Choice:
 FORM_TYPES = ("string", "number", "integer", "boolean")
 
 
-def answer_fields(schema: dict[str, Any] | None) -> list[dict[str, Any]] | None:
+def question_fields(schema: dict[str, Any] | None) -> list[dict[str, Any]] | None:
     """The fields of a form for an MCP server's requested schema: one per property of an
     object whose properties are all strings, numbers, integers, booleans or enums (`name`,
     `type`, `title`, `description`, `enum`, `required`); None: a JSON textarea instead."""

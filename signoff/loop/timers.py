@@ -102,7 +102,10 @@ class Timers:
         old = self.check_rearm(call_id, seconds, decider)
         entry = self.state.entry(call_id)
         assert entry is not None
-        self.rounds.ask(entry, now, old.preview, drawn)
+        if entry.asked is not None and old.asks_input:  # an MCP server's question is asked again, as it was
+            self.rounds.ask_input(entry, entry.asked, now, drawn)
+        else:
+            self.rounds.ask(entry, now, old.preview, drawn)
         request = entry.request
         assert request is not None
         if seconds is not None:
