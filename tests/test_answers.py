@@ -124,3 +124,23 @@ def test_a_question_held_at_its_deadline_is_rearmed_as_the_same_question() -> No
         [ToolApprovalResponse.answering("c1", {"confirm": True}, approver="alice")], now + timedelta(seconds=80)
     )
     assert loop.answer_of("c1") is not None
+
+
+def test_notices_say_a_question_needs_an_answer_and_who_answered_it() -> None:
+    from signoff.views.notices import notice_text
+
+    request = QUESTION.model_dump(mode="json")
+    asked = notice_text("approval_requested", "run-1", request, None)
+    assert asked.startswith(
+        'signoff: an answer needed for mcp__notes__erase_note in run run-1 (call c1): its MCP server asks "Sure?"'
+    )
+    record = {
+        "call_id": "c1",
+        "name": "mcp__notes__erase_note",
+        "approved": False,
+        "outcome": "answered",
+        "approver": "alice",
+    }
+    assert notice_text("approval_decided", "run-1", None, record).startswith(
+        "signoff: mcp__notes__erase_note in run run-1 (call c1) answered by alice"
+    )

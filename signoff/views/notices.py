@@ -124,6 +124,9 @@ def slack_message(notice: Notice) -> dict[str, Any]:
 
 
 def _headline(kind: NoticeKind, where: str, request: dict[str, Any] | None, decision: dict[str, Any] | None) -> str:
+    asked = (request or {}).get("message") if (request or {}).get("kind") == "input" else None
+    if kind == "approval_requested" and asked is not None:  # an MCP server's question: answered, not approved
+        return f"an answer needed for {where}: its MCP server asks {one_line_json(asked, REASON_SHOWN)}"
     if kind == "approval_requested":
         return f"approval needed for {where}"
     if kind == "approval_reminder":
@@ -136,7 +139,8 @@ def _headline(kind: NoticeKind, where: str, request: dict[str, Any] | None, deci
         outcome = {"approved": "approved", "failed_run": "the run failed"}.get(record.get("outcome") or "", "denied")
         reason = one_line_json(record.get("reason") or "no decision in time", REASON_SHOWN)
         return f"no decision in time on {where}: {outcome} by its policy ({reason})"
-    verb = "approved" if record.get("approved") else "denied"
+    answered = {"answered": "answered", "declined": "declined", "cancelled": "dismissed"}
+    verb = answered.get(record.get("outcome") or "") or ("approved" if record.get("approved") else "denied")
     who = f" by {name(record['approver'])}" if record.get("approver") else ""
     how = " (verified)" if record.get("verified") else ""
     if record.get("grant_id"):
