@@ -229,3 +229,59 @@ async def test_the_inbox_shows_the_servers_question_as_a_form_and_posts_the_answ
     assert tools_called(notes) == ["erase_note_asked", "erase_note"]
     assert [r.outcome for r in result.approvals] == ["approved", "answered"]
     assert result.approvals[1].approver == "carol"
+
+
+async def test_under_a_verified_policy_the_answer_is_signed_and_the_worker_sends_only_a_signed_one(
+    client: Client, task_queue: str, procs: Processes, tmp_path: Path
+) -> None:
+    notes = configured(tmp_path, procs)
+    environ = cli_env(client.service_client.config.target_host, task_queue, tmp_path / "state")
+    made = await finish(
+        await spawn(
+            environ,
+            "keys",
+            "new",
+            "--sub",
+            "alice",
+            "--out",
+            str(tmp_path / "alice.pem"),
+            "--add-to",
+            str(tmp_path / "jwks.json"),
+        )
+    )
+    assert made.code == 0, made
+    alice = {
+        **environ,
+        "SIGNOFF_APPROVER_KEY_FILE": str(tmp_path / "alice.pem"),
+        "SIGNOFF_APPROVER_KID": json.loads(made.out)["kid"],
+    }
+    (tmp_path / "policies.json").write_text(json.dumps({ERASE: {"verified": True, "approvers": ["alice"]}}))
+    with ScriptedModelServer(turns([mcp_call("erase_note", "call_1", name="a.txt")])) as model:
+        env = {
+            **worker_env(client, task_queue, model, tmp_path),
+            "SIGNOFF_POLICY_FILE": str(tmp_path / "policies.json"),
+            "SIGNOFF_APPROVER_KEYS": str(tmp_path / "jwks.json"),
+        }
+        worker = procs.worker("worker", env)
+        await worker.wait_for_output(READY)
+        handle = await start_run(client, task_queue, "erase a.txt")
+        await wait_pending(handle, timeout=20)
+        approved = await finish(await spawn(alice, "approve", handle.id, "call_1"))
+        assert approved.code == 0, approved
+        question = await asked(handle)
+        assert question["binding"]["state_digest"]
+
+        unsigned = ToolApprovalResponse.answering("call_1", {"confirm": True}, approver="alice")
+        why = await refusal(handle.execute_update("submit_tool_approval", unsigned))
+        assert "needs a verified approver" in why, why
+
+        answered = await finish(await spawn(alice, "answer", handle.id, "call_1", "--json", '{"confirm": true}'))
+        assert answered.code == 0, answered
+        result = await handle.result()
+
+    assert result.messages[2].content.startswith("deleted a.txt"), result.messages[2].content
+    assert [(r.outcome, r.approver, r.verified) for r in result.approvals] == [
+        ("approved", "alice", True),
+        ("answered", "alice", True),
+    ]
+    assert tools_called(notes) == ["erase_note_asked", "erase_note"]
