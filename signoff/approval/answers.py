@@ -17,7 +17,7 @@ import jsonschema
 
 from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse
 
-MAX_ANSWER_ERRORS = 5
+_MAX_ANSWER_ERRORS = 5
 
 
 def answer_problem(request: ToolApprovalRequest, response: ToolApprovalResponse) -> str | None:
@@ -58,8 +58,8 @@ def answer_schema_problem(schema: dict[str, Any] | None, answer: Any) -> str | N
     if not errors:
         return None
     shown = [f"{'/'.join(map(str, e.absolute_path)) or '(the answer)'}: {e.message}" for e in errors]
-    more = f" (and {len(shown) - MAX_ANSWER_ERRORS} more)" if len(shown) > MAX_ANSWER_ERRORS else ""
-    return "the answer does not fit the server's requested schema: " + "; ".join(shown[:MAX_ANSWER_ERRORS]) + more
+    more = f" (and {len(shown) - _MAX_ANSWER_ERRORS} more)" if len(shown) > _MAX_ANSWER_ERRORS else ""
+    return "the answer does not fit the server's requested schema: " + "; ".join(shown[:_MAX_ANSWER_ERRORS]) + more
 
 
 def elicit_result(response: ToolApprovalResponse) -> dict[str, Any]:
