@@ -72,3 +72,6 @@ class TurnText:
         self._attempts[turn] = attempt
         self.texts[turn] += text
         return turn, text, over
+
+
+__all__ = ["BOTH_TOPICS", "POLL_COOLDOWN", "StreamItem", "TurnText", "follow", "stream_offset"]
