@@ -14,10 +14,10 @@ import pytest
 from temporalio.client import Client, WorkflowHandle
 
 from signoff.activities.auto import AutoSettings
-from signoff.activities.identify import Verifier
 from signoff.activities.notify import NotifyConfig
 from signoff.agent.builder import ChatClientAgent
 from signoff.agent.defaults import default_agent
+from signoff.approval.identity import Verifier
 from signoff.approval.policy import PolicyBook
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient

@@ -8,22 +8,9 @@ outcome after the keys have rotated.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Protocol
-
 from signoff.activities.models import IdentifyInput, IdentifyOutput
-from signoff.approval.identity import Identity
+from signoff.approval.identity import NO_KEYS, Verifier
 from signoff.errors import SignoffError
-
-NO_KEYS = "this worker has no approver keys to verify tokens (set SIGNOFF_APPROVER_KEYS)"
-
-
-class Verifier(Protocol):
-    """What checks tokens (`ApproverKeys`): verifies one, and says what it is for the start-up log."""
-
-    def verify(self, token: str, now: datetime | None = None, *, expired_ok: bool = False) -> Identity: ...
-
-    def describe(self) -> str: ...
 
 
 def identify(verifier: Verifier | None, input: IdentifyInput) -> IdentifyOutput:

@@ -8,9 +8,9 @@ from datetime import timedelta
 from typing import Protocol
 
 from signoff.activities.auto import AutoSettings
-from signoff.activities.identify import Verifier
 from signoff.activities.notify import NotifyConfig
 from signoff.agent.snapshot import NotifyPlan
+from signoff.approval.identity import Verifier
 from signoff.approval.policy import PolicyBook
 from signoff.loop.limits import Limits
 

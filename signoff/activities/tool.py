@@ -41,7 +41,6 @@ from temporalio.exceptions import ApplicationError
 
 from signoff.activities.agents import ServedAgents
 from signoff.activities.heartbeat import heartbeating
-from signoff.activities.identify import NO_KEYS, Verifier
 from signoff.activities.models import ToolAnswerInput, ToolInput, ToolOutput
 from signoff.activities.spent import SpentSignatures
 from signoff.agent.gate import needs_approval
@@ -49,7 +48,7 @@ from signoff.approval import authority
 from signoff.approval.claims import LEEWAY
 from signoff.approval.digest import arguments_digest
 from signoff.approval.evidence import CallToRun, Verdict, requester_of, verdict
-from signoff.approval.identity import Identity
+from signoff.approval.identity import NO_KEYS, Identity, Verifier
 from signoff.approval.names import name_key, same_name
 from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.requests import ToolApprovalRequest, parse_arguments

@@ -17,7 +17,7 @@ import secrets
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import jwt
 from pydantic import BaseModel, ConfigDict
@@ -57,15 +57,19 @@ TOKEN_REASONS = (
 
 __all__ = [
     "DEFAULT_TTL",
+    "NO_KEYS",
     "TOKEN_REASONS",
     "ApproverKeys",
     "Identity",
     "TokenError",
+    "Verifier",
     "is_bound",
     "issue_token",
     "read_verified",
     "token_claims",
 ]
+
+NO_KEYS = "this worker has no approver keys to verify tokens (set SIGNOFF_APPROVER_KEYS)"
 
 
 class Identity(BaseModel):
@@ -105,6 +109,14 @@ class Identity(BaseModel):
         if is_group_entry(entry):
             return group_of(entry) in {name_key(g) for g in self.groups}
         return same_name(entry, self.subject)
+
+
+class Verifier(Protocol):
+    """What checks tokens (`ApproverKeys`): verifies one, and says what it is for the start-up log."""
+
+    def verify(self, token: str, now: datetime | None = None, *, expired_ok: bool = False) -> Identity: ...
+
+    def describe(self) -> str: ...
 
 
 class ApproverKeys:

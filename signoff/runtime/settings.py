@@ -30,12 +30,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from signoff.activities.auto import AutoSettings
-from signoff.activities.identify import Verifier
 from signoff.activities.notify import NotifyConfig
 from signoff.activities.state import local_state_key, read_state_key
 from signoff.agent.builder import ChatClientAgent
 from signoff.agent.snapshot import NotifyPlan, SnapshotTool
-from signoff.approval.identity import ApproverKeys
+from signoff.approval.identity import ApproverKeys, Verifier
 from signoff.approval.policy import DEFAULT_KEY, PolicyBook
 from signoff.approval.spent import DEFAULT_MAX_AGE as DEFAULT_SIGNATURE_MAX_AGE
 from signoff.approval.spent import RECORD_TYPE

@@ -28,11 +28,10 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
-from signoff.activities.identify import NO_KEYS, Verifier
-from signoff.approval.identity import is_bound
+from signoff.approval.identity import Verifier, is_bound
 from signoff.contract import UPDATE_APPROVAL, UPDATE_EXTEND_DEADLINE
 from signoff.errors import TokenError
-from signoff.workflows.refusal import UNVERIFIED, Refusal
+from signoff.workflows.refusal import refused, token_rejected
 
 CHECKED = (UPDATE_APPROVAL, UPDATE_EXTEND_DEADLINE)
 
@@ -60,11 +59,11 @@ class _Inbound(WorkflowInboundInterceptor):
         if input.update in CHECKED:
             for token in bound_tokens(input.args):
                 if self.verifier is None:
-                    raise Refusal(f"approver token rejected: {NO_KEYS}", UNVERIFIED)
+                    raise refused(token_rejected("approver", None))
                 try:
                     self.verifier.verify(token, workflow.now())
                 except TokenError as exc:
-                    raise Refusal(f"approver token rejected: {exc}", UNVERIFIED) from None
+                    raise refused(token_rejected("approver", exc)) from None
         super().handle_update_validator(input)
 
 

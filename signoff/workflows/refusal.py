@@ -17,6 +17,8 @@ from temporalio.api.failure.v1 import Failure
 from temporalio.converter import FailureConverter, PayloadConverter
 from temporalio.exceptions import ApplicationError
 
+from signoff.approval.identity import NO_KEYS
+from signoff.errors import TokenError
 from signoff.text.neutral import neutralise
 
 DECISION_REJECTED = "DecisionRejected"
@@ -29,6 +31,20 @@ class Refusal(ApplicationError):
 
     def __init__(self, message: str, type: str = DECISION_REJECTED) -> None:
         super().__init__(neutralise(message), type=type, non_retryable=True)
+
+
+def unverified(message: str) -> ApplicationError:
+    """A token that vouches for nobody, or not for whom it should: `Unverified`, never retried.
+    An update refuses it as a `Refusal` of that type (`refused`); a signal's decision is ignored
+    with its text."""
+    return ApplicationError(message, type=UNVERIFIED, non_retryable=True)
+
+
+def token_rejected(purpose: str, why: TokenError | str | None) -> ApplicationError:
+    """A refused token, as every part of a run reports it: "<purpose> token rejected: <why>".
+    `why`: the token's error (an update's validator), the reason `signoff.identify` recorded for
+    it (its answer in history), or None: the worker holds no approver keys."""
+    return unverified(f"{purpose} token rejected: {NO_KEYS if why is None else why}")
 
 
 def quiet(base: type[FailureConverter]) -> type[FailureConverter]:

@@ -23,7 +23,7 @@ from signoff.approval.identity import is_bound, read_verified
 from signoff.approval.names import same_name
 from signoff.approval.signatures import DelegationClaim, RequesterClaim, mismatch, requester_claim
 from signoff.loop.agent_loop import AgentLoop
-from signoff.workflows.refusal import INVALID_INPUT, Refusal
+from signoff.workflows.refusal import INVALID_INPUT, Refusal, token_rejected, unverified
 
 IDENTIFY_TIMEOUT = timedelta(seconds=10)
 
@@ -46,7 +46,7 @@ async def decider(
     else:
         sender = await verify_token(loop, token, claimed, "approver")
     if isinstance(sender.claim, DelegationClaim):
-        raise _unverified("a delegation token vouches for nobody's decision: send it as 'delegation'")
+        raise unverified("a delegation token vouches for nobody's decision: send it as 'delegation'")
     return sender if delegation is None else await _delegated(loop, sender, delegation)
 
 
@@ -55,17 +55,13 @@ async def _delegated(loop: AgentLoop, sender: Decider, delegation: str) -> Decid
     grantor = await verify_token(loop, delegation, None, "delegation")
     scope = grantor.claim
     if not isinstance(scope, DelegationClaim):
-        raise _unverified("the delegation token signs no delegation (make one with `signoff delegate`)")
+        raise unverified("the delegation token signs no delegation (make one with `signoff delegate`)")
     if not same_name(scope.delegate, sender.person.name):
-        raise _unverified(f"the delegation is to {scope.delegate!r}, not to {sender.person.name!r}")
+        raise unverified(f"the delegation is to {scope.delegate!r}, not to {sender.person.name!r}")
     if same_name(grantor.person.name, sender.person.name):
-        raise _unverified("a delegation to oneself counts for nothing")
+        raise unverified("a delegation to oneself counts for nothing")
     person = grantor.person
     return Decider(person, sender.claim, sender.token, sender.person.name, scope, delegation)
-
-
-def _unverified(message: str) -> ApplicationError:
-    return ApplicationError(message, type="Unverified", non_retryable=True)
 
 
 async def requester(loop: AgentLoop, token: str, claimed: str | None) -> Requester:
@@ -98,13 +94,9 @@ async def verify_token(loop: AgentLoop, token: str, claimed: str | None, purpose
     loop.state.signed_decisions |= out.signed_decisions
     person = out.person()
     if person is None:
-        raise ApplicationError(f"{purpose} token rejected: {out.error}", type="Unverified", non_retryable=True)
+        raise token_rejected(purpose, out.error)
     if claimed and not same_name(claimed, person.name):
-        raise ApplicationError(
-            f"{purpose} {claimed!r} does not match the token's subject {person.name!r}",
-            type="Unverified",
-            non_retryable=True,
-        )
+        raise unverified(f"{purpose} {claimed!r} does not match the token's subject {person.name!r}")
     return Decider(person, out.claim, token)
 
 
@@ -112,10 +104,6 @@ def _signed_by(loop: AgentLoop, token: str, claimed: str | None) -> Decider:
     """Who signed a decision the update's validator verified, read from the token itself."""
     identity = read_verified(token)
     if claimed and not same_name(claimed, identity.subject):
-        raise ApplicationError(
-            f"approver {claimed!r} does not match the token's subject {identity.subject!r}",
-            type="Unverified",
-            non_retryable=True,
-        )
+        raise unverified(f"approver {claimed!r} does not match the token's subject {identity.subject!r}")
     loop.state.signed_decisions = True
     return Decider(identity.person(), identity.claim, token)
