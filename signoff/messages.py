@@ -95,6 +95,11 @@ class ChatResponse(BaseModel):
     finish_reason: FinishReason = FinishReason.STOP
     usage: Usage = Field(default_factory=Usage)
 
+    def assistant_message(self) -> ChatMessage:
+        """The model's message as a transcript keeps it: in the assistant's role, whatever role
+        the provider sent it in (the one place it is said)."""
+        return self.message.model_copy(update={"role": "assistant"})
+
 
 class ToolSpec(BaseModel):
     """What the model is told about a tool (OpenAI `function` shape)."""

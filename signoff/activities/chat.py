@@ -56,7 +56,7 @@ async def model_turn(
         raise provider_failure(exc) from None
     # From here on nothing the model said may fail the activity: a retry is another paid request.
     response = checked_answer(response, len(transcript))
-    memory.keep_answer(response.message.model_copy(update={"role": "assistant"}))
+    memory.keep_answer(response.assistant_message())
     calls = within_limit(response.message, snapshot.limits.max_calls_per_turn)
     gated = gated_call_ids(snapshot, registry, calls)
     if gated:

@@ -222,7 +222,7 @@ class AgentLoop:
         _expect(isinstance(self.next_action(), CallModel), "apply_model_turn")
         s.round += 1
         s.usage = s.usage + response.usage
-        message = response.message.model_copy(update={"role": "assistant"})
+        message = response.assistant_message()
         s.messages.append(message)
         if message.content and not text_streamed:
             self._rounds.emit(TextEvent(text=message.content))

@@ -418,7 +418,7 @@ class AgentRun:
         )
         if turn.snapshot is not None and turn.snapshot_digest:
             self._adopt(turn.snapshot, turn.snapshot_digest, turn.unavailable)
-        self._sender.sent_with_answer(delta, turn.response.message.model_copy(update={"role": "assistant"}))
+        self._sender.sent_with_answer(delta, turn.response.assistant_message())
         drawn = instances.draw(turn.gated)
         loop.apply_model_turn(turn.response, turn.gated, workflow.now(), previews=turn.previews, drawn=drawn)
 
