@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from signoff.approval.requests import ApprovalRecord, Grant, ToolApprovalRequest
+from signoff.approval.requests import ApprovalRecord, Grant, ToolApprovalRequest, parse_arguments
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -34,6 +34,21 @@ class ToolCall(BaseModel):
     def shown_id(self) -> str:
         """The id the model knows this call by."""
         return self.model_id if self.model_id is not None else self.id
+
+    @property
+    def parsed_arguments(self) -> Any:
+        """`arguments` as JSON (`parse_arguments`: the raw text when it is not strict JSON),
+        parsed once: every part that reads a call (the gate, the tool activity's checks, the
+        tool) reads this one object, and none of them may change it. A copy keeps it only while
+        its `arguments` are the same text."""
+        raw, parsed = self.__dict__.get(_PARSED, (None, None))
+        if raw is not self.arguments:
+            parsed = parse_arguments(self.arguments)
+            self.__dict__[_PARSED] = (self.arguments, parsed)  # not a field: never dumped or compared
+        return parsed
+
+
+_PARSED = "_parsed_arguments"
 
 
 class ChatMessage(BaseModel):

@@ -27,10 +27,10 @@ from temporalio.exceptions import ApplicationError
 
 from signoff.agent.builder import AgentDefinition, ChatClientAgent
 from signoff.agent.delegation import tightened_by
-from signoff.agent.gate import configured_gate, configured_policy
+from signoff.agent.gate import Configured, configured
 from signoff.agent.snapshot import RunSnapshot
 from signoff.agent.subagent import SubAgentTool
-from signoff.approval.policy import ApprovalPolicy, Gate, PolicyBook
+from signoff.approval.policy import PolicyBook
 from signoff.chat.base import ChatClient
 from signoff.contract import QUERY_SNAPSHOT, InheritedGate
 from signoff.errors import ConfigError
@@ -141,11 +141,10 @@ class ServedAgents:
             book = self._books[name] = self.policies.merged_over(self.agent(name).policies)
         return book
 
-    def own_gate(self, name: str, tool: Tool) -> tuple[Gate, ApprovalPolicy]:
-        """How this worker's own configuration gates and governs `tool` now (its code and the
-        policy file), whatever a run's snapshot says: what the tool activity enforces."""
-        book = self.book(name)
-        return configured_gate(tool, book), configured_policy(tool, book)
+    def configured(self, name: str, tool: Tool) -> Configured:
+        """How this worker's own configuration gates and governs `tool` of agent `name` now (its
+        code and the policy file), whatever a run's snapshot says: what the tool activity enforces."""
+        return configured(tool, self.book(name))
 
     async def take(
         self, name: str, transcript: list[ChatMessage], inherited: Mapping[str, InheritedGate] | None = None
@@ -204,13 +203,17 @@ class ServedAgents:
         Raises:
             ApplicationError: non-retryable, the run's snapshot does not match its digest.
         """
+        if digest in self._foreign:  # asked already: skip rebuilding the agent to compare
+            return await self.from_run(name, digest)
+        return self.own(name, digest) or await self.from_run(name, digest)
+
+    async def from_run(self, name: str, digest: str) -> Resolved:
+        """The run's snapshot `digest` of agent `name` as the run has it (`resolve`), for a
+        worker that cannot reproduce it (`own` said None)."""
         foreign = self._foreign.get(digest)
         if foreign is not None:
             self._foreign.move_to_end(digest)
             return foreign
-        found = self.own(name, digest)
-        if found is not None:
-            return found
         info = activity.info()
         handle = activity.client().get_workflow_handle(info.workflow_id or "", run_id=info.workflow_run_id)
         snapshot = await handle.query(QUERY_SNAPSHOT, result_type=RunSnapshot)

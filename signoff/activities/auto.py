@@ -92,7 +92,7 @@ async def _rules(served: ServedAgents, input: AutoInput) -> tuple[ApprovalPolicy
     tool = resolved.registry.get(input.request.name) if resolved else None
     if tool is None:
         return None, "", None, ""
-    _, policy = served.own_gate(input.agent, tool)
+    policy = served.configured(input.agent, tool).policy
     name = policy.auto.criteria if policy.auto else ""
     return policy, name, served.book(input.agent).criteria.get(name), tool.description
 

@@ -30,7 +30,7 @@ from signoff.chat.base import ChatOptions
 from signoff.errors import ProviderError
 from signoff.loop.answer import checked_answer, within_limit
 from signoff.loop.limits import size_over, too_large
-from signoff.messages import ChatMessage
+from signoff.messages import ChatMessage, ToolCall
 from signoff.tools.preview.gather import previews
 from signoff.tools.registry import ToolRegistry
 
@@ -40,9 +40,10 @@ async def model_turn(
 ) -> ChatTurn:
     """One model turn: the transcript from memory, the model's answer, its gated calls.
 
-    When the answer has calls that need approval, the server is asked, in the background,
-    whether the run is a genuine AgentRun of this task queue, so the tool activity finds it
-    known and neither the pause nor the approval waits for it; other turns do not ask."""
+    When the answer has calls that need approval and the tool activity will ask the server
+    about the run to run them (`_asks_the_server`), it is asked now, in the background, whether
+    the run is a genuine AgentRun of this task queue, so the tool activity finds it known and
+    neither the pause nor the approval waits for it; other turns do not ask."""
     client = served.client(input.agent)
     transcript = await memory.transcript(input.transcript)
     snapshot, registry, first = await _snapshot(served, input, transcript)
@@ -59,7 +60,7 @@ async def model_turn(
     memory.keep_answer(response.assistant_message())
     calls = within_limit(response.message, snapshot.limits.max_calls_per_turn)
     gated = gated_call_ids(snapshot, registry, calls)
-    if gated:
+    if gated and _asks_the_server(served, input.agent, registry, [c for c in calls if c.id in gated]):
         callers.prefetch()
     async with heartbeating():  # previews read files: bounded, but not instant
         shown = await previews(registry, calls, gated)
@@ -82,6 +83,16 @@ async def _snapshot(
         return taken.snapshot, taken.registry, taken
     run = await served.resolve(input.agent, input.snapshot_digest)
     return run.snapshot, run.registry if run.own else None, None
+
+
+def _asks_the_server(served: ServedAgents, agent: str, registry: ToolRegistry | None, gated: list[ToolCall]) -> bool:
+    """Whether the tool activity will ask the server about this run to run one of the `gated`
+    calls: under a verified policy of the worker's own (signatures name the run's chain), or for
+    a snapshot this worker cannot reproduce (`registry` None)."""
+    if registry is None:
+        return True
+    tools = [tool for call in gated if (tool := registry.get(call.name)) is not None]
+    return any(served.configured(agent, tool).policy.verified for tool in tools)
 
 
 def check_requester(snapshot: RunSnapshot, requester: Requester | None) -> None:

@@ -2,10 +2,16 @@
 
 The activity does not take the workflow's word for anything it can check itself:
 
-- It runs only for an `AgentRun`; an approved call, only for an `AgentRun` on this
-  worker's task queue (the server's description of the calling run, asked once per run,
-  which also names the run's continue-as-new chain). That filters strangers, but it is
-  no evidence: a forged continue-as-new makes a genuine `AgentRun`.
+- It runs only for an `AgentRun` (the server's word, in the activity's task); an approved
+  call under a `verified` policy, and any call of a snapshot this worker cannot reproduce,
+  only for an `AgentRun` on this worker's task queue (the server's description of the
+  calling run, asked once per run, which also names the run's continue-as-new chain that
+  signatures name). That filters strangers, but it is no evidence: a forged continue-as-new
+  makes a genuine `AgentRun`. Under an unverified policy the server is not asked: the run's
+  word that a call was approved is all such a policy has (anyone who can reach the frontend
+  can approve by update), so the answer would decide nothing.
+- It prepares the call once (`prepare_call`): the arguments parsed once, the agent's
+  snapshot and the tool resolved, and the gate asked once.
 - It gates the call again, now, with the run's snapshot *and* the worker's own
   configuration of the tool (its own code and `SIGNOFF_POLICY_FILE`, which can only add
   gates): a call that needs approval at execution runs only if the run approved it.
@@ -29,7 +35,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from temporalio import activity
 from temporalio.api.common.v1 import WorkflowExecution
@@ -43,7 +51,7 @@ from signoff.activities.agents import ServedAgents
 from signoff.activities.heartbeat import heartbeating
 from signoff.activities.models import ToolAnswerInput, ToolInput, ToolOutput
 from signoff.activities.spent import SpentSignatures
-from signoff.agent.gate import needs_approval
+from signoff.agent.gate import needs_approval_now
 from signoff.approval import authority
 from signoff.approval.claims import LEEWAY
 from signoff.approval.digest import arguments_digest
@@ -51,13 +59,14 @@ from signoff.approval.evidence import CallToRun, Verdict, requester_of, verdict
 from signoff.approval.identity import NO_KEYS, Identity, Verifier
 from signoff.approval.names import name_key, same_name
 from signoff.approval.policy import ApprovalPolicy
-from signoff.approval.requests import ToolApprovalRequest, parse_arguments
+from signoff.approval.requests import ToolApprovalRequest
 from signoff.approval.signatures import DecisionClaim, DelegationClaim, answer_digest
 from signoff.contract import WORKFLOW_TYPE
 from signoff.errors import TokenError
 from signoff.loop.limits import cap_text
-from signoff.tools.base import ToolResult
-from signoff.tools.dispatch import execute_result
+from signoff.messages import ToolCall
+from signoff.tools.base import Tool, ToolCapabilities, ToolResult
+from signoff.tools.dispatch import run_tool
 from signoff.tools.mcp.tool import MCPTool
 
 NOT_APPROVED = (
@@ -79,21 +88,26 @@ class Callers:
 
     def prefetch(self) -> None:
         """Start asking about the current activity's run in the background, so a later
-        `check` finds the answer (or waits for the same question, never asks twice)."""
+        `chain` finds the answer (or waits for the same question, never asks twice)."""
         info = activity.info()
         key = f"{info.workflow_id}/{info.workflow_run_id}"
         if key not in self._known and key not in self._asking:
             self._ask(key)
 
-    async def check(self, approved: bool) -> str | None:
-        """Raise a non-retryable error unless the calling run is an AgentRun, and, for an
-        approved call, one on this task queue; for an approved call, the run's chain id."""
+    def check_type(self) -> None:
+        """Raise a non-retryable error unless the calling run is an AgentRun (the server's word,
+        in the activity's task: nothing is asked)."""
         info = activity.info()
         if info.workflow_type != WORKFLOW_TYPE or not info.workflow_id:
             raise _refusal(f"it was scheduled by {info.workflow_type or 'no workflow'}")
+
+    async def chain(self) -> str:
+        """Raise a non-retryable error unless the calling run is an AgentRun on this task queue,
+        running, as the server describes it (asked once per run); the first run of its
+        continue-as-new chain."""
+        self.check_type()
+        info = activity.info()
         key = f"{info.workflow_id}/{info.workflow_run_id}"
-        if not approved:
-            return None  # a call that needs no approval is the agent's to make: one round trip saved
         if (chain := self._known.get(key)) is not None:
             return chain
         asking = self._asking.get(key) or self._ask(key)
@@ -179,9 +193,9 @@ class SignOffs:
             call_id=call.id,
             tool=call.name,
             arguments_digest=approved,
-            run_digest=arguments_digest(parse_arguments(call.arguments)),
+            run_digest=arguments_digest(call.parsed_arguments),
             at=info.scheduled_time,
-            arguments=parse_arguments(call.arguments),
+            arguments=call.parsed_arguments,
             request=input.approval.request if input.approval else None,
         )
         approvals: list[Identity] = []
@@ -269,49 +283,91 @@ class SignOffs:
             return None
 
 
-async def run_call(served: ServedAgents, callers: Callers, signoffs: SignOffs, input: ToolInput) -> ToolOutput:
-    """Run one call; its own failure is the message `Error: ...`."""
+@dataclass(frozen=True)
+class PreparedCall:
+    """One call, prepared once to run: its tool, its arguments (`ToolCall.parsed_arguments`),
+    what the tool declares, the worker's own policy for it, and whether it needs approval now
+    (the run's snapshot and the worker's own gate, asked once)."""
+
+    call: ToolCall
+    tool: Tool
+    arguments: Any
+    capabilities: ToolCapabilities
+    policy: ApprovalPolicy
+    needed: bool
+    max_output: int | None
+
+    async def execute(self, approved: bool) -> ToolResult:
+        """Run it (told `approved` if the tool looks at it); the tool message text, and what a
+        server asked if it did."""
+        if not isinstance(self.arguments, dict):
+            return ToolResult(content=f"Error: arguments for {self.call.name} are not a JSON object")
+        async with heartbeating():
+            return await run_tool(
+                self.tool, self.arguments, self.capabilities, approved=approved, max_output=self.max_output
+            )
+
+
+async def prepare_call(served: ServedAgents, callers: Callers, input: ToolInput) -> PreparedCall | str:
+    """The call of `input` prepared to run with the run's snapshot, or the model's answer when
+    its tool is unknown. A snapshot this worker cannot reproduce is asked of the run, once the
+    server says it is a genuine AgentRun of this task queue."""
     call = input.call
-    approved = input.approval is not None and input.approval.call_id == call.id
-    chain_id = await callers.check(approved)
     if not input.snapshot_digest:
         raise _refusal("it names no snapshot of the run's agent")
     run = served.own(input.agent, input.snapshot_digest)
-    if run is None:  # a snapshot this worker cannot reproduce: ask the run, once it is known genuine
-        await callers.check(approved=True)
-        run = await served.resolve(input.agent, input.snapshot_digest)
+    if run is None:
+        await callers.chain()
+        run = await served.from_run(input.agent, input.snapshot_digest)
     entry = run.snapshot.tool(call.name)
     tool = run.registry.get(call.name)
     if entry is None or tool is None:
-        return ToolOutput(content=f"Error: unknown tool {call.name!r}")
-    arguments = parse_arguments(call.arguments)
-    own_entry, own_policy = served.own_gate(input.agent, tool)
-    needed = needs_approval(entry, tool if run.own else None, arguments) or needs_approval(own_entry, tool, arguments)
+        return f"Error: unknown tool {call.name!r}"
+    own = served.configured(input.agent, tool)
+    arguments = call.parsed_arguments
+    needed = needs_approval_now(entry, own.gate, tool, arguments, reproduced=run.own)
+    return PreparedCall(
+        call, tool, arguments, own.capabilities, own.policy, needed, run.snapshot.limits.max_tool_output
+    )
+
+
+async def run_call(served: ServedAgents, callers: Callers, signoffs: SignOffs, input: ToolInput) -> ToolOutput:
+    """Run one call; its own failure is the message `Error: ...`."""
+    callers.check_type()
+    prepared = await prepare_call(served, callers, input)
+    if isinstance(prepared, str):
+        return ToolOutput(content=prepared)
+    approved = await _approved(prepared, callers, signoffs, input)
+    if isinstance(approved, str):
+        return ToolOutput(content=approved)
+    output = await prepared.execute(approved)
+    return ToolOutput(content=output.content, input=output.input)
+
+
+async def _approved(prepared: PreparedCall, callers: Callers, signoffs: SignOffs, input: ToolInput) -> bool | str:
+    """Whether the prepared call runs as approved, by the worker's own policy for its tool; the
+    model's answer (`Error: ...`) when it may not run at all."""
+    call, policy, needed = prepared.call, prepared.policy, prepared.needed
+    approved = input.approval is not None and input.approval.call_id == call.id
     if needed and not approved:
-        return ToolOutput(content=NOT_APPROVED)
-    if approved and not own_policy.grants and input.approval and input.approval.grants:
+        return NOT_APPROVED
+    if approved and not policy.grants and input.approval and input.approval.grants:
         if needed:
-            return ToolOutput(content=no_grants(call.name, input.approval.grants))
+            return no_grants(call.name, input.approval.grants)
         approved = False  # a grant unlocks nothing a tool keeps for approved calls
-    edited = input.approval is not None and input.approval.arguments_digest != arguments_digest(arguments)
-    if approved and edited and not own_policy.allows("edit"):  # the worker's own policy, never the run's
-        return ToolOutput(
-            content=f"Error: this call was not run: this worker's policy for {call.name} takes no edited arguments"
-        )
-    if approved and own_policy.verified:
-        assert chain_id is not None
-        if (problem := await signoffs.problem(input, own_policy, chain_id)) is not None:
+    edited = input.approval is not None and input.approval.arguments_digest != arguments_digest(prepared.arguments)
+    if approved and edited and not policy.allows("edit"):  # the worker's own policy, never the run's
+        return f"Error: this call was not run: this worker's policy for {call.name} takes no edited arguments"
+    if approved and policy.verified:
+        chain_id = await callers.chain()  # asked only here: signatures name the chain
+        if (problem := await signoffs.problem(input, policy, chain_id)) is not None:
             if needed:
-                return ToolOutput(
-                    content=f"Error: this call was not run: this worker's policy for {call.name} "
+                return (
+                    f"Error: this call was not run: this worker's policy for {call.name} "
                     f"needs signed approvals, and {problem}"
                 )
             approved = False  # an unsigned "approved" unlocks nothing a tool keeps for approved calls
-    async with heartbeating():
-        output = await execute_result(
-            run.registry, call, approved=approved, max_output=run.snapshot.limits.max_tool_output
-        )
-    return ToolOutput(content=output.content, input=output.input)
+    return approved
 
 
 async def answer_call(served: ServedAgents, callers: Callers, signoffs: SignOffs, input: ToolAnswerInput) -> ToolOutput:
@@ -323,21 +379,21 @@ async def answer_call(served: ServedAgents, callers: Callers, signoffs: SignOffs
     this worker's own, the answer goes only with a token that signs it: this call, this answer,
     this state of the server's."""
     call = input.call
-    chain_id = await callers.check(approved=True)
-    assert chain_id is not None
+    callers.check_type()
+    chain_id = await callers.chain()  # an answer is a person's word: only for a genuine AgentRun of this queue
     if not input.snapshot_digest:
         raise _refusal("it names no snapshot of the run's agent")
-    run = served.own(input.agent, input.snapshot_digest) or await served.resolve(input.agent, input.snapshot_digest)
+    run = served.own(input.agent, input.snapshot_digest) or await served.from_run(input.agent, input.snapshot_digest)
     tool = run.registry.get(call.name)
     if not isinstance(tool, MCPTool):
         return ToolOutput(content=f"Error: {call.name!r} is no MCP tool of this run; no answer was sent")
-    _, own_policy = served.own_gate(input.agent, tool)
+    own_policy = served.configured(input.agent, tool).policy
     if own_policy.verified and (problem := signoffs.answer_problem(input, own_policy, chain_id)) is not None:
         return ToolOutput(
             content=f"Error: the answer was not sent: this worker's policy for {call.name} needs a signed answer, "
             f"and {problem}"
         )
-    arguments = parse_arguments(call.arguments)
+    arguments = call.parsed_arguments
     async with heartbeating():
         try:
             result = await tool.answer(arguments if isinstance(arguments, dict) else {}, input.asked, input.answer)

@@ -11,7 +11,7 @@ from typing import Any
 from signoff.approval.requests import parse_arguments
 from signoff.loop.limits import cap_text
 from signoff.messages import ToolCall
-from signoff.tools.base import ToolResult, capabilities_of
+from signoff.tools.base import Tool, ToolCapabilities, ToolResult, capabilities_of
 from signoff.tools.registry import ToolRegistry
 
 
@@ -44,8 +44,23 @@ async def execute_result(
         return ToolResult(content=f"Error: unknown tool {call.name!r}")
     if arguments is None:
         return ToolResult(content=f"Error: arguments for {call.name} are not a JSON object")
+    return await run_tool(tool, arguments, approved=approved, max_output=max_output)
+
+
+async def run_tool(
+    tool: Tool,
+    arguments: dict[str, Any],
+    capabilities: ToolCapabilities | None = None,
+    *,
+    approved: bool = False,
+    max_output: int | None = None,
+) -> ToolResult:
+    """Run `tool` with `arguments` (an object), told `approved` if its `capabilities` (None:
+    `capabilities_of(tool)`) say it looks at it; the tool message text, cut at `max_output`
+    (a tool's failure, or its declaring no `ToolCapabilities`: `Error: ...`), and what a server
+    asked, if it did (`ToolResult.input`)."""
     try:
-        aware = capabilities_of(tool).approval_aware
+        aware = (capabilities or capabilities_of(tool)).approval_aware
         result = await (tool.execute(arguments) if aware is None else aware(arguments, approved=approved))
     except Exception as exc:  # a tool's bug is the model's information, not a failed run
         result = ToolResult.error(f"{type(exc).__name__}: {exc}")
