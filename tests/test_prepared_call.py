@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from temporalio import activity
@@ -46,9 +46,9 @@ class CountingTool:
     call was approved, counting inside `signoff.tool` what it is asked."""
 
     name, description, kind, idempotent = "close_ticket", "Close a ticket", "function", True
-    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {"ticket": {"type": "integer"}}}
 
     def __init__(self) -> None:
+        self.parameters: dict[str, Any] = {"type": "object", "properties": {"ticket": {"type": "integer"}}}
         self.asked: Counter[str] = Counter()
         self.ran: list[tuple[dict[str, Any], bool]] = []
 
