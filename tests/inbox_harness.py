@@ -2,9 +2,10 @@
 
 - A Temporal dev server of its own (the inbox lists the whole namespace: runs other tests
   leave waiting, with no worker to answer for them, must not be in its list).
-- An in-process worker serving `default` (run_command) and `ops` (`deploy` under a verified
-  policy for group `sre`, `restart` for anyone), verifying tokens with an HS256 secret that is
-  also the inbox's signing key.
+- An in-process worker serving `default` (run_command), `ops` (`deploy` under a verified
+  policy for group `sre`, `restart` for anyone) and `lead` (delegating `research` to
+  `default`: the task is the child's prompt, so it says the child's calls too), verifying
+  tokens with an HS256 secret that is also the inbox's signing key.
 - `signoff inbox` as a real process, trusting only the proxy at 127.0.0.2, and answering for
   the proxy's address as its public one (`SIGNOFF_INBOX_URL`), as behind oauth2-proxy.
 - The "proxy": a TCP forwarder whose connections to the inbox come from 127.0.0.2. The
@@ -29,6 +30,7 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
+from signoff.agent.builder import AgentBuilder
 from signoff.approval.identity import ApproverKeys
 from signoff.approval.policy import ApprovalPolicy
 from signoff.contract import AgentRunInput, AgentRunResult, RunOptions
@@ -158,7 +160,8 @@ async def inbox_stack(tmp: Path, **inbox_env: str) -> AsyncIterator[Stack]:
     secret = tmp / "inbox.key"
     write_secret(secret)
     (tmp / "ws").mkdir()
-    agents = agents_for(tmp / "ws", extra=[ops_agent(deploy=VERIFIED_DEPLOY)])
+    lead = AgentBuilder("lead").with_sub_agent("research", "default", description="Research a task").build()
+    agents = agents_for(tmp / "ws", extra=[ops_agent(deploy=VERIFIED_DEPLOY), lead])
     queue = f"inbox-{uuid.uuid4().hex[:8]}"
     inbox_port, proxy_port = free_port(), free_port()
     address = env.client.service_client.config.target_host

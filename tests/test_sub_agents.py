@@ -385,6 +385,25 @@ async def final_text(agent: ChatClientAgent) -> str:
     return session.messages[-1].content or ""
 
 
+async def parked(agent: ChatClientAgent, session: Any, messages: Any = "go", decisions: Any = ()) -> list[Any]:
+    """One in-process `run()`: it must finish awaiting approval; the requests it yielded."""
+    from signoff.agent.session import AgentRunOptions
+
+    options = AgentRunOptions(tool_approval_responses=list(decisions))
+    events = [e async for e in agent.run(messages, session, options)]
+    assert events[-1].type == "finish" and events[-1].reason is FinishReason.AWAITING_APPROVAL, events[-1]
+    return [e.request for e in events if e.type == "approval_request"]
+
+
+async def resumed(agent: ChatClientAgent, session: Any, decisions: Any) -> str:
+    from signoff.agent.session import AgentRunOptions
+
+    options = AgentRunOptions(tool_approval_responses=list(decisions))
+    events = [e async for e in agent.run([], session, options)]
+    assert events[-1].type == "finish" and events[-1].reason is FinishReason.STOP, events[-1]
+    return session.messages[-1].content or ""
+
+
 async def test_in_process_a_sub_agent_runs_inline_and_its_answer_is_the_result() -> None:
     ran: list[str] = []
     with ScriptedModelServer(script([command("call_c1")])) as model:
@@ -392,14 +411,177 @@ async def test_in_process_a_sub_agent_runs_inline_and_its_answer_is_the_result()
     assert text == "parent got: child saw: ran ls" and ran == ["ls"]
 
 
-async def test_in_process_a_childs_call_the_parent_gates_is_not_run_and_the_answer_says_why() -> None:
+async def test_in_process_a_childs_gated_call_waits_at_the_top_with_its_path_and_runs_once_approved() -> None:
+    from signoff.agent.session import AgentSession
+    from signoff.approval.requests import ToolApprovalResponse
+
+    ran: list[str] = []
+    session = AgentSession()
+    with ScriptedModelServer(script([command("call_c1")])) as model:
+        agent = in_process(model, ran, parent_gated=True)
+        (request,) = await parked(agent, session)
+        assert (request.call_id, request.name, request.workflow_id, request.path) == (
+            "call_c1",
+            "run_command",
+            "lead--call_p1",
+            ["lead--call_p1"],
+        )
+        assert ran == []  # the child's own code leaves run_command ungated: the parent's policy gates it
+        assert [p.workflow_id for p in session.pending] == ["lead--call_p1"] and list(session.children) == [
+            "lead--call_p1"
+        ]
+        approve = ToolApprovalResponse.approve("call_c1", workflow_id=request.workflow_id, approver="alice")
+        text = await resumed(agent, session, [approve])
+        parent_turns = [r for r in model.requests if role(r) == "parent"]
+    assert text == "parent got: child saw: ran ls" and ran == ["ls"]
+    assert len(parent_turns) == 2  # the parent's model was not asked again while the child waited
+    assert session.children == {} and session.pending == []
+
+
+async def test_in_process_a_childs_call_denied_at_the_top_reaches_the_childs_model_as_rejected() -> None:
+    from signoff.agent.session import AgentSession
+    from signoff.approval.requests import ToolApprovalResponse
+
+    ran: list[str] = []
+    session = AgentSession()
+    with ScriptedModelServer(script([command("call_c1"), command("call_c2", "rm -rf /")])) as model:
+        agent = in_process(model, ran, parent_gated=True)
+        first, second = await parked(agent, session)
+        decisions = [
+            ToolApprovalResponse.approve("call_c1", workflow_id=first.workflow_id),
+            ToolApprovalResponse.deny("call_c2", "not that", workflow_id=second.workflow_id),
+        ]
+        text = await resumed(agent, session, decisions)
+        child_turns = [r for r in model.requests if role(r) == "child"]
+    assert ran == ["ls"]
+    assert text == "parent got: child saw: ran ls|Rejected: not that"
+    assert tool_texts(child_turns[-1]) == ["ran ls", "Rejected: not that"]
+
+
+async def test_in_process_a_partial_decision_keeps_the_rest_waiting_and_a_stray_one_is_refused() -> None:
+    import pytest
+
+    from signoff.agent.session import AgentSession
+    from signoff.approval.requests import ToolApprovalResponse
+    from signoff.errors import DecisionError
+
+    ran: list[str] = []
+    session = AgentSession()
+    with ScriptedModelServer(script([command("call_c1"), command("call_c2", "pwd")])) as model:
+        agent = in_process(model, ran, parent_gated=True)
+        await parked(agent, session)
+        for stray, named in (
+            (ToolApprovalResponse.approve("call_c1", workflow_id="lead--nobody"), "lead--nobody"),
+            (ToolApprovalResponse.approve("call_p1"), "call_p1"),  # the delegation itself: its child waits
+        ):
+            with pytest.raises(DecisionError, match=named):
+                await parked(agent, session, [], [stray])
+        assert ran == [] and list(session.children) == ["lead--call_p1"]
+        (still,) = await parked(
+            agent, session, [], [ToolApprovalResponse.approve("call_c1", workflow_id="lead--call_p1")]
+        )
+        assert (still.call_id, still.workflow_id) == ("call_c2", "lead--call_p1") and ran == ["ls"]
+        text = await resumed(agent, session, [ToolApprovalResponse.approve("call_c2", workflow_id="lead--call_p1")])
+    assert ran == ["ls", "pwd"] and text == "parent got: child saw: ran ls|ran pwd"
+
+
+async def test_in_process_three_children_and_a_grandchild_wait_at_the_top_and_one_batch_decides_them() -> None:
+    from signoff.agent.session import AgentSession
+    from signoff.approval.requests import ToolApprovalResponse
+    from signoff.chat.config import LLMConfig
+    from signoff.chat.openai import OpenAIChatClient
+
+    ran: list[str] = []
+
+    @tool(name="run_command", approval=ApprovalPolicy())
+    def command_tool(command: str) -> str:
+        """Run a shell command."""
+        ran.append(command)
+        return f"ran {command}"
+
+    def answer(request: ScriptedRequest) -> Reply:
+        name = role(request)
+        if request.last.role == "tool":
+            return Reply.text(f"{name}({'|'.join(tool_texts(request))})")
+        if name == "top":
+            tasks = [ToolCall(id=f"call_{i}", name="ask", arguments=json.dumps({"task": f"t{i}"})) for i in (1, 2, 3)]
+            return Reply.tool_calls(tasks)
+        if name == "middle":
+            return Reply.tool_calls(
+                [ToolCall(id="call_m", name="dig", arguments=json.dumps({"task": request.last.content}))]
+            )
+        return Reply.tool_calls([command("call_leaf", request.last.content or "")])
+
+    with ScriptedModelServer(answer) as model:
+        client = OpenAIChatClient(LLMConfig(base_url=model.base_url, model="scripted"))
+        leaf = AgentBuilder("leaf").with_instructions("leaf").with_chat_client(client).with_tool(command_tool).build()
+        middle = AgentBuilder("middle").with_instructions("middle").with_chat_client(client).with_sub_agent("dig", leaf)
+        top = (
+            AgentBuilder("top")
+            .with_instructions("top")
+            .with_chat_client(client)
+            .with_sub_agent("ask", middle.build())
+            .build()
+        )
+        session = AgentSession()
+        waiting = await parked(top, session)
+        assert [(r.call_id, r.workflow_id, r.path) for r in waiting] == [
+            ("call_leaf", f"top--call_{i}--call_m", [f"top--call_{i}", f"top--call_{i}--call_m"]) for i in (1, 2, 3)
+        ]
+        assert ran == []
+        by_task = {r.arguments["command"]: r for r in waiting}
+        batch = [
+            ToolApprovalResponse.approve("call_leaf", workflow_id=by_task["t1"].workflow_id),
+            ToolApprovalResponse.deny("call_leaf", "no", workflow_id=by_task["t2"].workflow_id),
+            ToolApprovalResponse.approve(
+                "call_leaf",
+                workflow_id=by_task["t3"].workflow_id,
+                arguments={"command": "t3 --dry-run"},
+                arguments_digest=by_task["t3"].arguments_digest,
+            ),
+        ]
+        text = await resumed(top, session, batch)
+    assert sorted(ran) == ["t1", "t3 --dry-run"]
+    assert text.startswith("top(middle(leaf(ran t1))|middle(leaf(Rejected: no))|middle(leaf(ran t3 --dry-run")
+
+
+async def test_in_process_cancelling_the_parent_ends_its_waiting_child_without_running_the_call() -> None:
+    from signoff.agent.session import AgentRunOptions, AgentSession, CancellationToken
+    from signoff.approval.requests import ToolApprovalResponse
+
+    ran: list[str] = []
+    session = AgentSession()
+    with ScriptedModelServer(script([command("call_c1")])) as model:
+        agent = in_process(model, ran, parent_gated=True)
+        await parked(agent, session)
+        token = CancellationToken()
+        token.cancel()
+        options = AgentRunOptions(cancellation=token)
+        events = [e async for e in agent.run([], session, options)]
+        assert events[-1].type == "finish" and events[-1].reason is FinishReason.CANCELLED
+        assert session.children == {}
+        import pytest
+
+        from signoff.errors import DecisionError
+
+        with pytest.raises(DecisionError):  # nothing waits any more
+            await parked(agent, session, [], [ToolApprovalResponse.approve("call_c1", workflow_id="lead--call_p1")])
+    assert ran == []
+
+
+async def test_a_sub_agent_tool_executed_outside_a_run_fails_closed_on_a_call_that_needs_approval() -> None:
+    from signoff.agent.subagent import SubAgentTool
+    from signoff.chat.config import LLMConfig
+    from signoff.chat.openai import OpenAIChatClient
+
     ran: list[str] = []
     with ScriptedModelServer(script([command("call_c1")])) as model:
-        text = await final_text(in_process(model, ran, parent_gated=True))
+        (delegate,) = [t for t in agents(ran, child_gated=True)["lead"].tools if isinstance(t, SubAgentTool)]
+        assert not isinstance(delegate.agent, str)
+        delegate.agent.chat_client = OpenAIChatClient(LLMConfig(base_url=model.base_url, model="scripted"))
+        result = await delegate.execute({"task": "ls"})
     assert ran == []
-    assert text.startswith(
-        "parent got: Error: the researcher sub-agent stopped: its call of run_command needs approval"
-    )
+    assert result.content.startswith("Error: the researcher sub-agent stopped: its call of run_command needs approval")
 
 
 async def test_three_children_fanned_out_wait_at_the_top_and_one_batch_decides_them_each_its_own_way(
@@ -525,3 +707,70 @@ async def test_a_worker_killed_while_the_child_waits_then_approved_at_the_top_ru
         result = await asyncio.wait_for(handle.result(), 60)
     assert (tmp_path / "calls.log").read_text().splitlines() == ["ls"]
     assert result.text == "parent got: child saw: ran ls"
+
+
+# --- notifications ----------------------------------------------------------------------------
+
+
+async def test_a_childs_notice_names_its_path_from_the_top_and_links_the_top_run(client: Client) -> None:
+    from signoff.activities.notify import NotifyConfig
+    from tests.receiver import Receiver
+
+    ran: list[str] = []
+    queue = f"tq-{uuid.uuid4()}"
+    with Receiver() as receiver, ScriptedModelServer(script([command("call_c1")])) as model:
+        notify = NotifyConfig(urls=(receiver.url,), ui_root="https://ui.example.com")
+        async with running_worker(client, queue, model, agents(ran), notify=notify):
+            handle = await start_run(client, queue, agent="lead")
+            child_id = f"{handle.id}--call_p1"
+            await top_pending(handle)
+
+            async def requested() -> Any:
+                (notice,) = [d.json for d in receiver.deliveries if d.json["event"] == "approval_requested"]
+                return notice
+
+            notice = await assert_eventually(requested, 20.0)
+            await handle.cancel()
+    assert (notice["workflow_id"], notice["path"]) == (child_id, [handle.id, child_id])
+    assert notice["top_ui_url"] == f"https://ui.example.com/namespaces/default/workflows/{handle.id}"
+    lines = notice["text"].splitlines()
+    assert f"sub-agent: {handle.id} \u203a {child_id} \u203a run_command" in lines
+    assert f"Top run: {notice['top_ui_url']}" in lines
+    assert notice["inbox_url"] is None and notice["commands"][0].startswith(f"signoff approve {child_id} call_c1")
+
+
+# --- the audit of a tree -----------------------------------------------------------------------
+
+
+async def test_audit_links_each_sub_agent_call_to_its_child_and_verify_walks_the_tree(
+    client: Client,
+    task_queue: str,
+    cli: Cli,  # noqa: F811 - the harness's fixture
+) -> None:
+    ran: list[str] = []
+    with ScriptedModelServer(script([command("call_c1")])) as model:
+        async with running_worker(client, task_queue, model, agents(ran)):
+            handle = await start_run(client, task_queue, agent="lead")
+            child_id = f"{handle.id}--call_p1"
+            await top_pending(handle)
+            await handle.execute_update(
+                "submit_tool_approval",
+                {"call_id": "call_c1", "approved": True, "approver": "alice", "workflow_id": child_id},
+            )
+            await handle.result()
+    chain = (await client.get_workflow_handle(child_id).describe()).raw_description.workflow_execution_info
+    shown = await cli("audit", handle.id)
+    assert shown.code == 0, shown.err
+    assert f"call call_p1  child {child_id}  chain {chain.first_run_id}" in shown.out.splitlines()
+    verified = await cli("audit", handle.id, "--verify")
+    assert verified.code == 0, verified.err
+    assert "the audit trail holds: 1 record(s)" in verified.out and "of 2 workflows" in verified.out
+
+    reused = await start_run(client, f"nobody-{uuid.uuid4()}", id=child_id)  # the child's id, a new chain
+    try:
+        unread = await cli("audit", handle.id, "--verify")
+    finally:
+        await reused.terminate()
+    assert unread.code == 1, unread.out
+    assert f"not verifiable: sub-agent run {handle.id} \u203a {child_id}: its chain now begins at run" in unread.out
+    assert "cannot be vouched for" in unread.err

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,6 +39,7 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from signoff.activities.lineage import ancestors, parent_of
 from signoff.activities.models import NotifyInput, NotifyOutput
 from signoff.activities.slack import MAX_RETRY_AFTER, SlackChannel
 from signoff.agent.snapshot import NotifyPlan
@@ -171,8 +173,11 @@ def read_notify_secret(path: Path) -> bytes:
     return read_secret_bytes(path, NOTIFY_SECRET_FILE_ENV)
 
 
-def compose(config: NotifyConfig, input: NotifyInput, workflow_id: str, run_id: str) -> Notice:
-    """The notice for one event of a run, with its link and decide commands."""
+def compose(
+    config: NotifyConfig, input: NotifyInput, workflow_id: str, run_id: str, above: Sequence[str] = ()
+) -> Notice:
+    """The notice for one event of a run, with its link and decide commands (`above`: for a
+    sub-agent's run, the runs above it, the top first)."""
     request = input.request
     commands: list[str] = []
     if input.event in WAITING_KINDS and request is not None:
@@ -181,7 +186,11 @@ def compose(config: NotifyConfig, input: NotifyInput, workflow_id: str, run_id: 
     ui_url = ui_link(workflow_id, config.namespace, "", config.ui_root) if config.ui_root else None
     call_id = str((request or input.decision or {}).get("call_id", ""))
     inbox_url = inbox_link(workflow_id, call_id, config.inbox_root) if call_id else None
-    text = notice_text(input.event, workflow_id, request, input.decision, ui_url, commands, inbox_url)
+    path = [*above, workflow_id] if above else None
+    top_ui_url = ui_link(above[0], config.namespace, "", config.ui_root) if above and config.ui_root else None
+    text = notice_text(
+        input.event, workflow_id, request, input.decision, ui_url, commands, inbox_url, path or (), top_ui_url
+    )
     return Notice(
         event=input.event,
         workflow_id=workflow_id,
@@ -194,6 +203,8 @@ def compose(config: NotifyConfig, input: NotifyInput, workflow_id: str, run_id: 
         inbox_url=inbox_url,
         commands=commands,
         sent_at=datetime.now(UTC),
+        path=path,
+        top_ui_url=top_ui_url,
     )
 
 
@@ -218,7 +229,7 @@ async def deliver(config: NotifyConfig | None, input: NotifyInput) -> NotifyOutp
         )
     info = activity.info()
     workflow_id, run_id = info.workflow_id or "", info.workflow_run_id or ""
-    notice = compose(config, input, workflow_id, run_id)
+    notice = compose(config, input, workflow_id, run_id, await runs_above(workflow_id))
     url, slack = target(url)
     body = json.dumps(slack_message(notice)).encode() if slack else notice.model_dump_json().encode()
     delivery = f"{workflow_id}/{run_id}/{input.seq}"
@@ -231,6 +242,18 @@ async def deliver(config: NotifyConfig | None, input: NotifyInput) -> NotifyOutp
     if config.secret:
         headers[SIGNATURE_HEADER] = signature(config.secret, int(time.time()), delivery, body)
     return await _post(url, body, headers, config.request_timeout)
+
+
+async def runs_above(workflow_id: str) -> list[str]:
+    """The runs above this activity's run when it is a sub-agent's (the top first): asked of
+    the server only for an id a child's could be (`<parent>--<call>`); empty when it cannot say."""
+    if "--" not in workflow_id:
+        return []
+    try:
+        client = activity.client()
+    except RuntimeError:  # an activity run without a worker's client (a test's environment)
+        return []
+    return await ancestors(client, await parent_of(client, workflow_id))
 
 
 async def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> NotifyOutput:

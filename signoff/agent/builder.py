@@ -20,18 +20,18 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from signoff.agent.delegation import tightened_by
-from signoff.agent.driver import InProcessDriver, as_messages, now
+from signoff.agent.delegation import child_id, tightened_by
+from signoff.agent.driver import ChildRuns, InProcessDriver, as_messages, now
 from signoff.agent.gate import gated_call_ids, snapshot_of
 from signoff.agent.session import AgentRunOptions, AgentSession
 from signoff.agent.snapshot import RunSnapshot
-from signoff.agent.subagent import SubAgentTool
+from signoff.agent.subagent import ChildRun, Delegation, SubAgentTool
 from signoff.approval.auto import AutoEvaluator
 from signoff.approval.policy import ApprovalPolicy, PolicyBook
-from signoff.approval.requests import ToolApprovalRequest
+from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse
 from signoff.chat.base import ChatClient
 from signoff.contract import InheritedGate
-from signoff.errors import UsageError
+from signoff.errors import DecisionError, UsageError
 from signoff.loop.agent_loop import AgentLoop, unanswered_calls
 from signoff.loop.limits import Limits
 from signoff.loop.state import DEFAULT_MAX_ROUNDS
@@ -165,20 +165,23 @@ class ChatClientAgent:
         async for event in self._run(messages, session, options, {}, 0):
             yield event
 
-    async def delegated(self, task: str, inherited: Mapping[str, InheritedGate], depth: int) -> str:
-        """A sub-agent's call in process: this agent's run on `task`, its tools gated at least as
-        `inherited`, answered with its final text. A call of it that needs approval cannot reach a
-        person from inside the parent's tool call: the run stops there and the answer says so."""
-        session, waiting = AgentSession(), list[ToolApprovalRequest]()
-        async for _ in self._run(task, session, AgentRunOptions(), inherited, depth, waiting):
+    async def delegated(
+        self, task: str, inherited: Mapping[str, InheritedGate], depth: int, child: ChildRun
+    ) -> Delegation:
+        """A sub-agent's call in process: this agent's run on `task` (or, when `child.session`
+        waits, its resumption with `child.responses`), its tools gated at least as `inherited`.
+        Answered with its final text, or with what waits in it (paths relative to the parent)."""
+        session, waiting = child.session, list[ToolApprovalRequest]()
+        options = AgentRunOptions(
+            tool_approval_responses=child.responses, cancellation=child.cancellation, requested_by=child.requested_by
+        )
+        messages: list[ChatMessage] = [] if session.messages else [ChatMessage.user(task)]
+        async for _ in self._run(messages, session, options, inherited, depth, waiting, child.id):
             pass
         if waiting:
-            return (
-                f"Error: the {self.name} sub-agent stopped: its call of {', '.join(r.name for r in waiting)} "
-                "needs approval, which an in-process sub-agent cannot ask a person for; it was not run"
-            )
+            return Delegation(None, [_below(child.id, r) for r in waiting])
         answers = [m.content for m in session.messages if m.role == "assistant" and m.content]
-        return answers[-1] if answers else ""
+        return Delegation(answers[-1] if answers else "")
 
     async def _run(
         self,
@@ -188,11 +191,14 @@ class ChatClientAgent:
         inherited: Mapping[str, InheritedGate],
         depth: int,
         waiting: list[ToolApprovalRequest] | None = None,
+        run_id: str | None = None,
     ) -> AsyncIterator[AgentEvent]:
         if self.chat_client is None:
             raise UsageError(f"agent {self.name!r} has no chat client; use with_chat_client(...)")
         options = options or AgentRunOptions()
-        history = (session.messages if session else []) + as_messages(messages)
+        run_id = run_id or self.name
+        session = session if session is not None else AgentSession()
+        history = session.messages + as_messages(messages)
         definition = self.definition(history)
         if self.mcp_servers:
             definition = await self.open_definition(history, self.mcp_sessions())
@@ -209,16 +215,74 @@ class ChatClientAgent:
             requested_by=options.requested_by,
         )
         open_calls = unanswered_calls(history)
-        gated = gated_call_ids(snapshot, definition.registry, open_calls)
-        shown = await previews(definition.registry, open_calls, gated)
-        loop.resume(options.tool_approval_responses, gated, now(), previews=shown)
+        parked = {child_id(run_id, c.id): c.id for c in open_calls if child_id(run_id, c.id) in session.children}
+        session.children = {k: v for k, v in session.children.items() if k in parked}
+        own, routed = _routed(options.tool_approval_responses, run_id, session, set(parked.values()))
+        fresh = [c for c in open_calls if c.id not in parked.values()]
+        gated = gated_call_ids(snapshot, definition.registry, fresh)
+        shown = await previews(definition.registry, fresh, gated)
+        loop.resume(own, gated, now(), previews=shown)
+        here: list[ToolApprovalRequest] = []
         try:
-            driver = InProcessDriver(self.chat_client, options, definition, snapshot, depth, waiting)
+            driver = InProcessDriver(
+                self.chat_client,
+                options,
+                definition,
+                snapshot,
+                depth,
+                here,
+                ChildRuns(run_id, session.children, routed),
+            )
             async for event in driver.drive(loop):
                 yield event
         finally:
-            if session is not None:
-                session.messages = loop.messages
+            session.messages = loop.messages
+            still_open = {child_id(run_id, c.id) for c in unanswered_calls(loop.messages)}
+            session.children = {k: v for k, v in session.children.items() if k in still_open}
+            session.pending = here
+            if waiting is not None:
+                waiting.extend(here)
+
+
+def _below(child: str, request: ToolApprovalRequest) -> ToolApprovalRequest:
+    """A request of sub-agent run `child` (or of a run below it) as its parent lists it."""
+    return request.model_copy(
+        update={"workflow_id": request.workflow_id or child, "path": [child, *(request.path or [])]}
+    )
+
+
+def _routed(
+    responses: Sequence[ToolApprovalResponse], run_id: str, session: AgentSession, parked_calls: set[str]
+) -> tuple[list[ToolApprovalResponse], dict[str, list[ToolApprovalResponse]]]:
+    """The run's own decisions, and those for its waiting sub-agents' runs by child id (a
+    decision names the run that waits with `workflow_id`, as it would a durable child).
+
+    Raises:
+        DecisionError: a decision names a run that does not wait below this one, or decides a
+            sub-agent call whose child waits (its calls are decided, not the delegation).
+    """
+    own: list[ToolApprovalResponse] = []
+    routed: dict[str, list[ToolApprovalResponse]] = {}
+    below = {r.workflow_id: child for child, s in session.children.items() for r in s.pending if r.workflow_id}
+    for response in responses:
+        target = response.workflow_id
+        if target is None or target == run_id:
+            if response.call_id in parked_calls:
+                raise DecisionError(
+                    f"call {response.call_id!r} is a sub-agent's run that waits: decide the calls that wait "
+                    "in it, each with its workflow_id",
+                    sorted(parked_calls),
+                )
+            own.append(response.model_copy(update={"workflow_id": None}))
+            continue
+        child = target if target in session.children else below.get(target)
+        if child is None:
+            known = ", ".join(sorted(set(below))) or "none"
+            raise DecisionError(
+                f"workflow_id {target[:200]!r} is not a sub-agent run of this one that waits (waiting: {known})", []
+            )
+        routed.setdefault(child, []).append(response)
+    return own, routed
 
 
 class AgentBuilder:

@@ -16,6 +16,12 @@ DEFAULT_MAX_DEPTH = 3
 _ORDER: dict[Gate, int] = {"never": 0, "per_call": 1, "always": 2}
 
 
+def child_id(parent_id: str, call_id: str) -> str:
+    """The id of the child run a sub-agent call starts: `<parent's id>--<call id>` (a durable
+    parent's id is its workflow id; an in-process top run's is its agent's name)."""
+    return f"{parent_id}--{call_id}"
+
+
 def depth_refusal(name: str, max_depth: int) -> str:
     """What the model reads when a call would delegate deeper than `max_depth`."""
     return (

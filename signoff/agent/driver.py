@@ -9,21 +9,23 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeVar, assert_never
 
-from signoff.agent.delegation import inherited_gates
+from signoff.agent.delegation import child_id, inherited_gates
 from signoff.agent.gate import gated_call_ids
-from signoff.agent.session import AgentRunOptions, CancellationToken
+from signoff.agent.session import AgentRunOptions, AgentSession, CancellationToken
 from signoff.agent.snapshot import RunSnapshot
-from signoff.agent.subagent import SubAgentTool
-from signoff.approval.requests import ToolApprovalRequest, parse_arguments
+from signoff.agent.subagent import ChildRun, Delegation, SubAgentTool
+from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse, parse_arguments
 from signoff.chat.base import ChatClient, ChatOptions
 from signoff.errors import RunFailedError
 from signoff.loop.agent_loop import AgentLoop, AwaitApproval, CallModel, Fail, Finish, RunTools
 from signoff.loop.answer import checked_answer, within_limit
 from signoff.messages import (
     AgentEvent,
+    ApprovalRequestEvent,
     ChatMessage,
     ChatResponse,
     ErrorEvent,
@@ -40,6 +42,16 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+@dataclass
+class ChildRuns:
+    """A run's in-process sub-agent runs: its id (theirs are `<id>--<call id>`), those that
+    wait (their sessions, kept in the run's session) and the decisions routed to them."""
+
+    run_id: str
+    waiting: dict[str, AgentSession]
+    routed: dict[str, list[ToolApprovalResponse]]
+
+
 class InProcessDriver:
     """Drives one in-process run of an agent, as it was defined when the run started.
 
@@ -49,7 +61,9 @@ class InProcessDriver:
         definition: the agent's instructions and live tools for this run.
         snapshot: what the run recorded of the agent (specs, gates, limits).
         depth: how deep in sub-agents this run is (0: the top).
-        waiting: where a sub-agent's run leaves its waiting requests (None: the top run's).
+        waiting: where the run leaves what waits when it finishes `awaiting_approval`: its own
+            requests and its sub-agents' (with `workflow_id` and `path`).
+        children: its sub-agents' runs (None: a new run's, named after the agent).
     """
 
     def __init__(
@@ -60,12 +74,17 @@ class InProcessDriver:
         snapshot: RunSnapshot,
         depth: int,
         waiting: list[ToolApprovalRequest] | None,
+        children: ChildRuns | None = None,
     ) -> None:
         self.client = client
         self.definition = definition
         self.snapshot = snapshot
         self.depth = depth
         self.waiting = waiting
+        self.children = children or ChildRuns(snapshot.agent, {}, {})
+        self.parked: list[ToolApprovalRequest] = []
+        """What waits in the sub-agent calls of this round that stopped for a person."""
+        self.requested_by = options.requested_by
         self.token = options.cancellation or CancellationToken()
         self.chat_options = ChatOptions(model=options.model, temperature=options.temperature)
 
@@ -90,6 +109,15 @@ class InProcessDriver:
                     return
                 case RunTools() as action:
                     await self._run_tools(loop, action)
+                    if self.parked and not token.cancelled:  # the round cannot close: stop, as for a wait
+                        for event in loop.drain_events():
+                            yield event
+                        for request in self.parked:
+                            yield ApprovalRequestEvent(request=request)
+                        if waiting is not None:
+                            waiting.extend([*loop.pending_requests(), *self.parked])
+                        yield FinishEvent(reason=FinishReason.AWAITING_APPROVAL, usage=loop.state.usage)
+                        return
                 case CallModel():
                     async for event in self._call_model(loop):
                         yield event
@@ -128,19 +156,39 @@ class InProcessDriver:
         loop.apply_model_turn(response, gated, now(), text_streamed=True, previews=shown)
 
     async def _run_tools(self, loop: AgentLoop, action: RunTools) -> None:
-        registry, snapshot, token, depth = self.definition.registry, self.snapshot, self.token, self.depth
+        registry, snapshot, token = self.definition.registry, self.snapshot, self.token
         for call in action.calls:
             approved = loop.approval_of(call.id) is not None
             tool = registry.get(call.name)
-            work: Awaitable[str]
             if isinstance(tool, SubAgentTool):
-                work = tool.delegate(parse_arguments(call.arguments), inherited_gates(snapshot), depth)
-            else:
-                work = execute_call(registry, call, approved=approved, max_output=snapshot.limits.max_tool_output)
+                done = await _unless_cancelled(self._delegate(tool, call.id, call.arguments), token)
+                if done is None:
+                    return
+                if done.text is not None:
+                    loop.apply_tool_result(call.id, done.text)
+                continue
+            work = execute_call(registry, call, approved=approved, max_output=snapshot.limits.max_tool_output)
             result = await _unless_cancelled(work, token)
             if result is None:
                 return
             loop.apply_tool_result(call.id, result)
+
+    async def _delegate(self, tool: SubAgentTool, call_id: str, arguments: str) -> Delegation:
+        """Run (or resume) the sub-agent call's child inline; one that stops for a person is
+        kept, with what waits in it, until the run's next `run()` takes the call up again."""
+        children, name = self.children, child_id(self.children.run_id, call_id)
+        run = ChildRun(
+            id=name,
+            session=children.waiting.pop(name, AgentSession()),
+            responses=children.routed.pop(name, []),
+            cancellation=self.token,
+            requested_by=self.requested_by,
+        )
+        done = await tool.delegate(parse_arguments(arguments), inherited_gates(self.snapshot), self.depth, run)
+        if done.text is None:
+            children.waiting[run.id] = run.session
+            self.parked.extend(done.waiting)
+        return done
 
 
 async def _unless_cancelled(work: Awaitable[T], token: CancellationToken) -> T | None:

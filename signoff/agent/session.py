@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from signoff.approval.requests import ToolApprovalResponse
+from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse
 from signoff.messages import ChatMessage
 
 
@@ -41,6 +41,17 @@ class AgentRunOptions:
 
 @dataclass
 class AgentSession:
-    """An in-memory session: keeps the transcript between runs."""
+    """An in-memory session: keeps the transcript between runs.
+
+    Attributes:
+        messages: the transcript.
+        children: the sub-agents' runs that wait for a decision, by their id
+            (`<parent id>--<call id>`, the top run's id being its agent's name): each its own
+            session, resumed when the parent's next `run()` takes the call up again.
+        pending: what waited when the last run finished `awaiting_approval`: its own calls and
+            its sub-agents' (those with `workflow_id` and `path`).
+    """
 
     messages: list[ChatMessage] = field(default_factory=list)
+    children: dict[str, AgentSession] = field(default_factory=dict)
+    pending: list[ToolApprovalRequest] = field(default_factory=list)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,7 +24,7 @@ from signoff.approval.audit import GENESIS, is_elided
 from signoff.approval.requests import ApprovalRecord
 from signoff.cli.audit_check import check_against_history, check_chain, check_signatures
 from signoff.cli.calls import row
-from signoff.cli.history import run_chain
+from signoff.cli.history import RunEvidence, StartedChild, run_chain
 from signoff.cli.render import render_record
 from signoff.cli.style import Style
 from signoff.contract import AgentRunResult
@@ -34,6 +35,7 @@ from signoff.views.text import safe, value_lines, votes_text
 from signoff.workflows.queries import AuditTrail
 
 if TYPE_CHECKING:
+    from signoff.approval.identity import ApproverKeys
     from signoff.cli.main import CommandContext
 
 
@@ -117,41 +119,120 @@ async def cmd_audit(args: argparse.Namespace, ctx: CommandContext) -> int:
     else:
         console.print(*render_trail(trail.records, console.style, console.width))
     if not args.verify:
+        if client is not None:
+            console.print(*render_sub_agents(args.run, _children(await run_chain(client, args.run))))
         return 0
     assert client is not None
     try:
         keys = read_approver_keys(ctx.env)
     except ConfigError as exc:
         raise CommandError(str(exc), 2) from None
-    chain = await run_chain(client, args.run)
-    problems = check_chain(trail.records, trail.head)
-    against, checked = check_against_history(trail.records, chain)
-    signatures = check_signatures(trail.records, chain, args.run, keys)
-    problems += against + signatures.problems
+    verdict = TreeVerdict()
+    await _verify_tree(client, args.run, trail, keys, verdict, [])
     say = console.print if not args.json else _err
-    if problems:
-        for problem in problems:
+    if verdict.problems:
+        for problem in verdict.problems:
             say(console.style.paint(f"does not hold: {safe(problem)}", "red"))
-        raise CommandError(f"the audit trail does not hold ({len(problems)} problem(s))")
-    if signatures.unverifiable:
-        for note in signatures.unverifiable:
+        raise CommandError(f"the audit trail does not hold ({len(verdict.problems)} problem(s))")
+    if verdict.unverifiable:
+        for note in verdict.unverifiable:
             say(console.style.paint(f"not verifiable: {safe(note)}", "yellow"))
-        raise CommandError(
-            f"the audit trail cannot be vouched for: {len(signatures.unverifiable)} verified approval(s) not verifiable"
-        )
+        count = len(verdict.unverifiable)
+        raise CommandError(f"the audit trail cannot be vouched for: {count} thing(s) not verifiable")
     message = (
-        f"the audit trail holds: {len(trail.records)} record(s); {checked} approved tool call(s) checked "
-        f"against the history of {len(chain)} run(s)"
+        f"the audit trail holds: {verdict.records} record(s); {verdict.checked} approved tool call(s) checked "
+        f"against the history of {verdict.runs} run(s)"
     )
-    if signatures.proven:
-        message += f"; {signatures.proven} verified approval(s) signed"
-    if signatures.attributed:
+    if verdict.trees > 1:
+        message += f" of {verdict.trees} workflows (this one and its sub-agents' child runs)"
+    if verdict.proven:
+        message += f"; {verdict.proven} verified approval(s) signed"
+    if verdict.attributed:
         message += (
-            f"; {signatures.attributed} record(s) without a verified approver are attribution only "
+            f"; {verdict.attributed} record(s) without a verified approver are attribution only "
             "(anyone who could signal the run could have sent them)"
         )
     say(console.style.paint(message, "green"))
     return 0
+
+
+@dataclass
+class TreeVerdict:
+    """What `--verify` found over a run and its sub-agents' runs (each problem names the run)."""
+
+    problems: list[str] = field(default_factory=list)
+    unverifiable: list[str] = field(default_factory=list)
+    records: int = 0
+    checked: int = 0
+    runs: int = 0
+    trees: int = 0
+    """Workflows checked: the run's and each sub-agent child run's below it."""
+    proven: int = 0
+    attributed: int = 0
+
+
+MAX_TREE_RUNS = 1_000
+"""The most sub-agent child runs one `--verify` walks (the rest are said to be unchecked)."""
+
+
+async def _verify_tree(
+    client: Client,
+    workflow_id: str,
+    trail: AuditTrail,
+    keys: ApproverKeys | None,
+    verdict: TreeVerdict,
+    path: list[str],
+) -> None:
+    """Check `workflow_id`'s trail against its history and signatures, then each child run its
+    history says it started (a sub-agent's call), with that child's own trail and history."""
+    where = "" if not path else f"sub-agent run {' › '.join([*path, workflow_id])}: "
+    chain = await run_chain(client, workflow_id)
+    against, checked = check_against_history(trail.records, chain)
+    signatures = check_signatures(trail.records, chain, workflow_id, keys)
+    verdict.problems += [where + p for p in check_chain(trail.records, trail.head) + against + signatures.problems]
+    verdict.unverifiable += [where + n for n in signatures.unverifiable]
+    verdict.records += len(trail.records)
+    verdict.checked += checked
+    verdict.runs += len(chain)
+    verdict.trees += 1
+    verdict.proven += signatures.proven
+    verdict.attributed += signatures.attributed
+    for child in _children(chain):
+        below = f"sub-agent run {' › '.join([*path, workflow_id, child.workflow_id])}"
+        if verdict.trees >= MAX_TREE_RUNS:
+            verdict.unverifiable.append(f"{below}: not checked (more than {MAX_TREE_RUNS} child runs)")
+            continue
+        try:
+            their = await run_chain(client, child.workflow_id)
+            if not their or their[0].run_id != child.chain_id:
+                first = their[0].run_id if their else "none"
+                verdict.unverifiable.append(
+                    f"{below}: its chain now begins at run {first}, not at {child.chain_id}, the run its "
+                    "parent started (reset, or its id reused): the child the parent waited on cannot be read"
+                )
+                continue
+            child_trail = await _from_run(client, child.workflow_id)
+        except CommandError as exc:
+            verdict.unverifiable.append(f"{below}: cannot be read ({exc})")
+            continue
+        await _verify_tree(client, child.workflow_id, child_trail, keys, verdict, [*path, workflow_id])
+
+
+def _children(chain: list[RunEvidence]) -> list[StartedChild]:
+    return [child for run in chain for child in run.children]
+
+
+def render_sub_agents(workflow_id: str, children: list[StartedChild]) -> list[str]:
+    """Each sub-agent call of the run and the child run it started: its workflow id and chain
+    (the first run id its approval records and signatures are bound to), as the history says."""
+    if not children:
+        return []
+    lines = ["", "sub-agent calls (each child run has its own audit trail: signoff audit CHILD)"]
+    prefix = f"{workflow_id}--"
+    for child in children:
+        call = child.workflow_id.removeprefix(prefix) if child.workflow_id.startswith(prefix) else "?"
+        lines.append(f"call {safe(call)}  child {safe(child.workflow_id)}  chain {safe(child.chain_id)}")
+    return lines
 
 
 def _err(line: str) -> None:

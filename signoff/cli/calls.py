@@ -15,6 +15,7 @@ from signoff.cli.style import Style
 from signoff.contract import DecisionAck
 from signoff.views.howto import decide_commands
 from signoff.views.links import inbox_link
+from signoff.views.notices import PATH_MARK
 from signoff.views.text import (
     auto_text,
     format_age,
@@ -35,10 +36,6 @@ _OUTCOMES = {
     "denied": ("denied", "red"),
     "vote": ("vote counted (quorum not reached yet) on", "yellow"),
 }
-
-
-PATH_MARK = " \u203a "
-"""Between the runs of a path (a single right-pointing angle quotation mark)."""
 
 
 @dataclass(frozen=True)

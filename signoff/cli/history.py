@@ -8,6 +8,8 @@ continue-as-new back to the first), this reads:
   proof it ran under (call id, arguments digest, the audit record's hash);
 - the audit records the history itself carries: the result's `approvals` when the run
   completed, the trail carried across each continue-as-new;
+- each child run it started (a sub-agent's call: `child_workflow_execution_started`), with
+  the child's first run id, which its records and signatures are bound to;
 - every token sent with a decision (the inputs of the `tool_approval` signals and of the
   accepted `submit_tool_approval` and `extend_deadline` updates), with the server's time of
   the event, and the workflow type each run was started as.
@@ -47,6 +49,15 @@ class SentToken:
     at: datetime
 
 
+@dataclass(frozen=True)
+class StartedChild:
+    """A child run the history says this run started (a sub-agent's call's): its workflow id
+    and first run id (the chain its approvals are bound to)."""
+
+    workflow_id: str
+    chain_id: str
+
+
 @dataclass
 class RunEvidence:
     """One run of the workflow id, as its history tells it."""
@@ -59,6 +70,7 @@ class RunEvidence:
     continues: str | None = None
     """The run this one continued (continue-as-new), if any."""
     tokens: list[SentToken] = field(default_factory=list)
+    children: list[StartedChild] = field(default_factory=list)
 
 
 async def _decode(client: Client, payloads: Payloads, kind: type, what: str) -> Any:
@@ -97,6 +109,9 @@ async def read_history(client: Client, history: WorkflowHistory, run_id: str) ->
             completed = event.activity_task_completed_event_attributes
             if completed.scheduled_event_id in judged:
                 _keep_tokens(evidence, await _decisions(client, completed.result), event.event_time.ToDatetime(UTC))
+        elif kind == "child_workflow_execution_started_event_attributes":
+            child = event.child_workflow_execution_started_event_attributes.workflow_execution
+            evidence.children.append(StartedChild(child.workflow_id, child.run_id))
         elif kind == "workflow_execution_completed_event_attributes":
             result = event.workflow_execution_completed_event_attributes.result
             evidence.records = (await _decode(client, result, AgentRunResult, "the result")).approvals

@@ -20,6 +20,7 @@ from pydantic import TypeAdapter
 from temporalio.client import Client
 from temporalio.service import RPCError
 
+from signoff.activities.lineage import ancestors
 from signoff.approval.requests import ApprovalRecord, ToolApprovalRequest
 from signoff.contract import QUERY_MESSAGES, SA_AGENT, SA_PENDING_TOOLS
 from signoff.errors import CommandError
@@ -57,6 +58,18 @@ class WaitingCall:
     request: ToolApprovalRequest
     requested_by: str | None = None
     run: RunFacts | None = None
+    ancestors: tuple[str, ...] = ()
+    """A sub-agent's call: the runs above the one that waits, the top first (the server's word)."""
+
+    @property
+    def top(self) -> str | None:
+        """The top run of a sub-agent's call (None: the call is a top run's own)."""
+        return self.ancestors[0] if self.ancestors else None
+
+    @property
+    def path(self) -> list[str]:
+        """The top run, the runs down to the one that waits, the tool (empty for a top run's own call)."""
+        return [*self.ancestors, self.workflow_id, self.request.name] if self.ancestors else []
 
     @property
     def key(self) -> str:
@@ -65,7 +78,8 @@ class WaitingCall:
 
 @dataclass(frozen=True)
 class Filters:
-    """What the list shows: by agent, tool and run, newest first or by deadline."""
+    """What the list shows: by agent, tool and run (a top run's filter shows its sub-agents'
+    calls too), newest first or by deadline."""
 
     agent: str = ""
     tool: str = ""
@@ -87,14 +101,14 @@ class Filters:
         parts = [WAITING_QUERY]
         parts += [f'{SA_AGENT}="{self.agent}"'] if self.agent else []
         parts += [f'{SA_PENDING_TOOLS}="{self.tool}"'] if self.tool else []
-        parts += [f'WorkflowId="{self.run}"'] if self.run else []
+        parts += [f'(WorkflowId="{self.run}" OR RootWorkflowId="{self.run}")'] if self.run else []
         return " AND ".join(parts)
 
     def admits(self, call: WaitingCall) -> bool:
         return (
             (not self.agent or call.agent == self.agent)
             and (not self.tool or call.request.name == self.tool)
-            and (not self.run or call.workflow_id == self.run)
+            and (not self.run or call.workflow_id == self.run or self.run in call.ancestors)
         )
 
     def order(self, calls: Sequence[WaitingCall]) -> list[WaitingCall]:
@@ -129,7 +143,8 @@ async def run_calls(client: Client, workflow_id: str, run: RunFacts | None = Non
     # A sub-agent's waiting call is listed once, by the run that waits (a waiting run itself), where
     # its page, its decision and a signature bound to it go; its ancestors' status lists it too.
     own = [r for r in status.pending if not r.path]
-    return [WaitingCall(workflow_id, status.agent, r, status.requested_by, run) for r in own]
+    above = tuple(await ancestors(client, run.parent_id)) if own and run.parent_id else ()
+    return [WaitingCall(workflow_id, status.agent, r, status.requested_by, run, above) for r in own]
 
 
 async def list_page(client: Client, filters: Filters, token: bytes | None = None, size: int = PAGE_RUNS) -> Page:

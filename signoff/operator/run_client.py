@@ -152,6 +152,7 @@ def facts_of(info: WorkflowExecutionInfo) -> RunFacts:
         chain_id=info.first_run_id or info.execution.run_id,  # a server too old to say: the run's own
         workflow_type=info.type.name,
         task_queue=info.task_queue,
+        parent_id=(info.parent_execution.workflow_id or None) if info.HasField("parent_execution") else None,
     )
 
 

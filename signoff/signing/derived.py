@@ -44,12 +44,14 @@ class RunFacts:
         chain_id: the first run of its continue-as-new chain (`first_run_id`).
         workflow_type: its workflow type (`AgentRun` for signoff's runs).
         task_queue: the task queue its workflow tasks go to.
+        parent_id: the run that started it as a child (a sub-agent's run); None: a top run.
     """
 
     workflow_id: str
     chain_id: str
     workflow_type: str
     task_queue: str
+    parent_id: str | None = None
 
     def describe(self) -> str:
         """`AgentRun on task queue 'signoff', chain 0190...`."""

@@ -28,6 +28,8 @@ NoticeKind = Literal[
 ]
 WAITING_KINDS = ("approval_requested", "approval_reminder", "approval_escalated")
 """Notices about a call that still waits: they carry the commands that decide it."""
+PATH_MARK = " \u203a "
+"""Between the runs of a sub-agent call's path (a single right-pointing angle quotation mark)."""
 ARGUMENTS_SHOWN = 300
 REASON_SHOWN = 300
 NAME_SHOWN = 120
@@ -52,6 +54,11 @@ class Notice(BaseModel):
     """The call's page in the inbox (`SIGNOFF_INBOX_URL`), where people decide it."""
     commands: list[str] = Field(default_factory=list)
     sent_at: datetime
+    path: list[str] | None = Field(None, exclude_if=lambda value: value is None)
+    """A sub-agent's call: the workflow ids from the top run down to the run that waits (left out
+    for a top run's own calls)."""
+    top_ui_url: str | None = Field(None, exclude_if=lambda value: value is None)
+    """A sub-agent's call: the top run in the Web UI."""
 
 
 def one_line_json(value: Any, limit: int) -> str:
@@ -77,11 +84,16 @@ def notice_text(
     ui_url: str | None = None,
     commands: Sequence[str] = (),
     inbox_url: str | None = None,
+    path: Sequence[str] = (),
+    top_ui_url: str | None = None,
 ) -> str:
-    """The human summary: what happened to which call, and how to act on it."""
+    """The human summary: what happened to which call, and how to act on it (`path`: a
+    sub-agent's call, the runs from the top down to `workflow_id`)."""
     call = request or decision or {}
     where = f"{name(call.get('name', '?'))} in run {name(workflow_id)} (call {name(call.get('call_id', '?'))})"
     lines = [f"signoff: {_headline(kind, where, request, decision)}"]
+    if path:
+        lines.append(f"sub-agent: {PATH_MARK.join(name(part) for part in [*path, call.get('name', '?')])}")
     lines.append(f"arguments: `{one_line_json(call.get('arguments'), ARGUMENTS_SHOWN)}`")
     if request is not None and kind in WAITING_KINDS:
         lines += _rules(request)
@@ -90,6 +102,8 @@ def notice_text(
         lines.append(f"Inbox: {_line(inbox_url).replace(_ESCAPES['&'], '&')}")
     if ui_url:
         lines.append(f"Web UI: {_line(ui_url)}")
+    if top_ui_url:
+        lines.append(f"Top run: {_line(top_ui_url)}")
     return "\n".join(lines)
 
 
@@ -115,6 +129,7 @@ def slack_message(notice: Notice) -> dict[str, Any]:
                 {"style": "primary"},
             ),
             ("Temporal Web UI", notice.ui_url, {}),
+            ("Top run in the Web UI", notice.top_ui_url, {}),
         )
         if url
     ]

@@ -27,7 +27,7 @@ from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError, FailureError
 
 with workflow.unsafe.imports_passed_through():
-    from signoff.agent.delegation import depth_refusal, inherited_gates, task_of
+    from signoff.agent.delegation import child_id, depth_refusal, inherited_gates, task_of
     from signoff.agent.snapshot import RunSnapshot, SnapshotTool
     from signoff.approval.requests import ToolApprovalRequest, parse_arguments
     from signoff.contract import (
@@ -53,10 +53,6 @@ class ChildPending(BaseModel):
 
     workflow_id: str
     pending: list[ToolApprovalRequest] = Field(default_factory=list)
-
-
-def child_id(workflow_id: str, call_id: str) -> str:
-    return f"{workflow_id}--{call_id}"
 
 
 def own_view(requests: Sequence[ToolApprovalRequest], workflow_id: str) -> list[ToolApprovalRequest]:
