@@ -70,7 +70,7 @@ class Delegation:
     waiting: list[ToolApprovalRequest] = field(default_factory=list)
 
 
-def stopped_for_approval(agent: str, waiting: list[ToolApprovalRequest]) -> str:
+def _stopped_for_approval(agent: str, waiting: list[ToolApprovalRequest]) -> str:
     """The result of a call whose child waits for a person where nobody can be asked (the
     sub-agent tool executed on its own, outside a run's driver): it fails closed."""
     return (
@@ -132,7 +132,7 @@ class SubAgentTool:
         call of it that needs approval is not run, and the result says so (fail closed)."""
         done = await self.delegate(arguments, {}, 0, ChildRun(id=self.agent_name))
         return ToolResult(
-            content=done.text if done.text is not None else stopped_for_approval(self.agent_name, done.waiting)
+            content=done.text if done.text is not None else _stopped_for_approval(self.agent_name, done.waiting)
         )
 
     async def delegate(
