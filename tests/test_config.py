@@ -16,6 +16,7 @@ from signoff.config import environment
 from signoff.config.environment import STATE_KEY_FILE_ENV, Environment
 from signoff.config.secrets import SECRET_FILE_VARIABLES, secret_paths
 from signoff.errors import ConfigError
+from signoff.runtime.deployment import DeploymentSettings
 from signoff.runtime.fingerprint import workflow_code
 from signoff.runtime.settings import read_approver_keys, read_limits
 from signoff.signing.derived import ServedRuns
@@ -28,7 +29,7 @@ ROOT = Path(__file__).parent.parent
 READER = ROOT / "signoff" / "config" / "environment.py"
 VARIABLE = re.compile(r"(SIGNOFF|TEMPORAL)_[A-Z0-9_]+")
 SDK_VARIABLES = ("TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY")
-"""Read by the SDK's client configuration from what `Environment.temporal_variables` gives it."""
+"""Read by the SDK's client configuration from what `signoff.runtime.connection.temporal_variables` gives it."""
 
 
 def signoff_modules() -> list[Path]:
@@ -73,7 +74,8 @@ def test_every_variable_name_is_defined_in_the_environment_module() -> None:
 
 
 def test_the_documented_variables_keep_their_names() -> None:
-    """Every variable the configuration tables (docs/configuration.md) name is one `Environment` reads."""
+    """Every variable the configuration tables (docs/configuration.md) name is one `signoff.config.environment`
+    declares."""
     page = docs.page("configuration.md")
     sections = ("## Configuration (environment)", "## Connecting to a secured cluster")
     tables = "".join(docs.section(page, heading) for heading in sections)
@@ -159,12 +161,12 @@ def test_a_value_that_cannot_work_is_named_with_its_variable(variable: str, valu
     read = {
         "SIGNOFF_MAX_TOOL_OUTPUT": lambda: read_limits(env),
         "SIGNOFF_MAX_CALLS_PER_TURN": lambda: read_limits(env),
-        "SIGNOFF_BUILD_ID": env.deployment,
+        "SIGNOFF_BUILD_ID": lambda: DeploymentSettings.from_env(env),
         "SIGNOFF_APPROVER_AUDIENCE": lambda: read_approver_keys(env),
-        "SIGNOFF_OTEL": env.otel,
-        "SIGNOFF_PAYLOAD_THRESHOLD": env.payload_threshold,
-        "SIGNOFF_MAX_CACHED_WORKFLOWS": env.max_cached_workflows,
-        "SIGNOFF_SIGNATURE_MAX_AGE": env.signature_max_age,
+        "SIGNOFF_OTEL": lambda: env.read(environment.OTEL_ENV),
+        "SIGNOFF_PAYLOAD_THRESHOLD": lambda: env.read(environment.PAYLOAD_THRESHOLD_ENV),
+        "SIGNOFF_MAX_CACHED_WORKFLOWS": lambda: env.read(environment.MAX_CACHED_WORKFLOWS_ENV),
+        "SIGNOFF_SIGNATURE_MAX_AGE": lambda: env.read(environment.SIGNATURE_MAX_AGE_ENV),
     }[variable]
     with pytest.raises(ConfigError, match=re.escape(message)):
         read()

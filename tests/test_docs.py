@@ -72,9 +72,6 @@ NOT_YET: dict[str, str] = {}
 """Names the contract gives that the code does not have yet (equality is checked: once the code
 has one, it leaves this list and is documented)."""
 
-INTERNAL_VARIABLES = {"SIGNOFF_DEMO_NO_KEY": "the demo's scripted model's key variable, deliberately never set"}
-"""Variables `signoff.config.environment` declares that are nobody's to set."""
-
 SHAPES: dict[str, type[BaseModel]] = {
     name: getattr(signoff, name)
     for name in (
@@ -108,11 +105,8 @@ def documented_variables() -> Counter[str]:
 
 
 def declared_variables() -> set[str]:
-    return {
-        value
-        for name, value in vars(environment).items()
-        if name.endswith("_ENV") and isinstance(value, str) and value.startswith(("SIGNOFF_", "TEMPORAL_"))
-    } - set(INTERNAL_VARIABLES)
+    """The variables `signoff.config.environment` declares for a table of the manual."""
+    return {str(v) for v in environment.VARIABLES if v.table is not None and VARIABLE.fullmatch(v)}
 
 
 def test_the_readme_is_short() -> None:

@@ -15,7 +15,7 @@ from signoff.approval.identity import ApproverKeys
 from signoff.approval.policy import ApprovalPolicy
 from signoff.approval.requests import Binding, ToolApprovalRequest, Vote
 from signoff.approval.signatures import DecisionClaim
-from signoff.config.environment import Environment, host_value, parse_networks
+from signoff.config.environment import INBOX_ALLOWED_HOSTS_ENV, Environment, host_value, parse_networks
 from signoff.errors import ConfigError
 from signoff.inbox.calls import WaitingCall
 from signoff.inbox.decide import InboxDecisions
@@ -225,4 +225,4 @@ def test_a_host_value_has_one_spelling_or_is_none(given: str, value: str | None)
     assert host_value(given) == value
     if value is None and given:
         with pytest.raises(ConfigError, match="SIGNOFF_INBOX_ALLOWED_HOSTS"):
-            Environment({"SIGNOFF_INBOX_ALLOWED_HOSTS": f"ok.example, {given}"}).inbox_allowed_hosts()
+            Environment({"SIGNOFF_INBOX_ALLOWED_HOSTS": f"ok.example, {given}"}).read(INBOX_ALLOWED_HOSTS_ENV)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from signoff.config.environment import Environment
+from signoff.config.environment import TOOL_ENV_ENV, Environment
 from signoff.errors import ConfigError
 from signoff.tools import RunCommand, WorkspaceScope
 from signoff.tools.process import ALLOWED_ENV, ToolUser
@@ -120,7 +120,7 @@ def test_a_malformed_signoff_tool_env_fails_when_the_tool_is_built(
 
 
 def test_an_empty_signoff_tool_env_adds_nothing() -> None:
-    assert Environment({"SIGNOFF_TOOL_ENV": "  "}).tool_env_names() == ()
+    assert Environment({"SIGNOFF_TOOL_ENV": "  "}).read(TOOL_ENV_ENV) == ()
 
 
 async def test_the_environment_is_read_when_the_tool_is_built(

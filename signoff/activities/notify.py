@@ -146,11 +146,11 @@ class NotifyConfig:
             ui_base: the Web UI this process knows of (the embedded dev server's);
                 `SIGNOFF_UI_URL` wins, and a local server's UI is assumed otherwise.
         """
-        urls = env.notify_urls()
+        urls = env.read(NOTIFY_URLS_ENV)
         slack = SlackChannel.from_env(env)
         if not urls and slack is None:
             return None
-        path = env.notify_secret_file()
+        path = env.read(NOTIFY_SECRET_FILE_ENV)
         options = "" if address == DEFAULT_ADDRESS else f" --address {address}"
         options += "" if namespace == "default" else f" --namespace {namespace}"
         return cls(

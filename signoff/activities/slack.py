@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio.exceptions import ApplicationError
 
-from signoff.config.environment import SLACK_BOT_TOKEN_FILE_ENV, SLACK_CHANNEL_ENV, Environment
+from signoff.config.environment import SLACK_API_URL_ENV, SLACK_BOT_TOKEN_FILE_ENV, SLACK_CHANNEL_ENV, Environment
 from signoff.config.smallfile import read_secret_line
 from signoff.errors import ConfigError
 from signoff.views.notices import WAITING_KINDS, NoticeKind
@@ -100,10 +100,10 @@ class SlackChannel:
         Raises:
             ConfigError: the token cannot be read, no channel is named, or `slack_sdk` is missing.
         """
-        path = env.slack_bot_token_file()
+        path = env.read(SLACK_BOT_TOKEN_FILE_ENV)
         if path is None:
             return None
-        channel = env.slack_channel()
+        channel = env.read(SLACK_CHANNEL_ENV)
         if not channel:
             raise ConfigError(
                 f"{SLACK_BOT_TOKEN_FILE_ENV} is set: name the channel for approval requests in "
@@ -115,7 +115,9 @@ class SlackChannel:
             raise ConfigError(
                 f"{SLACK_BOT_TOKEN_FILE_ENV} is set, and Slack's SDK is not installed: {INSTALL}"
             ) from None
-        return cls(read_secret_line(path, SLACK_BOT_TOKEN_FILE_ENV, MAX_TOKEN_BYTES), channel, env.slack_api_url())
+        return cls(
+            read_secret_line(path, SLACK_BOT_TOKEN_FILE_ENV, MAX_TOKEN_BYTES), channel, env.read(SLACK_API_URL_ENV)
+        )
 
     def client(self) -> AsyncWebClient:
         from slack_sdk.web.async_client import AsyncWebClient

@@ -124,7 +124,14 @@ class LLMConfig:
         Raises:
             ConfigError: a variable is missing or its value cannot work.
         """
-        base_url, model, key_file = (env or Environment()).llm()
+        env = env or Environment()
+        key_file = env.read(LLM_API_KEY_FILE_ENV)
+        if key_file and env.get(LLM_API_KEY_ENV):
+            raise ConfigError(
+                f"both {LLM_API_KEY_ENV} and {LLM_API_KEY_FILE_ENV} are set: "
+                "unset one of them (the file is the safer home for the key)"
+            )
+        base_url, model = env.read(LLM_BASE_URL_ENV), env.read(LLM_MODEL_ENV)
         if not base_url:
             raise ConfigError(
                 f"{LLM_BASE_URL_ENV} is not set: set it to an OpenAI-compatible endpoint "

@@ -16,7 +16,13 @@ from signoff.cli.inbox import add_inbox_parser
 from signoff.cli.replay import add_replay_parser
 from signoff.cli.slack import add_slack_parser
 from signoff.cli.token import add_token_parser, parse_duration
-from signoff.config.environment import APPROVER_KEY_FILE_ENV, APPROVER_KID_ENV, APPROVER_TOKEN_ENV, Environment
+from signoff.config.environment import (
+    APPROVER_KEY_FILE_ENV,
+    APPROVER_KID_ENV,
+    APPROVER_TOKEN_ENV,
+    USER_ENV,
+    Environment,
+)
 
 
 def _version() -> str:
@@ -29,7 +35,7 @@ def _version() -> str:
 def default_approver(env: Environment | None = None) -> str | None:
     """$USER, or the login name, for the audit trail."""
     try:
-        return (env or Environment()).user() or getpass.getuser()
+        return (env or Environment()).read(USER_ENV) or getpass.getuser()
     except (OSError, KeyError):  # no user database entry (some containers)
         return None
 
@@ -38,7 +44,7 @@ def identity(args: argparse.Namespace, env: Environment | None = None) -> tuple[
     """(approver, token) to send. A token decides as its subject: the approver goes with it
     only when given (`--approver`), so it cannot conflict; without a token, $USER."""
     env = env or Environment()
-    token = getattr(args, "token", None) or env.approver_token()
+    token = getattr(args, "token", None) or env.read(APPROVER_TOKEN_ENV)
     approver = getattr(args, "approver", None)
     return (approver if token else approver or default_approver(env)), token
 

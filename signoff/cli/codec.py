@@ -13,7 +13,14 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
-from signoff.config.environment import CODEC_KEYS_ENV, CODEC_SERVER_TOKEN_FILE_ENV, UI_URL_ENV, Environment
+from signoff.config.environment import (
+    CODEC_KEYS_ENV,
+    CODEC_SERVER_TOKEN_FILE_ENV,
+    INBOX_ALLOWED_HOSTS_ENV,
+    INBOX_URL_ENV,
+    UI_URL_ENV,
+    Environment,
+)
 from signoff.config.smallfile import ExposedSecret, read_small_file
 from signoff.errors import CommandError, ConfigError
 from signoff.runtime.codec import CodecKeys
@@ -51,7 +58,7 @@ def add_codec_parser(sub: Any) -> None:
 def origins(given: list[str], env: Environment | None = None) -> list[str]:
     """The allowed origins, each `scheme://host[:port]` (a path given with one is dropped)."""
     found = []
-    for url in given or [(env or Environment()).ui_url() or DEFAULT_UI_BASE]:
+    for url in given or [(env or Environment()).read(UI_URL_ENV) or DEFAULT_UI_BASE]:
         parts = urlsplit(url.strip())
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise CommandError(f"--origin takes the Web UI's http(s)://host[:port], got {url!r}", 2)
@@ -84,13 +91,13 @@ def cmd_codec_server(args: argparse.Namespace, env: Environment | None = None) -
     env = env or Environment()
     try:
         keys = CodecKeys.from_env(env)
-        extra_hosts = env.inbox_allowed_hosts()
+        extra_hosts = env.read(INBOX_ALLOWED_HOSTS_ENV)
     except ConfigError as exc:
         raise CommandError(str(exc), 2) from None
     if keys is None:
         raise CommandError(f"the codec server needs the workers' key file: set {CODEC_KEYS_ENV}", 2)
     allowed = origins(args.origin, env)
-    token = read_token(args.auth_token_file or env.codec_server_token_file())
+    token = read_token(args.auth_token_file or env.read(CODEC_SERVER_TOKEN_FILE_ENV))
     endpoint = f"http://{args.host}:{args.port}"
     try:
         sock = bound_socket(args.host, args.port)
@@ -98,7 +105,7 @@ def cmd_codec_server(args: argparse.Namespace, env: Environment | None = None) -
         print(f"signoff: the codec server could not listen on {endpoint}: {exc}", file=sys.stderr)
         return 1
     with sock:
-        hosts = AllowedHosts.of(sock.getsockname()[:2], env.inbox_url(), extra_hosts)
+        hosts = AllowedHosts.of(sock.getsockname()[:2], env.read(INBOX_URL_ENV), extra_hosts)
         app = codec_app(keys, hosts=hosts, origins=allowed, token=token, namespaces=args.allow_namespace)
         print(
             f"signoff: codec server on {endpoint} ({keys.describe()}; origins {', '.join(allowed)}; "

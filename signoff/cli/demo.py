@@ -15,7 +15,7 @@ from signoff.chat.base import ChatClient
 from signoff.chat.config import LLMConfig
 from signoff.chat.openai import OpenAIChatClient
 from signoff.cli.style import Style
-from signoff.config.environment import DATA_DIR, DEMO_NO_KEY_ENV, Environment
+from signoff.config.environment import DATA_DIR, DEMO_NO_KEY_ENV, LLM_BASE_URL_ENV, Environment
 from signoff.testing import ScriptedModelServer, demo_script
 
 DEMO_PROMPT = "What is in the workspace? List its files."
@@ -33,7 +33,7 @@ def configured_model(env: Environment | None = None) -> LLMConfig | None:
         ConfigError: `SIGNOFF_LLM_BASE_URL` is set but the configuration cannot work.
     """
     env = env or Environment()
-    return LLMConfig.from_env(env) if env.llm_base_url() else None
+    return LLMConfig.from_env(env) if env.read(LLM_BASE_URL_ENV) else None
 
 
 @contextlib.contextmanager

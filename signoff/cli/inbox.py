@@ -11,7 +11,7 @@ import sys
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from signoff.config.environment import INBOX_URL_ENV
+from signoff.config.environment import INBOX_ALLOWED_HOSTS_ENV, INBOX_SCOPE_ENV, INBOX_URL_ENV
 from signoff.errors import CommandError, ConfigError
 from signoff.signing.derived import ServedRuns
 from signoff.views.links import inbox_root, ui_root
@@ -68,8 +68,8 @@ def inbox_server(
     try:
         who = WhoIsAsking.from_env(ctx.env, local_user)
         signer = InboxSigner.from_env(ctx.env)
-        hosts = AllowedHosts.of((host, port), inbox_root(ctx.env), ctx.env.inbox_allowed_hosts())
-        scope = ctx.env.inbox_scope()
+        hosts = AllowedHosts.of((host, port), inbox_root(ctx.env), ctx.env.read(INBOX_ALLOWED_HOSTS_ENV))
+        scope = ctx.env.read(INBOX_SCOPE_ENV)
         slack = SlackSettings.from_env(ctx.env)
     except ConfigError as exc:
         raise CommandError(str(exc), 2) from None

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from signoff.approval.requests import ToolApprovalRequest
 from signoff.cli.calls import shown_call
-from signoff.config.environment import Environment
+from signoff.config.environment import STATE_HOME_ENV, Environment
 
 if TYPE_CHECKING:
     from signoff.cli.main import CommandContext
@@ -42,7 +42,7 @@ _VERSION = 1
 
 def state_dir(env: Environment | None = None) -> Path:
     """`$XDG_STATE_HOME/signoff`, or `~/.local/state/signoff`."""
-    return ((env or Environment()).state_home() or Path.home() / ".local" / "state") / "signoff"
+    return ((env or Environment()).read(STATE_HOME_ENV) or Path.home() / ".local" / "state") / "signoff"
 
 
 class ShownCalls:

@@ -46,7 +46,7 @@ def manifest(url: str, name: str = "signoff") -> dict[str, Any]:
 
 
 def cmd_slack(args: argparse.Namespace, env: Environment) -> int:
-    url = args.url or env.inbox_url()
+    url = args.url or env.read(INBOX_URL_ENV)
     if not url or not url.startswith("https://"):
         shown = repr(url) if url else "none"
         print(

@@ -16,7 +16,7 @@ import re
 import sys
 from typing import Any, TextIO
 
-from signoff.config.environment import Environment
+from signoff.config.environment import COLUMNS_ENV, NO_COLOR_ENV, Environment
 from signoff.text.neutral import neutralise
 
 _CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "blue": "34", "cyan": "36"}
@@ -47,7 +47,7 @@ def _encodes(stream: TextIO, text: str) -> bool:
 def terminal_width(stream: TextIO, env: Environment | None = None) -> int | None:
     """Columns to wrap at: `COLUMNS`, else the terminal's (80 when it reports none, as a pty
     without a window size does); None (no wrapping) off a terminal."""
-    if (columns := (env or Environment()).columns()) is not None:
+    if (columns := (env or Environment()).read(COLUMNS_ENV)) is not None:
         return columns
     if not is_tty(stream):
         return None
@@ -74,7 +74,7 @@ class Style:
     @classmethod
     def for_stream(cls, stream: TextIO, env: Environment | None = None) -> Style:
         """Colours on a terminal unless `NO_COLOR` is set; Unicode where the encoding allows."""
-        colour = is_tty(stream) and not (env or Environment()).no_color()
+        colour = is_tty(stream) and not (env or Environment()).read(NO_COLOR_ENV)
         return cls(colour=colour, fancy=_encodes(stream, "".join(_FANCY.values())))
 
     def paint(self, text: str, *names: str) -> str:

@@ -84,20 +84,22 @@ def _issue(args: argparse.Namespace, key_file: str, env: Environment) -> int:
         args.sub,
         _groups(args.groups),
         args.ttl,
-        args.issuer or env.approver_issuer(),
-        args.audience or env.approver_audience(),
+        args.issuer or env.read(APPROVER_ISSUER_ENV),
+        args.audience or env.read(APPROVER_AUDIENCE_ENV),
     )
     print(token)
     return 0
 
 
 def _verify(args: argparse.Namespace, key_file: str, env: Environment) -> int:
-    token = args.token or env.approver_token() or ""
+    token = args.token or env.read(APPROVER_TOKEN_ENV) or ""
     if token == "-":
         token = sys.stdin.read()
     if not token.strip():
         raise UsageError(f"give the token to check, or set {APPROVER_TOKEN_ENV}")
-    keys = ApproverKeys.load(key_file, args.issuer or env.approver_issuer(), args.audience or env.approver_audience())
+    keys = ApproverKeys.load(
+        key_file, args.issuer or env.read(APPROVER_ISSUER_ENV), args.audience or env.read(APPROVER_AUDIENCE_ENV)
+    )
     identity = keys.verify(token)
     print(json.dumps(identity.model_dump(mode="json"), indent=2))
     return 0
@@ -106,7 +108,7 @@ def _verify(args: argparse.Namespace, key_file: str, env: Environment) -> int:
 async def cmd_token(args: argparse.Namespace, env: Environment | None = None) -> int:
     """Run `token issue` or `token verify`; errors go to stderr (1 failed, 2 usage)."""
     env = env or Environment()
-    key_file = args.key_file or env.approver_keys_file()
+    key_file = args.key_file or env.read(APPROVER_KEYS_ENV)
     try:
         if key_file is None:
             raise UsageError(f"name the key file with --key-file or {APPROVER_KEYS_ENV}")

@@ -21,7 +21,13 @@ from datetime import timedelta
 from signoff.approval.requests import ToolApprovalRequest, ToolApprovalResponse
 from signoff.approval.signatures import SignoffClaim, requester_claim
 from signoff.cli.args import default_approver, identity
-from signoff.config.environment import APPROVER_KEY_FILE_ENV, Environment
+from signoff.config.environment import (
+    APPROVER_AUDIENCE_ENV,
+    APPROVER_ISSUER_ENV,
+    APPROVER_KEY_FILE_ENV,
+    APPROVER_KID_ENV,
+    Environment,
+)
 from signoff.errors import CommandError, ConfigError, SigningRefused, UsageError
 from signoff.signing.derived import RunFacts, ServedRuns, decision_claim_for, extension_claim_for
 from signoff.signing.keys import SigningKey
@@ -64,14 +70,14 @@ class Who:
         """
         env = env or Environment()
         approver, token = identity(args, env)
-        path = getattr(args, "key_file", None) or env.approver_key_file()
-        kid = getattr(args, "kid", None) or env.approver_kid()
+        path = getattr(args, "key_file", None) or env.read(APPROVER_KEY_FILE_ENV)
+        kid = getattr(args, "kid", None) or env.read(APPROVER_KID_ENV)
         try:
             key = SigningKey.load(path, kid) if path else None
         except ConfigError as exc:
             raise CommandError(str(exc), 2) from None
         named = getattr(args, "approver", None)
-        issuer, audience = env.approver_issuer(), env.approver_audience()
+        issuer, audience = env.read(APPROVER_ISSUER_ENV), env.read(APPROVER_AUDIENCE_ENV)
         served = ServedRuns.from_env(env)
         return cls(approver, token, key, named, issuer, audience, default_approver(env), served)
 

@@ -1,12 +1,13 @@
-"""A worker's configuration, in one place.
+"""The environment's variables and the secret files they name, at the bottom of the layers.
 
-- `environment.py`: `Environment`, the one reader of the process environment: every variable
-  signoff reads, its name, its default and its parsing, with the error that says what to do.
-- `secrets.py`: the one registry of secret files, which the file tools' guard reads too.
-- `settings.py`: `WorkerSettings`, what a worker is configured with, read and checked once at
-  start; the worker, its activities and (its connection part) the CLI read from it.
+- `environment.py`: the table of declared variables (`Variable`: name, default, parser, the
+  module that owns it, a line of doc; `VARIABLES`), and `Environment`, the one reader of the
+  process environment (`env.read(VARIABLE)`). The manual's tables of variables are generated
+  from it (`python -m tests.test_env_table`).
+- `secrets.py`: the secret files, the variables declared with `secret=`; the file tools'
+  guard reads them.
 - `smallfile.py`: reading a secret file without being stalled by what sits at its path.
 
-`environment.py`, `secrets.py` and `smallfile.py` are the core's (no Temporal); `settings.py`
-holds the Temporal side's own types and only the Temporal side imports it.
+All three are the core's (no Temporal). What a worker builds from the variables (limits,
+policies, approver keys, the state key...) is `signoff.runtime.settings`'.
 """

@@ -1,27 +1,28 @@
-"""The environment, read in one place: every variable signoff reads, its default and its parsing.
+"""The environment, read in one place: a table of declared variables and one reader of them.
 
-`Environment` is the only reader of the process environment in signoff. Each variable has
-its name here (a constant), its default, and the method that turns its text into a value,
-with the error that says what is wrong and what to do (`ConfigError`). Code elsewhere
-receives an `Environment` (or what the worker built from it, `runtime/settings.py`) and asks
-it for values; what a value *means* (a policy file's entries, a key file's keys, a URL's
-shape) is checked by the type it configures, whose messages name the variable.
+Every variable signoff reads is declared here, once, as a `Variable`: its name (the
+`Variable` *is* the name, a `str`, so messages and mappings use it as they would the
+text), its default, the parser that turns its text into a value (with the error that says
+what is wrong and what to do, `ConfigError`), the module that owns it (reads it and
+gives it its meaning) and a one-line doc. `VARIABLES` collects them, grouped by owner; the
+manual's configuration tables are generated from it (`python -m tests.test_env_table`
+rewrites them, and the test fails when they differ), and the secret files the file tools
+never touch are the variables declared with `secret=` (`config/secrets.py`).
 
-The methods are grouped as the variables are: Temporal's client configuration (`TEMPORAL_*`,
-which the SDK's envconfig reads from `temporal_variables`), the connection and its payloads,
-observability, the worker, notifications and links, the model, tools, the CLI, the inbox.
-docs/configuration.md, "Configuration (environment)", says what each variable means.
+`Environment` is the one reader: `env.read(VARIABLE)` is the variable's value, parsed
+(its default when unset or blank); `env.get(name)` the text of a variable named at run
+time (`LLMConfig.api_key_env`, an MCP file's `${NAME}`). What a value *means* when several
+variables meet (a key file and its kid, both halves of a deployment, a policy file's
+entries) is checked by the owner, whose messages name the variables.
 
-Which of these name secret files (the file tools never touch them) is `config/secrets.py`.
-
-This module is the core's (no Temporal), and sits below every module that reads a variable:
-they import it for the variable's name, so it imports none of them. The types a variable
-configures build themselves from an `Environment` (`LLMConfig.from_env(env)`,
-`WorkspaceScope.from_env(env)`, `ConnectionSettings.load(env)`...), except three that the
-workflow itself imports (`Limits`, `PolicyBook`, `ApproverKeys`), which must not know the
-environment exists (so that it stays out of the workflow's code and its fingerprint): the
-worker's settings build those (`signoff.runtime.settings`: `read_limits`, `read_policies`,
-`read_approver_keys`).
+The declarations live here, at the bottom of the layers, rather than in each owner's
+module, so that any layer may name any variable (a message in the worker's settings names
+the CLI's key file) and so that the registry is whole in every process: the file tools'
+guard must know the inbox's secret files in a worker that never imports the inbox. Each
+`Variable` names its owner, and `tests/test_env_table.py` checks that the owner exists
+and reads it. The three types the workflow imports (`Limits`, `PolicyBook`,
+`ApproverKeys`) must not know the environment exists: the worker's settings build them
+(`signoff.runtime.settings`: `read_limits`, `read_policies`, `read_approver_keys`).
 """
 
 from __future__ import annotations
@@ -29,101 +30,15 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 from signoff.errors import ConfigError
 
-# Temporal's client configuration: the SDK reads TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
-# TEMPORAL_API_KEY, TEMPORAL_TLS*, TEMPORAL_GRPC_META_* and the first two of these from
-# `temporal_variables`; the others are checked here first, or named in messages.
-TEMPORAL_CONFIG_FILE_ENV = "TEMPORAL_CONFIG_FILE"
-TEMPORAL_PROFILE_ENV = "TEMPORAL_PROFILE"
-TEMPORAL_TLS_ENV = "TEMPORAL_TLS"
-TEMPORAL_TLS_CLIENT_KEY_PATH_ENV = "TEMPORAL_TLS_CLIENT_KEY_PATH"
-TEMPORAL_TLS_DISABLE_HOST_VERIFICATION_ENV = "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION"
-
-# Connection and payloads (the worker and the CLI alike).
-TASK_QUEUE_ENV = "SIGNOFF_TASK_QUEUE"
-PAYLOAD_STORE_ENV = "SIGNOFF_PAYLOAD_STORE"
-PAYLOAD_THRESHOLD_ENV = "SIGNOFF_PAYLOAD_THRESHOLD"
-CODEC_KEYS_ENV = "SIGNOFF_CODEC_KEYS"
-S3_SECRET_ACCESS_KEY_FILE_ENV = "SIGNOFF_S3_SECRET_ACCESS_KEY_FILE"
-AWS_ACCESS_KEY_ID_ENV = "AWS_ACCESS_KEY_ID"
-METRICS_ADDRESS_ENV = "SIGNOFF_METRICS_ADDRESS"
-OTEL_ENV = "SIGNOFF_OTEL"
-OTEL_SERVICE_NAME_ENV = "OTEL_SERVICE_NAME"
-OTEL_TRACES_EXPORTER_ENV = "OTEL_TRACES_EXPORTER"
-
-# The worker.
-AGENTS_ENV = "SIGNOFF_AGENTS"
-MAX_TOOL_OUTPUT_ENV = "SIGNOFF_MAX_TOOL_OUTPUT"
-MAX_CALLS_PER_TURN_ENV = "SIGNOFF_MAX_CALLS_PER_TURN"
-TRANSCRIPT_BUDGET_ENV = "SIGNOFF_TRANSCRIPT_BUDGET"
-MAX_CACHED_WORKFLOWS_ENV = "SIGNOFF_MAX_CACHED_WORKFLOWS"
-POLICY_FILE_ENV = "SIGNOFF_POLICY_FILE"
-APPROVER_KEYS_ENV = "SIGNOFF_APPROVER_KEYS"
-APPROVER_ISSUER_ENV = "SIGNOFF_APPROVER_ISSUER"
-APPROVER_AUDIENCE_ENV = "SIGNOFF_APPROVER_AUDIENCE"
-SIGNATURE_MAX_AGE_ENV = "SIGNOFF_SIGNATURE_MAX_AGE"
-STATE_KEY_FILE_ENV = "SIGNOFF_STATE_KEY_FILE"
-DEPLOYMENT_NAME_ENV = "SIGNOFF_DEPLOYMENT_NAME"
-BUILD_ID_ENV = "SIGNOFF_BUILD_ID"
-NOTIFY_URLS_ENV = "SIGNOFF_NOTIFY_URLS"
-NOTIFY_SECRET_FILE_ENV = "SIGNOFF_NOTIFY_SECRET_FILE"
-UI_URL_ENV = "SIGNOFF_UI_URL"
-INBOX_URL_ENV = "SIGNOFF_INBOX_URL"
-SERVED_TASK_QUEUES_ENV = "SIGNOFF_SERVED_TASK_QUEUES"
-
-# The model.
-LLM_BASE_URL_ENV = "SIGNOFF_LLM_BASE_URL"
-LLM_MODEL_ENV = "SIGNOFF_LLM_MODEL"
-LLM_API_KEY_ENV = "SIGNOFF_LLM_API_KEY"
-LLM_API_KEY_FILE_ENV = "SIGNOFF_LLM_API_KEY_FILE"
-DEMO_NO_KEY_ENV = "SIGNOFF_DEMO_NO_KEY"
-"""The key variable of the demo's scripted model: deliberately never set, so the scripted
-model is never sent a real provider's key."""
-
-# Tools.
-WORKSPACE_ENV = "SIGNOFF_WORKSPACE"
-SCOPE_POLICY_ENV = "SIGNOFF_SCOPE_POLICY"
-MCP_CONFIG_ENV = "SIGNOFF_MCP_CONFIG"
-TOOL_ENV_ENV = "SIGNOFF_TOOL_ENV"
-TOOL_USER_ENV = "SIGNOFF_TOOL_USER"
-
-# The CLI.
-APPROVER_TOKEN_ENV = "SIGNOFF_APPROVER_TOKEN"
-APPROVER_KEY_FILE_ENV = "SIGNOFF_APPROVER_KEY_FILE"
-APPROVER_KID_ENV = "SIGNOFF_APPROVER_KID"
-CODEC_SERVER_TOKEN_FILE_ENV = "SIGNOFF_CODEC_SERVER_TOKEN_FILE"
-USER_ENV = "USER"
-NO_COLOR_ENV = "NO_COLOR"
-COLUMNS_ENV = "COLUMNS"
-STATE_HOME_ENV = "XDG_STATE_HOME"
-
-# The inbox.
-INBOX_TRUSTED_PROXIES_ENV = "SIGNOFF_INBOX_TRUSTED_PROXIES"
-INBOX_USER_HEADER_ENV = "SIGNOFF_INBOX_USER_HEADER"
-INBOX_GROUPS_HEADER_ENV = "SIGNOFF_INBOX_GROUPS_HEADER"
-INBOX_SIGNING_KEY_FILE_ENV = "SIGNOFF_INBOX_SIGNING_KEY_FILE"
-INBOX_SIGNING_KID_ENV = "SIGNOFF_INBOX_SIGNING_KID"
-INBOX_ALLOWED_HOSTS_ENV = "SIGNOFF_INBOX_ALLOWED_HOSTS"
-INBOX_SCOPE_ENV = "SIGNOFF_INBOX_SCOPE"
-
-# Slack (the workers post and update the messages; the inbox's server takes the clicks).
-SLACK_BOT_TOKEN_FILE_ENV = "SIGNOFF_SLACK_BOT_TOKEN_FILE"
-SLACK_SIGNING_SECRET_FILE_ENV = "SIGNOFF_SLACK_SIGNING_SECRET_FILE"
-SLACK_CHANNEL_ENV = "SIGNOFF_SLACK_CHANNEL"
-SLACK_USERS_ENV = "SIGNOFF_SLACK_USERS"
-SLACK_API_URL_ENV = "SIGNOFF_SLACK_API_URL"
-DEFAULT_SLACK_API_URL = "https://slack.com/api/"
-
-# Auto mode.
-AUTO_MODEL_ENV = "SIGNOFF_AUTO_MODEL"
-AUTO_SIGNING_KEY_FILE_ENV = "SIGNOFF_AUTO_SIGNING_KEY_FILE"
-AUTO_SIGNING_KID_ENV = "SIGNOFF_AUTO_SIGNING_KID"
+T = TypeVar("T")
+V = TypeVar("V", covariant=True)
 
 DEFAULT_ADDRESS = "localhost:7233"
 """`TEMPORAL_ADDRESS` when none is configured: the local dev server's (and the embedded one's)."""
@@ -141,6 +56,7 @@ DEFAULT_OTEL_EXPORTER = "otlp"
 DEFAULT_INBOX_USER_HEADER = "X-Forwarded-User"
 DEFAULT_INBOX_GROUPS_HEADER = "X-Forwarded-Groups"
 """What oauth2-proxy sets (`--pass-user-headers`, its default in proxy mode)."""
+DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 MIN_COLUMNS = 20
 MAX_DURATION = timedelta(days=366)
 
@@ -152,31 +68,67 @@ _DURATION = re.compile(r"(\d{1,9})([smhd]?)")
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
-class LLMVariables(NamedTuple):
-    """`SIGNOFF_LLM_*` as set: the base URL ('' when unset: a URL or a preset's name), the
-    model (None when unset) and the key file (None when unset)."""
+class Variable(str, Generic[V]):
+    """One environment variable: its name (the `str` itself), default, parser, owner and doc.
 
-    base_url: str
-    model: str | None
-    api_key_file: str | None
+    Attributes:
+        default: its value when unset or blank.
+        parse: its text (set, not blank; as given, surrounding whitespace included) as a
+            value; raises `ConfigError` naming the variable.
+        owner: the module that reads it and gives it its meaning.
+        doc: one line, the manual's "meaning".
+        shown: the manual's "default" ('—': none).
+        table: the manual's table that documents it (`TABLES`); None: a standard
+            variable signoff only glances at (`USER`, `COLUMNS`...), documented nowhere.
+        secret: what the file it names holds, when that is a secret (`config/secrets.py`).
+    """
+
+    default: V
+    parse: Callable[[str], V]
+    owner: str
+    doc: str
+    shown: str
+    table: str | None
+    secret: str | None
+
+    def __new__(
+        cls,
+        name: str,
+        default: V,
+        parse: Callable[[str], V],
+        *,
+        owner: str,
+        doc: str,
+        shown: str = "—",
+        table: str | None = "environment",
+        secret: str | None = None,
+    ) -> Variable[V]:
+        variable = super().__new__(cls, name)
+        variable.default, variable.parse, variable.owner, variable.doc = default, parse, owner, doc
+        variable.shown, variable.table, variable.secret = shown, table, secret
+        VARIABLES.append(variable)
+        return variable
+
+    def __getnewargs__(self) -> tuple[Any, ...]:  # copies and pickles are the plain name
+        return (str(self),)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (str, (str(self),))
 
 
-class Deployment(NamedTuple):
-    """`SIGNOFF_DEPLOYMENT_NAME` and `SIGNOFF_BUILD_ID`."""
+VARIABLES: list[Variable[Any]] = []
+"""Every declared variable, in the order of the manual's tables (grouped by owner)."""
 
-    name: str
-    build_id: str
-
-
-class KeyFile(NamedTuple):
-    """A signing key's file and the key id its tokens name (None: the file's own)."""
-
-    path: str
-    kid: str | None
+TABLES = {
+    "environment": "docs/configuration.md",
+    "temporal": "docs/configuration.md",
+    "otel": "docs/observability.md",
+}
+"""The manual's generated tables of variables, by name, and the page of each."""
 
 
 class Environment:
-    """The variables of one environment, as signoff reads them.
+    """The one reader of the environment.
 
     Args:
         values: the variables; None reads the process's, at each question (so a key
@@ -189,7 +141,7 @@ class Environment:
     @property
     def values(self) -> Mapping[str, str]:
         """Every variable: what a tool's process is given a part of, and what the SDK's
-        client configuration reads (`temporal_variables`)."""
+        client configuration reads (`signoff.runtime.connection.temporal_variables`)."""
         return self._values
 
     def get(self, name: str) -> str | None:
@@ -197,398 +149,733 @@ class Environment:
         time, such as `LLMConfig.api_key_env` or an MCP file's `${NAME}`."""
         return self._values.get(name)
 
-    def _text(self, name: str) -> str:
-        """The variable's value without surrounding whitespace ('' when unset)."""
-        return self._values.get(name, "").strip()
-
-    def _given(self, name: str) -> str | None:
-        """The variable's value without surrounding whitespace; None when unset or blank."""
-        return self._text(name) or None
-
-    # Temporal's client configuration.
-
-    def temporal_variables(self) -> dict[str, str]:
-        """The variables for the SDK's client configuration (`temporalio.envconfig`), checked
-        first where the SDK's own errors would not say what to do.
+    def read(self, variable: Variable[T]) -> T:
+        """`variable`'s value: parsed when set and not blank, else its default.
 
         Raises:
-            ConfigError: `TEMPORAL_CONFIG_FILE` names no file, `TEMPORAL_TLS*` is not a
-                boolean, or `TEMPORAL_TLS_DISABLE_HOST_VERIFICATION` is on.
+            ConfigError: the value is not one of `variable`'s (naming it, saying what to do).
         """
-        config_file = self.temporal_config_file()
-        if config_file and not Path(config_file).is_file():
-            raise ConfigError(f"{TEMPORAL_CONFIG_FILE_ENV}={config_file} does not name a readable file")
-        for name in (TEMPORAL_TLS_ENV, TEMPORAL_TLS_DISABLE_HOST_VERIFICATION_ENV):
-            value = self._values.get(name)
-            if value and value.lower() not in _BOOLEANS:
-                raise ConfigError(f"{name} must be true or false, got {value!r}")
-        if self._values.get(TEMPORAL_TLS_DISABLE_HOST_VERIFICATION_ENV, "").lower() in ("true", "1"):
+        text = self._values.get(variable)
+        return variable.default if text is None or not text.strip() else variable.parse(text)
+
+
+# Parsers: each takes the variable's text (set, not blank).
+
+
+def _text(text: str) -> str:
+    return text.strip()
+
+
+def _raw(text: str) -> str:
+    return text
+
+
+def _path(text: str) -> Path:
+    return Path(text.strip())
+
+
+def _flag(text: str) -> bool:
+    return True
+
+
+def _comma_list(text: str) -> tuple[str, ...]:
+    return tuple(entry.strip() for entry in text.split(",") if entry.strip())
+
+
+def _true_or_false(name: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text.lower() not in _BOOLEANS:
+            raise ConfigError(f"{name} must be true or false, got {text!r}")
+        return text
+
+    return parse
+
+
+def _no_host_verification(text: str) -> str:
+    _true_or_false(TEMPORAL_TLS_DISABLE_HOST_VERIFICATION_ENV)(text)
+    if text.lower() in ("true", "1"):
+        raise ConfigError(
+            f"{TEMPORAL_TLS_DISABLE_HOST_VERIFICATION_ENV} is not supported by the Temporal Python SDK: "
+            "give the server's CA with TEMPORAL_TLS_SERVER_CA_CERT_PATH and the name in its "
+            "certificate with TEMPORAL_TLS_SERVER_NAME instead"
+        )
+    return text
+
+
+def _payload_threshold(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"{PAYLOAD_THRESHOLD_ENV} must be a number of bytes, got {text!r}") from None
+
+
+def _otel(text: str) -> bool:
+    value = text.strip().lower()
+    if value not in _TRUE + _FALSE:
+        raise ConfigError(f"{OTEL_ENV} must be 1 or 0, got {text!r}")
+    return value in _TRUE
+
+
+def _signature_max_age(text: str) -> timedelta | None:
+    try:
+        return read_duration(text.strip())
+    except ValueError as exc:
+        raise ConfigError(f"{SIGNATURE_MAX_AGE_ENV}: {exc}") from None
+
+
+def _max_cached_workflows(text: str) -> int | None:
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        value = -1
+    if not 1 <= value <= MAX_CACHED_WORKFLOWS:
+        raise ConfigError(
+            f"{MAX_CACHED_WORKFLOWS_ENV} must be a whole number of runs from 1 to {MAX_CACHED_WORKFLOWS:,}, "
+            f"got {text!r} (a worker that keeps no run between tasks loses its local activities in flight: "
+            "a signal's token being verified, the state sealed at continue-as-new)"
+        )
+    return value
+
+
+def _tool_env_names(text: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in text.split(","))
+    for name in names:
+        if not _NAME.fullmatch(name):
+            # The entry is not echoed: a value written by mistake may be a secret.
+            shown = "an empty entry" if not name else f"entry {names.index(name) + 1}"
             raise ConfigError(
-                f"{TEMPORAL_TLS_DISABLE_HOST_VERIFICATION_ENV} is not supported by the Temporal Python SDK: "
-                "give the server's CA with TEMPORAL_TLS_SERVER_CA_CERT_PATH and the name in its "
-                "certificate with TEMPORAL_TLS_SERVER_NAME instead"
+                f"{TOOL_ENV_ENV} has {shown} that is not a variable name: give names only, "
+                f"comma-separated (e.g. {TOOL_ENV_ENV}=GOPATH,HTTPS_PROXY), never values"
             )
-        return dict(self._values)
-
-    def temporal_config_file(self) -> str | None:
-        """`TEMPORAL_CONFIG_FILE`: the `temporal.toml` (None: the SDK's default,
-        `~/.config/temporalio/temporal.toml`)."""
-        return self._values.get(TEMPORAL_CONFIG_FILE_ENV) or None
-
-    def temporal_profile(self) -> str | None:
-        """`TEMPORAL_PROFILE`: the profile of the config file (None: `default`)."""
-        return self._values.get(TEMPORAL_PROFILE_ENV) or None
-
-    # Connection and payloads.
-
-    def task_queue(self) -> str | None:
-        """`SIGNOFF_TASK_QUEUE`; None: the contract's `DEFAULT_TASK_QUEUE` (`signoff`)."""
-        return self._values.get(TASK_QUEUE_ENV) or None
-
-    def payload_store(self) -> str | None:
-        """`SIGNOFF_PAYLOAD_STORE`: `file:///path` or `s3://bucket/prefix` (checked by
-        `PayloadStore`); None: the embedded server's directory, else inline."""
-        return self._given(PAYLOAD_STORE_ENV)
-
-    def payload_threshold(self) -> int:
-        """`SIGNOFF_PAYLOAD_THRESHOLD`: bytes from which a payload goes to the store (256 KiB).
-
-        Raises:
-            ConfigError: not a number (its range is `PayloadStore`'s to check).
-        """
-        text = self._values.get(PAYLOAD_THRESHOLD_ENV, "")
-        if not text.strip():
-            return DEFAULT_PAYLOAD_THRESHOLD
-        try:
-            return int(text)
-        except ValueError:
-            raise ConfigError(f"{PAYLOAD_THRESHOLD_ENV} must be a number of bytes, got {text!r}") from None
-
-    def codec_keys_file(self) -> Path | None:
-        """`SIGNOFF_CODEC_KEYS`: the payload encryption key file; None: no encryption."""
-        path = self._text(CODEC_KEYS_ENV)
-        return Path(path) if path else None
-
-    def s3_secret_key(self) -> tuple[str, str] | None:
-        """(`AWS_ACCESS_KEY_ID`, the file `SIGNOFF_S3_SECRET_ACCESS_KEY_FILE` names); None
-        when the file is not set (AWS's own settings then).
-
-        Raises:
-            ConfigError: the file is set without the key's id.
-        """
-        path = self._values.get(S3_SECRET_ACCESS_KEY_FILE_ENV)
-        if not path:
-            return None
-        key_id = self._values.get(AWS_ACCESS_KEY_ID_ENV)
-        if not key_id:
-            raise ConfigError(f"{S3_SECRET_ACCESS_KEY_FILE_ENV} is set: also set {AWS_ACCESS_KEY_ID_ENV}, the key's id")
-        return key_id, path
-
-    # Observability.
-
-    def metrics_address(self) -> str | None:
-        """`SIGNOFF_METRICS_ADDRESS`: `host:port` of the Prometheus endpoint (checked by
-        `TelemetrySettings`); None: no metrics."""
-        return self._given(METRICS_ADDRESS_ENV)
-
-    def otel(self) -> bool:
-        """`SIGNOFF_OTEL`: trace with OpenTelemetry (default off).
-
-        Raises:
-            ConfigError: neither 1 nor 0 (nor true/false, yes/no, on/off).
-        """
-        value = self._text(OTEL_ENV).lower()
-        if value not in _TRUE + _FALSE:
-            raise ConfigError(f"{OTEL_ENV} must be 1 or 0, got {self._values[OTEL_ENV]!r}")
-        return value in _TRUE
-
-    def otel_service_named(self) -> bool:
-        """Whether `OTEL_SERVICE_NAME` is set (else traces name the service `signoff`)."""
-        return bool(self._values.get(OTEL_SERVICE_NAME_ENV))
-
-    def otel_exporter(self) -> str:
-        """`OTEL_TRACES_EXPORTER`, lowercase: `otlp` (the default) or `console`."""
-        return self._values.get(OTEL_TRACES_EXPORTER_ENV, DEFAULT_OTEL_EXPORTER).strip().lower()
-
-    # The worker.
-
-    def agent_modules(self) -> list[str]:
-        """`SIGNOFF_AGENTS`: modules offering agents, comma-separated (none by default)."""
-        return [module.strip() for module in self._values.get(AGENTS_ENV, "").split(",") if module.strip()]
-
-    def approver_keys_file(self) -> str | None:
-        """`SIGNOFF_APPROVER_KEYS` (what `signoff token` signs and checks with by default)."""
-        return self._given(APPROVER_KEYS_ENV)
-
-    def approver_issuer(self) -> str | None:
-        """`SIGNOFF_APPROVER_ISSUER`: the `iss` tokens must name (None: not checked)."""
-        return self._given(APPROVER_ISSUER_ENV)
-
-    def approver_audience(self) -> str | None:
-        """`SIGNOFF_APPROVER_AUDIENCE`: the `aud` tokens must name (None: not checked)."""
-        return self._given(APPROVER_AUDIENCE_ENV)
-
-    def signature_max_age(self) -> timedelta | None:
-        """`SIGNOFF_SIGNATURE_MAX_AGE`: how long after it was signed a signed approval is honoured
-        at the tool activity (None: not set; the worker's settings then take 24 h,
-        `signoff.approval.spent`).
-
-        Raises:
-            ConfigError: not a duration such as `90m`, `12h`, `2d`.
-        """
-        text = self._text(SIGNATURE_MAX_AGE_ENV)
-        try:
-            return read_duration(text) if text else None
-        except ValueError as exc:
-            raise ConfigError(f"{SIGNATURE_MAX_AGE_ENV}: {exc}") from None
-
-    def state_key_file(self) -> str | None:
-        """`SIGNOFF_STATE_KEY_FILE`: the key that seals continued state (None: the embedded
-        server's `.signoff/state.key`, else none)."""
-        return self._given(STATE_KEY_FILE_ENV)
-
-    def deployment(self) -> Deployment | None:
-        """`SIGNOFF_DEPLOYMENT_NAME` and `SIGNOFF_BUILD_ID` (their values are
-        `DeploymentSettings`' to check); None when neither is set.
-
-        Raises:
-            ConfigError: only one is set.
-        """
-        name, build_id = self._text(DEPLOYMENT_NAME_ENV), self._text(BUILD_ID_ENV)
-        if not name and not build_id:
-            return None
-        if not (name and build_id):
-            given, missing = (DEPLOYMENT_NAME_ENV, BUILD_ID_ENV) if name else (BUILD_ID_ENV, DEPLOYMENT_NAME_ENV)
-            raise ConfigError(
-                f"{given} is set but {missing} is not: Worker Versioning needs both (the deployment "
-                "and this build of it), or neither"
-            )
-        return Deployment(name, build_id)
-
-    def max_cached_workflows(self) -> int | None:
-        """`SIGNOFF_MAX_CACHED_WORKFLOWS`: runs kept in memory between their workflow tasks
-        (None: the SDK's 1,000).
-
-        Raises:
-            ConfigError: not a whole number from 1 to 100,000. (0, a worker that keeps no run
-                between tasks, is refused: Temporal's core loses a local activity in flight
-                with its run — a signal's token being verified, the state sealed at
-                continue-as-new — and the run's next replay fails, or its task times out
-                again and again. The SDK's `max_cached_workflows=0` stays for tests.)
-        """
-        text = self._values.get(MAX_CACHED_WORKFLOWS_ENV, "")
-        if not text.strip():
-            return None
-        try:
-            value = int(text.replace("_", "").replace(",", ""))
-        except ValueError:
-            value = -1
-        if not 1 <= value <= MAX_CACHED_WORKFLOWS:
-            raise ConfigError(
-                f"{MAX_CACHED_WORKFLOWS_ENV} must be a whole number of runs from 1 to {MAX_CACHED_WORKFLOWS:,}, "
-                f"got {text!r} (a worker that keeps no run between tasks loses its local activities in flight: "
-                "a signal's token being verified, the state sealed at continue-as-new)"
-            )
-        return value
-
-    def notify_urls(self) -> tuple[str, ...]:
-        """`SIGNOFF_NOTIFY_URLS`, comma-separated (checked by `NotifyConfig`); none by default."""
-        return tuple(url.strip() for url in self._values.get(NOTIFY_URLS_ENV, "").split(",") if url.strip())
-
-    def notify_secret_file(self) -> Path | None:
-        """`SIGNOFF_NOTIFY_SECRET_FILE`: the key that signs notifications (None: unsigned)."""
-        path = self._text(NOTIFY_SECRET_FILE_ENV)
-        return Path(path) if path else None
-
-    def ui_url(self) -> str | None:
-        """`SIGNOFF_UI_URL`: the Temporal Web UI's root (None: the embedded server's, else
-        `http://localhost:8233` for a local server; `signoff.views.links`)."""
-        return self._values.get(UI_URL_ENV) or None
-
-    def inbox_url(self) -> str | None:
-        """`SIGNOFF_INBOX_URL`: where people reach the inbox, without a trailing `/`."""
-        return self._text(INBOX_URL_ENV).rstrip("/") or None
-
-    def served_task_queues(self) -> tuple[str, ...]:
-        """`SIGNOFF_SERVED_TASK_QUEUES`: the task queues whose `AgentRun` runs the signers (the
-        CLI, the inbox) sign for, comma-separated; `*`: any. Default: `SIGNOFF_TASK_QUEUE` (or
-        the contract's `signoff`, which `ServedRuns.from_env` adds: none here)."""
-        given = tuple(q.strip() for q in self._text(SERVED_TASK_QUEUES_ENV).split(",") if q.strip())
-        queue = self.task_queue()
-        return given or ((queue,) if queue else ())
-
-    # The model.
-
-    def llm(self) -> LLMVariables:
-        """`SIGNOFF_LLM_BASE_URL`, `SIGNOFF_LLM_MODEL` and `SIGNOFF_LLM_API_KEY_FILE`, for
-        `LLMConfig.from_env` (which knows the presets).
-
-        Raises:
-            ConfigError: both the key and the key file are set.
-        """
-        key_file = self._given(LLM_API_KEY_FILE_ENV)
-        if key_file and self._values.get(LLM_API_KEY_ENV):
-            raise ConfigError(
-                f"both {LLM_API_KEY_ENV} and {LLM_API_KEY_FILE_ENV} are set: "
-                "unset one of them (the file is the safer home for the key)"
-            )
-        return LLMVariables(self.llm_base_url(), self._given(LLM_MODEL_ENV), key_file)
-
-    def llm_base_url(self) -> str:
-        """`SIGNOFF_LLM_BASE_URL` ('' when no model is configured)."""
-        return self._text(LLM_BASE_URL_ENV)
-
-    # Tools.
-
-    def workspace(self) -> str:
-        """`SIGNOFF_WORKSPACE`: the file tools' workspace (default: the current directory)."""
-        return self._values.get(WORKSPACE_ENV) or os.getcwd()
-
-    def scope_policy(self) -> str:
-        """`SIGNOFF_SCOPE_POLICY`: `deny`, `approve_outside` (the default) or `allow`
-        (checked by `WorkspaceScope.from_env`, naming the variable)."""
-        return self._values.get(SCOPE_POLICY_ENV) or DEFAULT_SCOPE_POLICY
-
-    def mcp_config(self) -> str | None:
-        """`SIGNOFF_MCP_CONFIG`: the `mcpServers` file of the default agent (None: no servers)."""
-        return self._given(MCP_CONFIG_ENV)
-
-    def tool_env_names(self) -> tuple[str, ...]:
-        """`SIGNOFF_TOOL_ENV`: names of the variables a tool process also gets, comma-separated.
-
-        Raises:
-            ConfigError: an entry is empty or not a variable name (e.g. `NAME=value`).
-        """
-        value = self._values.get(TOOL_ENV_ENV, "")
-        if not value.strip():
-            return ()
-        names = tuple(part.strip() for part in value.split(","))
-        for name in names:
-            if not _NAME.fullmatch(name):
-                # The entry is not echoed: a value written by mistake may be a secret.
-                shown = "an empty entry" if not name else f"entry {names.index(name) + 1}"
-                raise ConfigError(
-                    f"{TOOL_ENV_ENV} has {shown} that is not a variable name: give names only, "
-                    f"comma-separated (e.g. {TOOL_ENV_ENV}=GOPATH,HTTPS_PROXY), never values"
-                )
-        return names
-
-    def tool_user(self) -> str | None:
-        """`SIGNOFF_TOOL_USER`: the OS user (name or uid) tool processes run as (None: the worker's)."""
-        return self._given(TOOL_USER_ENV)
-
-    # The CLI.
-
-    def approver_token(self) -> str | None:
-        """`SIGNOFF_APPROVER_TOKEN`: the token the CLI sends with decisions."""
-        return self._given(APPROVER_TOKEN_ENV)
-
-    def approver_key_file(self) -> str | None:
-        """`SIGNOFF_APPROVER_KEY_FILE`: the key the CLI signs decisions with."""
-        return self._given(APPROVER_KEY_FILE_ENV)
-
-    def approver_kid(self) -> str | None:
-        """`SIGNOFF_APPROVER_KID`: the key id its tokens name (None: the key file's own)."""
-        return self._given(APPROVER_KID_ENV)
-
-    def codec_server_token_file(self) -> str | None:
-        """`SIGNOFF_CODEC_SERVER_TOKEN_FILE`: the bearer token `signoff codec-server` requires."""
-        return self._values.get(CODEC_SERVER_TOKEN_FILE_ENV) or None
-
-    def user(self) -> str | None:
-        """`USER`: who the CLI decides as when nothing else names the approver."""
-        return self._values.get(USER_ENV) or None
-
-    def no_color(self) -> bool:
-        """Whether `NO_COLOR` is set (no colours, even on a terminal)."""
-        return bool(self._values.get(NO_COLOR_ENV))
-
-    def columns(self) -> int | None:
-        """`COLUMNS`, when it is a width of 20 or more."""
-        columns = self._values.get(COLUMNS_ENV, "")
-        return int(columns) if columns.isdigit() and int(columns) >= MIN_COLUMNS else None
-
-    def state_home(self) -> Path | None:
-        """`XDG_STATE_HOME`, when it is an absolute path."""
-        base = self._text(STATE_HOME_ENV)
-        return Path(base) if base and Path(base).is_absolute() else None
-
-    # The inbox.
-
-    def inbox_trusted_proxies(self) -> tuple[Network, ...]:
-        """`SIGNOFF_INBOX_TRUSTED_PROXIES`: the proxies' addresses or CIDRs (see `parse_networks`)."""
-        return parse_networks(self._values.get(INBOX_TRUSTED_PROXIES_ENV, ""))
-
-    def inbox_user_header(self) -> str:
-        """`SIGNOFF_INBOX_USER_HEADER`: the header the proxy names the person in."""
-        return self._text(INBOX_USER_HEADER_ENV) or DEFAULT_INBOX_USER_HEADER
-
-    def inbox_groups_header(self) -> str:
-        """`SIGNOFF_INBOX_GROUPS_HEADER`: the header the proxy names their groups in."""
-        return self._text(INBOX_GROUPS_HEADER_ENV) or DEFAULT_INBOX_GROUPS_HEADER
-
-    def inbox_signing_key(self) -> KeyFile | None:
-        """`SIGNOFF_INBOX_SIGNING_KEY_FILE` with `SIGNOFF_INBOX_SIGNING_KID`; None when unset."""
-        path = self._text(INBOX_SIGNING_KEY_FILE_ENV)
-        return KeyFile(path, self._given(INBOX_SIGNING_KID_ENV)) if path else None
-
-    def auto_model(self) -> str | None:
-        """`SIGNOFF_AUTO_MODEL`: the auto mode evaluator's model (None: the agent's own)."""
-        return self._given(AUTO_MODEL_ENV)
-
-    def auto_signing_key(self) -> KeyFile | None:
-        """`SIGNOFF_AUTO_SIGNING_KEY_FILE` with `SIGNOFF_AUTO_SIGNING_KID`: the worker's own service
-        key, which signs auto mode's decisions under verified policies; None when unset."""
-        path = self._text(AUTO_SIGNING_KEY_FILE_ENV)
-        return KeyFile(path, self._given(AUTO_SIGNING_KID_ENV)) if path else None
-
-    def inbox_allowed_hosts(self) -> tuple[str, ...]:
-        """`SIGNOFF_INBOX_ALLOWED_HOSTS`: more `Host` names the inbox and the codec server answer
-        for (`inbox.example.com, inbox.internal:8765`), lower case; none by default.
-
-        Raises:
-            ConfigError: an entry is not a host name or address with an optional port.
-        """
-        return tuple(parse_host(entry) for entry in self._text(INBOX_ALLOWED_HOSTS_ENV).split(",") if entry.strip())
-
-    def slack_bot_token_file(self) -> Path | None:
-        """`SIGNOFF_SLACK_BOT_TOKEN_FILE`: the Slack app's bot token (`xoxb-...`); None when unset."""
-        path = self._text(SLACK_BOT_TOKEN_FILE_ENV)
-        return Path(path) if path else None
-
-    def slack_signing_secret_file(self) -> Path | None:
-        """`SIGNOFF_SLACK_SIGNING_SECRET_FILE`: the Slack app's signing secret; None when unset."""
-        path = self._text(SLACK_SIGNING_SECRET_FILE_ENV)
-        return Path(path) if path else None
-
-    def slack_channel(self) -> str | None:
-        """`SIGNOFF_SLACK_CHANNEL`: the channel (id, e.g. `C0123ABCD`) requests are posted to."""
-        return self._text(SLACK_CHANNEL_ENV) or None
-
-    def slack_users_file(self) -> Path | None:
-        """`SIGNOFF_SLACK_USERS`: the file mapping Slack user ids to signoff subjects and groups."""
-        path = self._text(SLACK_USERS_ENV)
-        return Path(path) if path else None
-
-    def slack_api_url(self) -> str:
-        """`SIGNOFF_SLACK_API_URL`: Slack's Web API base URL, ending in `/` (default Slack's own)."""
-        url = self._text(SLACK_API_URL_ENV) or DEFAULT_SLACK_API_URL
-        return url if url.endswith("/") else url + "/"
-
-    def inbox_scope(self) -> Literal["all", "mine"]:
-        """`SIGNOFF_INBOX_SCOPE`: `all` (every waiting call of the namespace, the default) or
-        `mine` (only the calls the viewer may decide).
-
-        Raises:
-            ConfigError: any other value.
-        """
-        scope = self._text(INBOX_SCOPE_ENV).lower() or "all"
-        if scope not in ("all", "mine"):
-            raise ConfigError(
-                f"{INBOX_SCOPE_ENV} must be all (every waiting call) or mine (the calls the viewer may decide), "
-                f"got {self._text(INBOX_SCOPE_ENV)!r}"
-            )
-        return "mine" if scope == "mine" else "all"
+    return names
+
+
+def _columns(text: str) -> int | None:
+    return int(text) if text.isdigit() and int(text) >= MIN_COLUMNS else None
+
+
+def _state_home(text: str) -> Path | None:
+    base = text.strip()
+    return Path(base) if Path(base).is_absolute() else None
+
+
+def _url_root(text: str) -> str | None:
+    return text.strip().rstrip("/") or None
+
+
+def _slack_api_url(text: str) -> str:
+    url = text.strip()
+    return url if url.endswith("/") else url + "/"
+
+
+def _inbox_scope(text: str) -> Literal["all", "mine"]:
+    scope = text.strip().lower()
+    if scope not in ("all", "mine"):
+        raise ConfigError(
+            f"{INBOX_SCOPE_ENV} must be all (every waiting call) or mine (the calls the viewer may decide), "
+            f"got {text.strip()!r}"
+        )
+    return "mine" if scope == "mine" else "all"
+
+
+def _allowed_hosts(text: str) -> tuple[str, ...]:
+    return tuple(parse_host(entry) for entry in text.strip().split(",") if entry.strip())
+
+
+# The declared variables, grouped by the module that owns each.
+
+_CONNECTION = "signoff.runtime.connection"
+_SDK = "temporalio.envconfig"
+"""The Temporal SDK's client configuration reads these (from `temporal_variables`)."""
+TEMPORAL_ADDRESS_ENV = Variable(
+    "TEMPORAL_ADDRESS",
+    None,
+    _text,
+    owner=_SDK,
+    shown=f"`{DEFAULT_ADDRESS}`",
+    doc="Temporal frontend (read by the SDK's client configuration, as the other `TEMPORAL_*`); with "
+    "`TEMPORAL_API_KEY`, `TEMPORAL_TLS*`, `TEMPORAL_PROFILE`, `TEMPORAL_CONFIG_FILE`: see "
+    "[Connecting to a secured cluster](#connecting-to-a-secured-cluster)",
+)
+TEMPORAL_NAMESPACE_ENV = Variable(
+    "TEMPORAL_NAMESPACE", None, _text, owner=_SDK, shown="`default`", doc="Temporal namespace"
+)
+TASK_QUEUE_ENV = Variable("SIGNOFF_TASK_QUEUE", None, _text, owner=_CONNECTION, shown="`signoff`", doc="task queue")
+TEMPORAL_API_KEY_ENV = Variable(
+    "TEMPORAL_API_KEY", None, _raw, owner=_SDK, table="temporal", doc="API key (turns TLS on with the system's roots)"
+)
+TEMPORAL_TLS_ENV = Variable(
+    "TEMPORAL_TLS", None, _true_or_false("TEMPORAL_TLS"), owner=_CONNECTION, table="temporal", doc="`true`/`false`"
+)
+TEMPORAL_TLS_SERVER_CA_CERT_PATH_ENV = Variable(
+    "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+    None,
+    _raw,
+    owner=_SDK,
+    table="temporal",
+    doc="a file holding the CA that signed the server's certificate",
+)
+TEMPORAL_TLS_SERVER_CA_CERT_DATA_ENV = Variable(
+    "TEMPORAL_TLS_SERVER_CA_CERT_DATA", None, _raw, owner=_SDK, table="temporal", doc="that CA's PEM itself"
+)
+TEMPORAL_TLS_SERVER_NAME_ENV = Variable(
+    "TEMPORAL_TLS_SERVER_NAME", None, _raw, owner=_SDK, table="temporal", doc="name in the server's certificate (SNI)"
+)
+TEMPORAL_TLS_CLIENT_CERT_PATH_ENV = Variable(
+    "TEMPORAL_TLS_CLIENT_CERT_PATH",
+    None,
+    _raw,
+    owner=_SDK,
+    table="temporal",
+    doc="client certificate for mTLS (a file; with its key: both or neither)",
+)
+TEMPORAL_TLS_CLIENT_KEY_PATH_ENV = Variable(
+    "TEMPORAL_TLS_CLIENT_KEY_PATH",
+    None,
+    _raw,
+    owner=_SDK,
+    table="temporal",
+    doc="the client certificate's private key (a file)",
+    secret="the private key of the Temporal client certificate",
+)
+TEMPORAL_TLS_CLIENT_CERT_DATA_ENV = Variable(
+    "TEMPORAL_TLS_CLIENT_CERT_DATA", None, _raw, owner=_SDK, table="temporal", doc="the client certificate's PEM itself"
+)
+TEMPORAL_TLS_CLIENT_KEY_DATA_ENV = Variable(
+    "TEMPORAL_TLS_CLIENT_KEY_DATA", None, _raw, owner=_SDK, table="temporal", doc="the client key's PEM itself"
+)
+TEMPORAL_TLS_DISABLE_HOST_VERIFICATION_ENV = Variable(
+    "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION",
+    None,
+    _no_host_verification,
+    owner=_CONNECTION,
+    table="temporal",
+    doc="not supported by the Python SDK: `true` stops the worker and the CLI at start (give the CA and the "
+    "server name instead)",
+)
+TEMPORAL_GRPC_META_ENV = Variable(
+    "TEMPORAL_GRPC_META_<NAME>", None, _raw, owner=_SDK, table="temporal", doc="extra gRPC header"
+)
+TEMPORAL_CONFIG_FILE_ENV = Variable(
+    "TEMPORAL_CONFIG_FILE",
+    None,
+    _raw,
+    owner=_CONNECTION,
+    table="temporal",
+    shown="`~/.config/temporalio/temporal.toml`",
+    doc="Temporal's client configuration file (profiles)",
+    secret="Temporal's client configuration (API keys, TLS keys)",
+)
+TEMPORAL_PROFILE_ENV = Variable(
+    "TEMPORAL_PROFILE",
+    None,
+    _raw,
+    owner=_CONNECTION,
+    table="temporal",
+    shown="`default`",
+    doc="the config file's profile",
+)
+
+_STORAGE = "signoff.runtime.storage"
+PAYLOAD_STORE_ENV = Variable(
+    "SIGNOFF_PAYLOAD_STORE",
+    None,
+    _text,
+    owner=_STORAGE,
+    shown="`./.signoff/payloads` when no Temporal address, TLS or API key is configured (the embedded or a local "
+    "dev server), else none",
+    doc="where payloads of the threshold or more are kept (`file:///path` or `s3://bucket/prefix`), see "
+    "[Limits and large payloads](#limits-and-large-payloads)",
+)
+PAYLOAD_THRESHOLD_ENV = Variable(
+    "SIGNOFF_PAYLOAD_THRESHOLD",
+    DEFAULT_PAYLOAD_THRESHOLD,
+    _payload_threshold,
+    owner=_STORAGE,
+    shown=str(DEFAULT_PAYLOAD_THRESHOLD),
+    doc="bytes from which a payload goes to the store",
+)
+_S3 = "signoff.runtime.s3store"
+S3_SECRET_ACCESS_KEY_FILE_ENV = Variable(
+    "SIGNOFF_S3_SECRET_ACCESS_KEY_FILE",
+    None,
+    _raw,
+    owner=_S3,
+    doc="with an `s3://` store: a file holding the secret access key (with `AWS_ACCESS_KEY_ID` set), instead of "
+    "the standard AWS settings",
+    secret="the S3 secret access key of the payload store",
+)
+AWS_ACCESS_KEY_ID_ENV = Variable(
+    "AWS_ACCESS_KEY_ID", None, _raw, owner=_S3, table=None, doc="the S3 key's id (AWS's own variable)"
+)
+CODEC_KEYS_ENV = Variable(
+    "SIGNOFF_CODEC_KEYS",
+    None,
+    _path,
+    owner="signoff.runtime.codec",
+    doc="a key file (`kid:base64key` lines, oldest first): AES-256-GCM encryption of every payload the worker and "
+    "the CLI write; the last key encrypts, all decrypt",
+    secret="the keys that encrypt payloads",
+)
+
+_TELEMETRY = "signoff.runtime.telemetry"
+METRICS_ADDRESS_ENV = Variable(
+    "SIGNOFF_METRICS_ADDRESS",
+    None,
+    _text,
+    owner=_TELEMETRY,
+    doc="`host:port` where the worker serves Prometheus metrics (`/metrics`), see "
+    "[Metrics, traces and encrypted payloads](observability.md)",
+)
+OTEL_ENV = Variable(
+    "SIGNOFF_OTEL",
+    False,
+    _otel,
+    owner=_TELEMETRY,
+    shown="`0`",
+    doc="`1`: OpenTelemetry traces from workers and the CLI, with the standard `OTEL_EXPORTER_OTLP_*`, "
+    "`OTEL_SERVICE_NAME` (default `signoff`), `OTEL_TRACES_EXPORTER=console`; needs `pip install 'signoff[otel]'`",
+)
+OTEL_EXPORTER_OTLP_ENV = Variable(
+    "OTEL_EXPORTER_OTLP_*",
+    None,
+    _raw,
+    owner="opentelemetry.exporter.otlp",
+    table="otel",
+    doc="where and how spans are sent (`OTEL_EXPORTER_OTLP_ENDPOINT`, `..._HEADERS`, ...), as the OpenTelemetry "
+    "SDK reads them",
+)
+OTEL_SERVICE_NAME_ENV = Variable(
+    "OTEL_SERVICE_NAME", None, _raw, owner=_TELEMETRY, table="otel", shown="`signoff`", doc="the service the spans name"
+)
+OTEL_TRACES_EXPORTER_ENV = Variable(
+    "OTEL_TRACES_EXPORTER",
+    DEFAULT_OTEL_EXPORTER,
+    lambda text: text.strip().lower(),
+    owner=_TELEMETRY,
+    table="otel",
+    shown=f"`{DEFAULT_OTEL_EXPORTER}`",
+    doc="`console` prints the spans instead of sending them",
+)
+
+AGENTS_ENV: Variable[tuple[str, ...]] = Variable(
+    "SIGNOFF_AGENTS",
+    (),
+    _comma_list,
+    owner="signoff.runtime.worker",
+    doc="comma-separated modules with your agents (same as `--agents`)",
+)
+
+_SETTINGS = "signoff.runtime.settings"
+MAX_TOOL_OUTPUT_ENV = Variable(
+    "SIGNOFF_MAX_TOOL_OUTPUT",
+    None,
+    _text,
+    owner=_SETTINGS,
+    shown="65536",
+    doc="characters of a tool's output kept in the transcript, see "
+    "[Limits and large payloads](#limits-and-large-payloads)",
+)
+MAX_CALLS_PER_TURN_ENV = Variable(
+    "SIGNOFF_MAX_CALLS_PER_TURN", None, _text, owner=_SETTINGS, shown="64", doc="tool calls run from one model answer"
+)
+TRANSCRIPT_BUDGET_ENV = Variable(
+    "SIGNOFF_TRANSCRIPT_BUDGET",
+    None,
+    _text,
+    owner=_SETTINGS,
+    shown="500000",
+    doc="bytes of the transcript the model sees",
+)
+POLICY_FILE_ENV = Variable(
+    "SIGNOFF_POLICY_FILE",
+    None,
+    _raw,
+    owner=_SETTINGS,
+    doc='approval policies by tool name (TOML or JSON; `always = true` gates a tool, `"*"` every tool without an '
+    "entry, `grants = false` takes no grants), see [Who may approve](approvals.md#who-may-approve)",
+)
+APPROVER_KEYS_ENV = Variable(
+    "SIGNOFF_APPROVER_KEYS",
+    None,
+    _text,
+    owner=_SETTINGS,
+    doc="keys that verify approvers' tokens: an HS256 secret file, PEM public keys, or a JWKS whose keys may carry "
+    '`sub` and `groups` (a person\'s key: signs only as that subject) or `"signoff_service": true` (a service '
+    "signing for its users). The tool activity and `signoff audit --verify` check signed decisions with them too",
+    secret="the keys that verify approvers' tokens (an HS256 secret signs them too)",
+)
+APPROVER_ISSUER_ENV = Variable(
+    "SIGNOFF_APPROVER_ISSUER",
+    None,
+    _text,
+    owner=_SETTINGS,
+    doc="the issuer (`iss`) approvers' tokens must carry, see "
+    "[Identity providers](verified-approvers.md#identity-providers)",
+)
+APPROVER_AUDIENCE_ENV = Variable(
+    "SIGNOFF_APPROVER_AUDIENCE",
+    None,
+    _text,
+    owner=_SETTINGS,
+    doc="the audience (`aud`) approvers' tokens must carry; always set it with an identity provider's keys",
+)
+SIGNATURE_MAX_AGE_ENV = Variable(
+    "SIGNOFF_SIGNATURE_MAX_AGE",
+    None,
+    _signature_max_age,
+    owner=_SETTINGS,
+    shown="`24h`",
+    doc="(worker) how long after it was signed (`iat`) a signed approval is honoured by the tool activity "
+    "(`90m`, `12h`, `2d`), never longer than the namespace's retention less an hour, see "
+    "[A signature is spent once](verified-approvers.md#a-signature-is-spent-once)",
+)
+STATE_KEY_FILE_ENV = Variable(
+    "SIGNOFF_STATE_KEY_FILE",
+    None,
+    _text,
+    owner=_SETTINGS,
+    shown="`.signoff/state.key` (made, 0600) when no Temporal address, TLS or API key is configured, else none",
+    doc="a secret (32+ bytes) every worker of the task queue shares: it seals the state a run carries across "
+    "continue-as-new, so no other workflow can continue into `AgentRun` with state of its own. Without one the "
+    "worker only checks with the server that the run continued is an `AgentRun` of its task queue (see "
+    "[Security](threat-model.md))",
+    secret="the key that seals the state runs carry across continue-as-new",
+)
+MAX_CACHED_WORKFLOWS_ENV = Variable(
+    "SIGNOFF_MAX_CACHED_WORKFLOWS",
+    None,
+    _max_cached_workflows,
+    owner=_SETTINGS,
+    shown="1000 (the SDK's)",
+    doc="runs the worker keeps in memory between their steps (1 to 100,000); the others replay their history when "
+    "a decision or timer wakes them (bench 10: 10,000 parked runs on one worker)",
+)
+AUTO_MODEL_ENV = Variable(
+    "SIGNOFF_AUTO_MODEL",
+    None,
+    _text,
+    owner=_SETTINGS,
+    shown="the agent's model",
+    doc="auto mode's evaluator model, see [Auto mode](auto-mode.md)",
+)
+AUTO_SIGNING_KEY_FILE_ENV = Variable(
+    "SIGNOFF_AUTO_SIGNING_KEY_FILE",
+    None,
+    _text,
+    owner=_SETTINGS,
+    doc="the worker's service key that signs auto mode's votes under verified policies",
+    secret="the key the worker signs auto mode's decisions with",
+)
+AUTO_SIGNING_KID_ENV = Variable(
+    "SIGNOFF_AUTO_SIGNING_KID", None, _text, owner=_SETTINGS, doc="that key's `kid` (default: the key file's own)"
+)
+
+_DEPLOYMENT = "signoff.runtime.deployment"
+DEPLOYMENT_NAME_ENV = Variable(
+    "SIGNOFF_DEPLOYMENT_NAME",
+    None,
+    _text,
+    owner=_DEPLOYMENT,
+    shown="— (unversioned)",
+    doc="with `SIGNOFF_BUILD_ID` (both or neither): the worker joins this Temporal Worker Deployment as version "
+    "`<name>.<build id>` and pins `AgentRun` runs to the version they start on; see "
+    "[Deploys and parked runs](deploys.md). The name has no `.`",
+)
+BUILD_ID_ENV = Variable(
+    "SIGNOFF_BUILD_ID",
+    None,
+    _text,
+    owner=_DEPLOYMENT,
+    shown="— (unversioned)",
+    doc="this build of the deployment; both are visible ASCII without spaces, at most 255 characters, not "
+    "starting with `__`",
+)
+
+_NOTIFY = "signoff.activities.notify"
+NOTIFY_URLS_ENV: Variable[tuple[str, ...]] = Variable(
+    "SIGNOFF_NOTIFY_URLS",
+    (),
+    _comma_list,
+    owner=_NOTIFY,
+    doc="notification webhooks, comma-separated, see [Notifications](fleets.md#notifications)",
+)
+NOTIFY_SECRET_FILE_ENV = Variable(
+    "SIGNOFF_NOTIFY_SECRET_FILE",
+    None,
+    _path,
+    owner=_NOTIFY,
+    doc="the key that signs notifications",
+    secret="the key that signs notifications",
+)
+
+_SLACK = "signoff.activities.slack"
+SLACK_BOT_TOKEN_FILE_ENV = Variable(
+    "SIGNOFF_SLACK_BOT_TOKEN_FILE",
+    None,
+    _path,
+    owner=_SLACK,
+    doc="(worker, inbox) the Slack app's bot token file (`xoxb-...`), see "
+    "[Deciding in Slack](fleets.md#deciding-in-slack)",
+    secret="the Slack app's bot token",
+)
+SLACK_CHANNEL_ENV = Variable(
+    "SIGNOFF_SLACK_CHANNEL",
+    None,
+    _text,
+    owner=_SLACK,
+    doc="(worker) the channel (id, e.g. `C0123ABCD`) calls are posted to",
+)
+SLACK_API_URL_ENV = Variable(
+    "SIGNOFF_SLACK_API_URL",
+    DEFAULT_SLACK_API_URL,
+    _slack_api_url,
+    owner=_SLACK,
+    shown=f"`{DEFAULT_SLACK_API_URL}`",
+    doc="Slack's Web API base URL",
+)
+
+_LINKS = "signoff.views.links"
+UI_URL_ENV = Variable(
+    "SIGNOFF_UI_URL",
+    None,
+    _raw,
+    owner=_LINKS,
+    shown="the embedded server's UI, else `http://localhost:8233` for a local server",
+    doc="the Web UI root for links in the CLI and in notifications",
+)
+INBOX_URL_ENV = Variable(
+    "SIGNOFF_INBOX_URL",
+    None,
+    _url_root,
+    owner=_LINKS,
+    doc="where people reach the inbox (e.g. `https://inbox.example.com`): notifications (`inbox_url`, the text, "
+    "Slack's button) and the CLI link to each call's page there; the inbox and `signoff codec-server` answer for "
+    "its host (and `Origin`), see [The inbox](inbox.md)",
+)
+
+SERVED_TASK_QUEUES_ENV: Variable[tuple[str, ...]] = Variable(
+    "SIGNOFF_SERVED_TASK_QUEUES",
+    (),
+    _comma_list,
+    owner="signoff.signing.derived",
+    shown="`SIGNOFF_TASK_QUEUE`",
+    doc="(CLI, inbox) comma-separated task queues your workers serve: signers sign only for `AgentRun` runs on "
+    "these (`*`: any queue), see [Verified approvers](verified-approvers.md)",
+)
+
+_CHAT = "signoff.chat.config"
+LLM_BASE_URL_ENV = Variable(
+    "SIGNOFF_LLM_BASE_URL",
+    "",
+    _text,
+    owner=_CHAT,
+    doc="OpenAI-compatible endpoint, or a preset name: `deepseek`, `openai`, `ollama`, `vllm`",
+)
+LLM_MODEL_ENV = Variable("SIGNOFF_LLM_MODEL", None, _text, owner=_CHAT, doc="model name")
+LLM_API_KEY_ENV = Variable(
+    "SIGNOFF_LLM_API_KEY",
+    None,
+    _raw,
+    owner=_CHAT,
+    doc="bearer key; read by the activity at request time, never written to history, masked in every error (also "
+    "a partial echo of 8 or more characters)",
+)
+LLM_API_KEY_FILE_ENV = Variable(
+    "SIGNOFF_LLM_API_KEY_FILE",
+    None,
+    _text,
+    owner=_CHAT,
+    doc="a file holding the key instead (as container secrets are mounted); read at each request; setting both is "
+    "an error",
+    secret="the model provider's API key",
+)
+DEMO_NO_KEY_ENV = Variable(
+    "SIGNOFF_DEMO_NO_KEY",
+    None,
+    _raw,
+    owner="signoff.cli.demo",
+    table=None,
+    doc="the key variable of the demo's scripted model: deliberately never set, so the scripted model is never "
+    "sent a real provider's key",
+)
+
+_SCOPE = "signoff.tools.files.scope"
+WORKSPACE_ENV = Variable(
+    "SIGNOFF_WORKSPACE", None, _raw, owner=_SCOPE, shown="current directory", doc="root of the file tools' workspace"
+)
+SCOPE_POLICY_ENV = Variable(
+    "SIGNOFF_SCOPE_POLICY",
+    DEFAULT_SCOPE_POLICY,
+    _raw,
+    owner=_SCOPE,
+    shown=f"`{DEFAULT_SCOPE_POLICY}`",
+    doc="`deny`, `approve_outside` or `allow`",
+)
+MCP_CONFIG_ENV = Variable(
+    "SIGNOFF_MCP_CONFIG",
+    None,
+    _text,
+    owner="signoff.tools.mcp.config",
+    doc="MCP servers whose tools the `default` agent offers: an `mcpServers` file (JSON or TOML), see "
+    "[Tools from MCP servers](mcp.md)",
+    secret="MCP servers, whose headers and env may hold tokens",
+)
+_PROCESS = "signoff.tools.process"
+TOOL_ENV_ENV: Variable[tuple[str, ...]] = Variable(
+    "SIGNOFF_TOOL_ENV",
+    (),
+    _tool_env_names,
+    owner=_PROCESS,
+    doc="comma-separated variable **names** `run_command` also receives (it gets only `PATH`, `HOME`, `LANG`, "
+    "`LC_*`, `TZ`, `TERM`, `USER`, `SHELL` otherwise)",
+)
+TOOL_USER_ENV = Variable(
+    "SIGNOFF_TOOL_USER",
+    None,
+    _text,
+    owner=_PROCESS,
+    doc="run `run_command` as this OS user (name or uid); needs a root worker or `CAP_SETUID`, `CAP_SETGID`, "
+    "`CAP_KILL`; checked at start",
+)
+
+APPROVER_TOKEN_ENV = Variable(
+    "SIGNOFF_APPROVER_TOKEN",
+    None,
+    _text,
+    owner="signoff.cli.token",
+    doc="the CLI sends this token with decisions on unverified calls (or `--token`)",
+)
+_WHO = "signoff.cli.who"
+APPROVER_KEY_FILE_ENV = Variable(
+    "SIGNOFF_APPROVER_KEY_FILE",
+    None,
+    _text,
+    owner=_WHO,
+    doc="(CLI) the key `approve`/`deny`/`extend`/`sign` sign decisions on verified calls with, and `run` its "
+    "requester token: a PEM private key (Ed25519, EC P-256, RSA 2048+; `signoff keys new`), or the HS256 secret file",
+    secret="the private key a person or service signs decisions with",
+)
+APPROVER_KID_ENV = Variable(
+    "SIGNOFF_APPROVER_KID", None, _text, owner=_WHO, doc="(CLI) that key's `kid` (default: the key file's own)"
+)
+USER_ENV = Variable(
+    "USER", None, _raw, owner="signoff.cli.args", table=None, doc="who the CLI decides as when nothing else names them"
+)
+CODEC_SERVER_TOKEN_FILE_ENV = Variable(
+    "SIGNOFF_CODEC_SERVER_TOKEN_FILE",
+    None,
+    _raw,
+    owner="signoff.cli.codec",
+    doc="`signoff codec-server` requires `Authorization: Bearer <the file's token>` (same as `--auth-token-file`)",
+    secret="the bearer token of `signoff codec-server`",
+)
+NO_COLOR_ENV = Variable(
+    "NO_COLOR", False, _flag, owner="signoff.cli.style", table=None, doc="set: no colours, even on a terminal"
+)
+COLUMNS_ENV = Variable(
+    "COLUMNS", None, _columns, owner="signoff.cli.style", table=None, doc="the terminal's width (20 or more)"
+)
+STATE_HOME_ENV = Variable(
+    "XDG_STATE_HOME",
+    None,
+    _state_home,
+    owner="signoff.cli.shown",
+    table=None,
+    doc="where the CLI keeps what it showed (an absolute path)",
+)
+
+_INBOX_WHO = "signoff.inbox.who"
+INBOX_TRUSTED_PROXIES_ENV: Variable[tuple[Network, ...]] = Variable(
+    "SIGNOFF_INBOX_TRUSTED_PROXIES",
+    (),
+    lambda text: parse_networks(text),
+    owner=_INBOX_WHO,
+    doc="`signoff inbox`: addresses or CIDRs of the authenticating proxy (`10.0.0.5, 172.28.7.0/24`); its user and "
+    "groups headers count only on connections from these",
+)
+INBOX_USER_HEADER_ENV = Variable(
+    "SIGNOFF_INBOX_USER_HEADER",
+    DEFAULT_INBOX_USER_HEADER,
+    _text,
+    owner=_INBOX_WHO,
+    shown=f"`{DEFAULT_INBOX_USER_HEADER}`",
+    doc="the header the proxy names the person in; oauth2-proxy's name by default",
+)
+INBOX_GROUPS_HEADER_ENV = Variable(
+    "SIGNOFF_INBOX_GROUPS_HEADER",
+    DEFAULT_INBOX_GROUPS_HEADER,
+    _text,
+    owner=_INBOX_WHO,
+    shown=f"`{DEFAULT_INBOX_GROUPS_HEADER}`",
+    doc="the header the proxy names their groups in (comma-separated); oauth2-proxy's name by default",
+)
+_SIGNER = "signoff.inbox.signer"
+INBOX_SIGNING_KEY_FILE_ENV = Variable(
+    "SIGNOFF_INBOX_SIGNING_KEY_FILE",
+    None,
+    _text,
+    owner=_SIGNER,
+    doc="the inbox's key (an HS256 secret file, or a PEM private key): it signs a bound token for each decision, "
+    "see [The inbox](inbox.md)",
+    secret="the key the inbox signs its users' decisions with",
+)
+INBOX_SIGNING_KID_ENV = Variable(
+    "SIGNOFF_INBOX_SIGNING_KID",
+    None,
+    _text,
+    owner=_SIGNER,
+    doc="the inbox key's JWKS `kid` (default: the key file's own)",
+)
+_CLI_INBOX = "signoff.cli.inbox"
+INBOX_ALLOWED_HOSTS_ENV: Variable[tuple[str, ...]] = Variable(
+    "SIGNOFF_INBOX_ALLOWED_HOSTS",
+    (),
+    _allowed_hosts,
+    owner=_CLI_INBOX,
+    doc="more `Host` names the inbox and `signoff codec-server` answer for, comma-separated: `name` (any port) or "
+    "`name:port` (`inbox.internal, localhost:9000`); besides these, only their own listening address and "
+    "`SIGNOFF_INBOX_URL`'s host: any other `Host` gets 421",
+)
+INBOX_SCOPE_ENV: Variable[Literal["all", "mine"]] = Variable(
+    "SIGNOFF_INBOX_SCOPE",
+    "all",
+    _inbox_scope,
+    owner=_CLI_INBOX,
+    shown="`all`",
+    doc="`all`: every viewer sees every waiting call of the namespace; `mine`: each viewer sees (lists, pages, live "
+    "updates, decisions) only the calls they may decide",
+)
+_INBOX_SLACK = "signoff.inbox.slack"
+SLACK_SIGNING_SECRET_FILE_ENV = Variable(
+    "SIGNOFF_SLACK_SIGNING_SECRET_FILE",
+    None,
+    _path,
+    owner=_INBOX_SLACK,
+    doc="(inbox) the Slack app's signing secret file; with the bot token, the inbox serves `POST /slack/interactions`",
+    secret="the Slack app's signing secret, which vouches for who clicked",
+)
+SLACK_USERS_ENV = Variable(
+    "SIGNOFF_SLACK_USERS",
+    None,
+    _path,
+    owner=_INBOX_SLACK,
+    doc='(inbox) the file mapping Slack user ids to `{"sub", "groups"}`',
+    secret="who each Slack user is to signoff (written, it names approvers)",
+)
+
+
+class KeyFile(NamedTuple):
+    """A signing key's file and the key id its tokens name (None: the file's own)."""
+
+    path: str
+    kid: str | None
+
+
+def key_file(env: Environment, path: Variable[str | None], kid: Variable[str | None]) -> KeyFile | None:
+    """The key file `path` names with the kid `kid` names; None when `path` is unset."""
+    given = env.read(path)
+    return KeyFile(given, env.read(kid)) if given else None
 
 
 _HOST_NAME = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*")

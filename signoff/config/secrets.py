@@ -3,34 +3,16 @@
 One registry, read by the file tools' guard (`signoff.tools.files.guard`: file tools never
 read, write or remove these files, whatever their names or links) and by whoever documents
 or tests the secrets. Each is read without being stalled by what sits at its path
-(`config/smallfile.py`). A new setting that names a secret file is added here, and so is
-guarded at once.
+(`config/smallfile.py`). They are the variables `config/environment.py` declares with
+`secret=` (what the file holds): a new setting that names a secret file says so where it is
+declared, and so is guarded at once.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from signoff.config.environment import (
-    APPROVER_KEY_FILE_ENV,
-    APPROVER_KEYS_ENV,
-    AUTO_SIGNING_KEY_FILE_ENV,
-    CODEC_KEYS_ENV,
-    CODEC_SERVER_TOKEN_FILE_ENV,
-    INBOX_SIGNING_KEY_FILE_ENV,
-    LLM_API_KEY_FILE_ENV,
-    LOCAL_STATE_KEY,
-    MCP_CONFIG_ENV,
-    NOTIFY_SECRET_FILE_ENV,
-    S3_SECRET_ACCESS_KEY_FILE_ENV,
-    SLACK_BOT_TOKEN_FILE_ENV,
-    SLACK_SIGNING_SECRET_FILE_ENV,
-    SLACK_USERS_ENV,
-    STATE_KEY_FILE_ENV,
-    TEMPORAL_CONFIG_FILE_ENV,
-    TEMPORAL_TLS_CLIENT_KEY_PATH_ENV,
-    Environment,
-)
+from signoff.config.environment import LOCAL_STATE_KEY, STATE_KEY_FILE_ENV, VARIABLES, Environment
 
 
 @dataclass(frozen=True)
@@ -46,24 +28,7 @@ class SecretFile:
     holds: str
 
 
-SECRET_FILES = (
-    SecretFile(LLM_API_KEY_FILE_ENV, "the model provider's API key"),
-    SecretFile(NOTIFY_SECRET_FILE_ENV, "the key that signs notifications"),
-    SecretFile(APPROVER_KEYS_ENV, "the keys that verify approvers' tokens (an HS256 secret signs them too)"),
-    SecretFile(APPROVER_KEY_FILE_ENV, "the private key a person or service signs decisions with"),
-    SecretFile(STATE_KEY_FILE_ENV, "the key that seals the state runs carry across continue-as-new"),
-    SecretFile(S3_SECRET_ACCESS_KEY_FILE_ENV, "the S3 secret access key of the payload store"),
-    SecretFile(CODEC_KEYS_ENV, "the keys that encrypt payloads"),
-    SecretFile(TEMPORAL_TLS_CLIENT_KEY_PATH_ENV, "the private key of the Temporal client certificate"),
-    SecretFile(TEMPORAL_CONFIG_FILE_ENV, "Temporal's client configuration (API keys, TLS keys)"),
-    SecretFile(MCP_CONFIG_ENV, "MCP servers, whose headers and env may hold tokens"),
-    SecretFile(INBOX_SIGNING_KEY_FILE_ENV, "the key the inbox signs its users' decisions with"),
-    SecretFile(AUTO_SIGNING_KEY_FILE_ENV, "the key the worker signs auto mode's decisions with"),
-    SecretFile(CODEC_SERVER_TOKEN_FILE_ENV, "the bearer token of `signoff codec-server`"),
-    SecretFile(SLACK_BOT_TOKEN_FILE_ENV, "the Slack app's bot token"),
-    SecretFile(SLACK_SIGNING_SECRET_FILE_ENV, "the Slack app's signing secret, which vouches for who clicked"),
-    SecretFile(SLACK_USERS_ENV, "who each Slack user is to signoff (written, it names approvers)"),
-)
+SECRET_FILES = tuple(SecretFile(str(v), v.secret) for v in VARIABLES if v.secret is not None)
 """Every setting that names a secret file."""
 SECRET_FILE_VARIABLES = tuple(secret.variable for secret in SECRET_FILES)
 

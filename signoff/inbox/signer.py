@@ -20,7 +20,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from signoff.approval.signatures import DecisionClaim
-from signoff.config.environment import APPROVER_KEY_FILE_ENV, INBOX_SIGNING_KEY_FILE_ENV, Environment
+from signoff.config.environment import (
+    APPROVER_AUDIENCE_ENV,
+    APPROVER_ISSUER_ENV,
+    APPROVER_KEY_FILE_ENV,
+    INBOX_SIGNING_KEY_FILE_ENV,
+    INBOX_SIGNING_KID_ENV,
+    Environment,
+    key_file,
+)
 from signoff.errors import ConfigError
 from signoff.inbox.who import Viewer
 from signoff.signing.keys import SigningKey
@@ -67,8 +75,10 @@ class InboxSigner:
     @classmethod
     def from_env(cls, env: Environment) -> InboxSigner | None:
         """The key of `SIGNOFF_INBOX_SIGNING_KEY_FILE`, or None when it is not set."""
-        key = env.inbox_signing_key()
-        return cls.load(key.path, key.kid, env.approver_issuer(), env.approver_audience()) if key else None
+        key = key_file(env, INBOX_SIGNING_KEY_FILE_ENV, INBOX_SIGNING_KID_ENV)
+        return (
+            cls.load(key.path, key.kid, env.read(APPROVER_ISSUER_ENV), env.read(APPROVER_AUDIENCE_ENV)) if key else None
+        )
 
     @property
     def algorithm(self) -> str:

@@ -49,6 +49,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from signoff.config.environment import (
+    SLACK_API_URL_ENV,
     SLACK_BOT_TOKEN_FILE_ENV,
     SLACK_SIGNING_SECRET_FILE_ENV,
     SLACK_USERS_ENV,
@@ -107,7 +108,7 @@ class SlackSettings:
             ConfigError: only one of them is set, a file cannot be read, there is no users
                 file, or Slack's framework is not installed.
         """
-        token_file, secret_file = env.slack_bot_token_file(), env.slack_signing_secret_file()
+        token_file, secret_file = env.read(SLACK_BOT_TOKEN_FILE_ENV), env.read(SLACK_SIGNING_SECRET_FILE_ENV)
         if token_file is None and secret_file is None:
             return None
         if token_file is None or secret_file is None:
@@ -116,7 +117,7 @@ class SlackSettings:
                 f"the Slack app needs both {SLACK_BOT_TOKEN_FILE_ENV} and {SLACK_SIGNING_SECRET_FILE_ENV}: "
                 f"set {missing} too"
             )
-        users_file = env.slack_users_file()
+        users_file = env.read(SLACK_USERS_ENV)
         if users_file is None:
             raise ConfigError(
                 f"the Slack app needs {SLACK_USERS_ENV}: a JSON or TOML file mapping Slack user ids to "
@@ -130,7 +131,7 @@ class SlackSettings:
             read_secret_line(token_file, SLACK_BOT_TOKEN_FILE_ENV),
             read_secret_line(secret_file, SLACK_SIGNING_SECRET_FILE_ENV),
             SlackUsers(users_file),
-            env.slack_api_url(),
+            env.read(SLACK_API_URL_ENV),
         )
 
     def describe(self) -> str:

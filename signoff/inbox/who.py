@@ -93,7 +93,12 @@ class WhoIsAsking:
     @classmethod
     def from_env(cls, env: Environment, local_user: str | None = None) -> WhoIsAsking:
         """The proxies and headers of `SIGNOFF_INBOX_*`, or `local_user` (`--local-user`)."""
-        return cls(env.inbox_trusted_proxies(), env.inbox_user_header(), env.inbox_groups_header(), local_user)
+        return cls(
+            env.read(INBOX_TRUSTED_PROXIES_ENV),
+            env.read(INBOX_USER_HEADER_ENV),
+            env.read(INBOX_GROUPS_HEADER_ENV),
+            local_user,
+        )
 
     def trusts(self, peer: str | None) -> bool:
         """Whether `peer` (the connection's address) is one of the proxies."""

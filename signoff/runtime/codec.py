@@ -83,7 +83,7 @@ class CodecKeys:
     @classmethod
     def from_env(cls, env: Environment) -> CodecKeys | None:
         """The keys of the file `SIGNOFF_CODEC_KEYS` names, or None when it is unset."""
-        path = env.codec_keys_file()
+        path = env.read(CODEC_KEYS_ENV)
         return cls.read(path) if path else None
 
     @classmethod

@@ -35,7 +35,16 @@ from temporalio.envconfig import ClientConfigProfile
 from temporalio.runtime import Runtime
 from temporalio.service import TLSConfig
 
-from signoff.config.environment import DEFAULT_ADDRESS, LOCAL_PAYLOADS, TEMPORAL_CONFIG_FILE_ENV, Environment
+from signoff.config.environment import (
+    DEFAULT_ADDRESS,
+    LOCAL_PAYLOADS,
+    TASK_QUEUE_ENV,
+    TEMPORAL_CONFIG_FILE_ENV,
+    TEMPORAL_PROFILE_ENV,
+    TEMPORAL_TLS_DISABLE_HOST_VERIFICATION_ENV,
+    TEMPORAL_TLS_ENV,
+    Environment,
+)
 from signoff.contract import DEFAULT_TASK_QUEUE, SEARCH_ATTRIBUTES
 from signoff.errors import ConfigError
 from signoff.runtime.codec import CodecKeys, EncryptionCodec
@@ -112,9 +121,9 @@ class ConnectionSettings:
         settings = cls(
             address=address or DEFAULT_ADDRESS,
             namespace=namespace or connect.get("namespace") or DEFAULT_NAMESPACE,
-            task_queue=env.task_queue() or DEFAULT_TASK_QUEUE,
+            task_queue=env.read(TASK_QUEUE_ENV) or DEFAULT_TASK_QUEUE,
             configured=configured,
-            profile=profile or env.temporal_profile(),
+            profile=profile or env.read(TEMPORAL_PROFILE_ENV),
             api_key=connect.get("api_key"),
             tls=tls,
             rpc_metadata=dict(connect.get("rpc_metadata") or {}),
@@ -151,13 +160,29 @@ class ConnectionSettings:
             )
 
 
+def temporal_variables(env: Environment) -> dict[str, str]:
+    """The variables for the SDK's client configuration (`temporalio.envconfig`), checked
+    first where the SDK's own errors would not say what to do.
+
+    Raises:
+        ConfigError: `TEMPORAL_CONFIG_FILE` names no file, `TEMPORAL_TLS*` is not a
+            boolean, or `TEMPORAL_TLS_DISABLE_HOST_VERIFICATION` is on.
+    """
+    config_file = env.get(TEMPORAL_CONFIG_FILE_ENV)
+    if config_file and not Path(config_file).is_file():
+        raise ConfigError(f"{TEMPORAL_CONFIG_FILE_ENV}={config_file} does not name a readable file")
+    env.read(TEMPORAL_TLS_ENV)
+    env.read(TEMPORAL_TLS_DISABLE_HOST_VERIFICATION_ENV)
+    return dict(env.values)
+
+
 def _connect_config(profile: str | None, env: Environment) -> dict[str, Any]:
     """The SDK's profile + environment, as `Client.connect` keywords, with clear errors."""
-    variables = env.temporal_variables()
+    variables = temporal_variables(env)
     try:
         loaded = ClientConfigProfile.load(profile, override_env_vars=variables)
     except RuntimeError as exc:  # the SDK's ConfigError: profile not found, bad TOML...
-        config_file = env.temporal_config_file()
+        config_file = env.read(TEMPORAL_CONFIG_FILE_ENV)
         where = f" ({TEMPORAL_CONFIG_FILE_ENV}={config_file})" if config_file else ""
         raise ConfigError(f"Temporal client configuration{where}: {exc}") from None
     try:

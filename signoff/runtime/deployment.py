@@ -65,8 +65,16 @@ class DeploymentSettings:
         Raises:
             ConfigError: only one is set, or a value Temporal would refuse.
         """
-        found = env.deployment()
-        return cls(found.name, found.build_id) if found else None
+        name, build_id = env.read(DEPLOYMENT_NAME_ENV), env.read(BUILD_ID_ENV)
+        if not name and not build_id:
+            return None
+        if not (name and build_id):
+            given, missing = (DEPLOYMENT_NAME_ENV, BUILD_ID_ENV) if name else (BUILD_ID_ENV, DEPLOYMENT_NAME_ENV)
+            raise ConfigError(
+                f"{given} is set but {missing} is not: Worker Versioning needs both (the deployment "
+                "and this build of it), or neither"
+            )
+        return cls(name, build_id)
 
     @property
     def version(self) -> WorkerDeploymentVersion:

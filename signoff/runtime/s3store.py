@@ -20,7 +20,7 @@ from typing import Any
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import StorageDriverClaim, StorageDriverRetrieveContext
 
-from signoff.config.environment import S3_SECRET_ACCESS_KEY_FILE_ENV, Environment
+from signoff.config.environment import AWS_ACCESS_KEY_ID_ENV, S3_SECRET_ACCESS_KEY_FILE_ENV, Environment
 from signoff.config.smallfile import MAX_SECRET_BYTES, ExposedSecret, read_small_file
 from signoff.errors import ConfigError
 from signoff.runtime.filestore import UnresolvablePayload, not_a_payload
@@ -41,10 +41,13 @@ _KEY_START = "v0/"
 
 def _session(env: Environment | None = None) -> aioboto3.Session:
     """AWS's own settings; with `SIGNOFF_S3_SECRET_ACCESS_KEY_FILE`, the secret key from that file."""
-    given = (env or Environment()).s3_secret_key()
-    if given is None:
+    env = env or Environment()
+    path = env.read(S3_SECRET_ACCESS_KEY_FILE_ENV)
+    if path is None:
         return aioboto3.Session()
-    key_id, path = given
+    key_id = env.read(AWS_ACCESS_KEY_ID_ENV)
+    if not key_id:
+        raise ConfigError(f"{S3_SECRET_ACCESS_KEY_FILE_ENV} is set: also set {AWS_ACCESS_KEY_ID_ENV}, the key's id")
     try:
         secret = read_small_file(path, MAX_SECRET_BYTES).decode("utf-8", "replace").strip()
     except ExposedSecret as exc:

@@ -44,7 +44,9 @@ from signoff.config.environment import (
     APPROVER_ISSUER_ENV,
     APPROVER_KEY_FILE_ENV,
     APPROVER_KEYS_ENV,
+    AUTO_MODEL_ENV,
     AUTO_SIGNING_KEY_FILE_ENV,
+    AUTO_SIGNING_KID_ENV,
     DATA_DIR,
     LLM_BASE_URL_ENV,
     LLM_MODEL_ENV,
@@ -57,6 +59,7 @@ from signoff.config.environment import (
     STATE_KEY_FILE_ENV,
     TRANSCRIPT_BUDGET_ENV,
     Environment,
+    key_file,
 )
 from signoff.errors import ConfigError
 from signoff.loop.limits import Limits
@@ -75,7 +78,7 @@ NO_MODEL = (
     f"start the worker with {LLM_BASE_URL_ENV}=http://127.0.0.1:8400/v1 {LLM_MODEL_ENV}=scripted"
 )
 
-_LIMITS = {
+_LIMITS: dict[str, str] = {
     "max_tool_output": MAX_TOOL_OUTPUT_ENV,
     "max_calls_per_turn": MAX_CALLS_PER_TURN_ENV,
     "transcript_budget": TRANSCRIPT_BUDGET_ENV,
@@ -122,8 +125,8 @@ def read_approver_keys(env: Environment) -> ApproverKeys | None:
     Raises:
         ConfigError: issuer or audience without the file, or a file that cannot work.
     """
-    path = env.approver_keys_file()
-    issuer, audience = env.approver_issuer(), env.approver_audience()
+    path = env.read(APPROVER_KEYS_ENV)
+    issuer, audience = env.read(APPROVER_ISSUER_ENV), env.read(APPROVER_AUDIENCE_ENV)
     if not path:
         if issuer or audience:
             raise ConfigError(
@@ -194,7 +197,7 @@ class WorkerSettings:
                 own policy, policies need keys the worker lacks, or a model is configured
                 but cannot work (a missing model name, a key set twice).
         """
-        path = env.state_key_file()
+        path = env.read(STATE_KEY_FILE_ENV)
         if path:
             state_key, source = read_state_key(path), path
         elif not connection.configured:
@@ -212,8 +215,8 @@ class WorkerSettings:
             # The embedded server's Web UI is the local default's (http://localhost:8233).
             notify=NotifyConfig.from_env(env, connection.address, connection.namespace),
             deployment=DeploymentSettings.from_env(env),
-            max_cached_workflows=env.max_cached_workflows(),
-            signature_max_age=env.signature_max_age() or DEFAULT_SIGNATURE_MAX_AGE,
+            max_cached_workflows=env.read(MAX_CACHED_WORKFLOWS_ENV),
+            signature_max_age=env.read(SIGNATURE_MAX_AGE_ENV) or DEFAULT_SIGNATURE_MAX_AGE,
             auto=_auto_settings(env),
         )
         return replace(settings.check(agents), model_note=_model_note(agents, env))
@@ -319,7 +322,7 @@ def _model_note(agents: Mapping[str, ChatClientAgent], env: Environment) -> str 
     needing = sorted(name for name, agent in agents.items() if agent.chat_client is None)
     if not needing:
         return None
-    if env.llm_base_url():
+    if env.read(LLM_BASE_URL_ENV):
         LLMConfig.from_env(env)  # fails now, naming the variable, not at the first model turn
         return None
     return NO_MODEL.format(agents=", ".join(needing))
@@ -335,11 +338,13 @@ __all__ = ["NO_MODEL", "WorkerSettings", "read_approver_keys", "read_limits", "r
 
 def _auto_settings(env: Environment) -> AutoSettings:
     """Auto mode's model and signing key (`SIGNOFF_AUTO_*`; the key read now, so a bad one stops the worker)."""
-    key = env.auto_signing_key()
+    key = key_file(env, AUTO_SIGNING_KEY_FILE_ENV, AUTO_SIGNING_KID_ENV)
     signer = None
     if key is not None:
         try:
             signer = SigningKey.load(key.path, key.kid)
         except ConfigError as exc:
             raise ConfigError(str(exc).replace(APPROVER_KEY_FILE_ENV, AUTO_SIGNING_KEY_FILE_ENV)) from None
-    return AutoSettings(env.auto_model(), signer, env.approver_issuer(), env.approver_audience())
+    return AutoSettings(
+        env.read(AUTO_MODEL_ENV), signer, env.read(APPROVER_ISSUER_ENV), env.read(APPROVER_AUDIENCE_ENV)
+    )

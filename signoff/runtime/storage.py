@@ -38,12 +38,7 @@ from temporalio.converter import (
     StorageDriver,
 )
 
-from signoff.config.environment import (
-    DEFAULT_PAYLOAD_THRESHOLD,
-    PAYLOAD_STORE_ENV,
-    PAYLOAD_THRESHOLD_ENV,
-    Environment,
-)
+from signoff.config.environment import DEFAULT_PAYLOAD_THRESHOLD, PAYLOAD_STORE_ENV, PAYLOAD_THRESHOLD_ENV, Environment
 from signoff.contract import SAME_STORE
 from signoff.errors import ConfigError
 from signoff.runtime.codec import PayloadDecryptError
@@ -94,8 +89,8 @@ class PayloadStore:
     @classmethod
     def from_env(cls, env: Environment, default: Path | None = None) -> PayloadStore | None:
         """The store `env` names, else one in the directory `default`, else None (inline)."""
-        threshold = env.payload_threshold()
-        url = env.payload_store()
+        threshold = env.read(PAYLOAD_THRESHOLD_ENV)
+        url = env.read(PAYLOAD_STORE_ENV)
         if not url and default is not None:
             url = default.absolute().as_uri()
         return cls(url, threshold) if url else None

@@ -26,7 +26,13 @@ from temporalio.client import Client
 from temporalio.common import MetricGauge, MetricMeter
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
-from signoff.config.environment import METRICS_ADDRESS_ENV, OTEL_ENV, Environment
+from signoff.config.environment import (
+    METRICS_ADDRESS_ENV,
+    OTEL_ENV,
+    OTEL_SERVICE_NAME_ENV,
+    OTEL_TRACES_EXPORTER_ENV,
+    Environment,
+)
 from signoff.contract import (
     METRIC_DECISION_SECONDS,
     METRIC_PENDING,
@@ -73,8 +79,8 @@ class TelemetrySettings:
     @classmethod
     def from_env(cls, env: Environment) -> TelemetrySettings:
         """`SIGNOFF_METRICS_ADDRESS` and `SIGNOFF_OTEL`."""
-        otel = env.otel()
-        return cls(env.metrics_address(), otel)
+        otel = env.read(OTEL_ENV)
+        return cls(env.read(METRICS_ADDRESS_ENV), otel)
 
     def runtime(self) -> Runtime | None:
         """A runtime serving Prometheus metrics on `metrics_address`, or None (the SDK's default).
@@ -142,9 +148,9 @@ def install_tracer_provider(env: Environment) -> None:
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
     except ImportError:
         raise ConfigError(f"{OTEL_ENV}=1 needs OpenTelemetry and its exporter: pip install '{_OTEL_EXTRA}'") from None
-    attributes = {} if env.otel_service_named() else {"service.name": _DEFAULT_SERVICE_NAME}
+    attributes = {} if env.read(OTEL_SERVICE_NAME_ENV) is not None else {"service.name": _DEFAULT_SERVICE_NAME}
     provider = TracerProvider(resource=Resource.create(attributes))
-    kind = env.otel_exporter()
+    kind = env.read(OTEL_TRACES_EXPORTER_ENV)
     exporter: SpanExporter = ConsoleSpanExporter() if kind == "console" else OTLPSpanExporter()
     provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)

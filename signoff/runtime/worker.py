@@ -238,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     env = Environment()
     code = 0
     try:
-        asyncio.run(serve(args.agents + env.agent_modules(), env))
+        asyncio.run(serve([*args.agents, *env.read(AGENTS_ENV)], env))
     except SignoffError as exc:  # settings that cannot work, or Temporal not reachable: say so, no traceback
         print(f"signoff: {exc}", file=sys.stderr)
         code = 1

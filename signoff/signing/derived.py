@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from signoff.approval.digest import arguments_digest
 from signoff.approval.requests import Binding, ToolApprovalRequest, ToolApprovalResponse
 from signoff.approval.signatures import DecisionClaim, ExtensionClaim, decision_claim, extension_claim
-from signoff.config.environment import Environment
+from signoff.config.environment import SERVED_TASK_QUEUES_ENV, TASK_QUEUE_ENV, Environment
 from signoff.contract import DEFAULT_TASK_QUEUE, WORKFLOW_TYPE
 from signoff.errors import SigningRefused
 
@@ -72,7 +72,8 @@ class ServedRuns:
     @classmethod
     def from_env(cls, env: Environment) -> ServedRuns:
         """`SIGNOFF_SERVED_TASK_QUEUES`, else `SIGNOFF_TASK_QUEUE`, else the contract's `signoff`."""
-        return cls(env.served_task_queues() or (DEFAULT_TASK_QUEUE,))
+        queue = env.read(TASK_QUEUE_ENV)
+        return cls(env.read(SERVED_TASK_QUEUES_ENV) or ((queue,) if queue else (DEFAULT_TASK_QUEUE,)))
 
     def problem(self, run: RunFacts) -> str | None:
         """Why a signer does not sign for `run` (None: it does)."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from signoff.config.environment import TOOL_USER_ENV, Environment
+from signoff.config.environment import TOOL_ENV_ENV, TOOL_USER_ENV, Environment
 from signoff.errors import ConfigError
 
 ALLOWED_ENV = ("PATH", "HOME", "LANG", "TZ", "TERM", "USER", "SHELL")
@@ -41,7 +41,7 @@ def tool_environment(env: Environment | None = None) -> dict[str, str]:
         ConfigError: `SIGNOFF_TOOL_ENV` is malformed.
     """
     env = env or Environment()
-    wanted = set(ALLOWED_ENV) | set(env.tool_env_names())
+    wanted = set(ALLOWED_ENV) | set(env.read(TOOL_ENV_ENV))
     return {k: v for k, v in env.values.items() if k in wanted or k.startswith(ALLOWED_ENV_PREFIXES)}
 
 
@@ -84,7 +84,7 @@ class ToolUser:
     @classmethod
     def from_env(cls, env: Environment | None = None) -> ToolUser | None:
         """The user of `SIGNOFF_TOOL_USER`, or None when it is unset or empty."""
-        spec = (env or Environment()).tool_user()
+        spec = (env or Environment()).read(TOOL_USER_ENV)
         return cls.lookup(spec) if spec else None
 
     @property

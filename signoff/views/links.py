@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import quote, urlencode
 
-from signoff.config.environment import Environment
+from signoff.config.environment import INBOX_URL_ENV, UI_URL_ENV, Environment
 
 DEFAULT_UI_BASE = "http://localhost:8233"
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"}
@@ -13,7 +13,7 @@ LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"}
 
 def ui_root(address: str, base: str | None = None, env: Environment | None = None) -> str | None:
     """The Web UI: `SIGNOFF_UI_URL`, else `base`, else localhost:8233 when the server is local."""
-    root = (env or Environment()).ui_url() or base
+    root = (env or Environment()).read(UI_URL_ENV) or base
     if not root and address.rpartition(":")[0] in LOCAL_HOSTS:
         root = DEFAULT_UI_BASE
     return root.rstrip("/") if root else None
@@ -36,7 +36,7 @@ def inbox_path(workflow_id: str, call_id: str) -> str:
 
 def inbox_root(env: Environment | None = None) -> str | None:
     """Where people reach the inbox (`SIGNOFF_INBOX_URL`), or None."""
-    return (env or Environment()).inbox_url()
+    return (env or Environment()).read(INBOX_URL_ENV)
 
 
 def inbox_link(workflow_id: str, call_id: str, root: str | None) -> str | None:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 
-from signoff.config.environment import DEFAULT_SCOPE_POLICY, SCOPE_POLICY_ENV, Environment
+from signoff.config.environment import DEFAULT_SCOPE_POLICY, SCOPE_POLICY_ENV, WORKSPACE_ENV, Environment
 from signoff.errors import ConfigError
 from signoff.tools.files.fs import Probe, probe_beneath, split_path
 
@@ -87,13 +87,13 @@ class WorkspaceScope:
             ConfigError: the workspace is not a directory or the policy is unknown.
         """
         env = env or Environment()
-        raw_policy = env.scope_policy()
+        raw_policy = env.read(SCOPE_POLICY_ENV)
         try:
             policy = ScopePolicy.parse(raw_policy)
         except ConfigError:
             allowed = ", ".join(p.value for p in ScopePolicy)
             raise ConfigError(f"{SCOPE_POLICY_ENV}={raw_policy!r} is not valid; use one of: {allowed}") from None
-        return cls(env.workspace(), policy)
+        return cls(env.read(WORKSPACE_ENV) or os.getcwd(), policy)
 
     def resolve(self, path: str | os.PathLike[str]) -> Path:
         """The real absolute location of `path`, which need not exist yet.

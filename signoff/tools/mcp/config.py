@@ -206,7 +206,7 @@ class MCPServer(BaseModel):
     @classmethod
     def from_env(cls, env: Environment | None = None) -> list[MCPServer]:
         """The servers of the file `SIGNOFF_MCP_CONFIG` names (none when it is unset)."""
-        path = (env or Environment()).mcp_config()
+        path = (env or Environment()).read(MCP_CONFIG_ENV)
         return cls.load_all(path) if path else []
 
 
