@@ -75,7 +75,8 @@ def test_each_variable_is_declared_once_and_read_by_its_owner() -> None:
 
 def test_a_variable_is_its_name() -> None:
     variable = next(v for v in VARIABLES if v == "SIGNOFF_TASK_QUEUE")
-    assert {variable: 1}["SIGNOFF_TASK_QUEUE"] == 1
+    by_name: dict[str, int] = {variable: 1}
+    assert by_name["SIGNOFF_TASK_QUEUE"] == 1
     assert f"{variable}=x" == "SIGNOFF_TASK_QUEUE=x"
     assert Environment({"SIGNOFF_TASK_QUEUE": " q "}).read(variable) == "q"
     assert Environment({"SIGNOFF_TASK_QUEUE": "  "}).read(variable) is None
