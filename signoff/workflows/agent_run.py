@@ -16,7 +16,7 @@ finishes, continues as new, or fails on an approval deadline.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar, assert_never
 
@@ -461,18 +461,12 @@ class AgentRun:
             record_hash=record.hash if record else "",
             tokens=tokens,
         )
-        try:
-            output: ToolOutput = await workflow.execute_activity_method(
-                AgentActivities.tool_answer,
-                self._checked(answer_input, f"the answer sent to {call.name}"),
-                summary=activity_options.tool_summary(call),
-                **activity_options.tool_options(idempotent),
-            )
-        except ActivityError as exc:
-            if not idempotent and isinstance(exc.cause, ActivityTimeout):
-                return ToolOutput(content=activity_options.OUTCOME_UNKNOWN)
-            return ToolOutput(content=f"Error: {activity_options.root_message(exc)}")
-        return output
+        return await self._tool_activity(
+            AgentActivities.tool_answer,
+            self._checked(answer_input, f"the answer sent to {call.name}"),
+            call,
+            idempotent,
+        )
 
     async def _tool(self, call: ToolCall) -> ToolOutput:
         entry = self._snapshot.tool(call.name) if self._snapshot else None
@@ -500,10 +494,20 @@ class AgentRun:
             delegations=self._loop.delegations_of(call.id) if record else [],
             requester_token=self._input.options.requester_token if record else None,
         )
+        return await self._tool_activity(
+            AgentActivities.tool, self._checked(tool_input, f"the input of {call.name}"), call, idempotent
+        )
+
+    async def _tool_activity(
+        self, method: Callable[[AgentActivities, T], Awaitable[ToolOutput]], input: T, call: ToolCall, idempotent: bool
+    ) -> ToolOutput:
+        """Run one of the tool's activities for `call` (`signoff.tool`, `signoff.tool_answer`); a
+        failure is the model's `Error: ...`, and a non-idempotent call whose worker went silent is
+        the outcome-unknown note (it was not retried: it may have run)."""
         try:
-            output: ToolOutput = await workflow.execute_activity_method(
-                AgentActivities.tool,
-                self._checked(tool_input, f"the input of {call.name}"),
+            return await workflow.execute_activity_method(
+                method,
+                input,
                 summary=activity_options.tool_summary(call),
                 **activity_options.tool_options(idempotent),
             )
@@ -511,7 +515,6 @@ class AgentRun:
             if not idempotent and isinstance(exc.cause, ActivityTimeout):
                 return ToolOutput(content=activity_options.OUTCOME_UNKNOWN)
             return ToolOutput(content=f"Error: {activity_options.root_message(exc)}")
-        return output
 
     # --- waiting for people ------------------------------------------------------------
 

@@ -722,6 +722,17 @@ async def record_session(rig: Rig) -> dict[str, WorkflowHistory]:
         return {"session": await finished(run)}
 
 
+async def send_until_continued(latest: WorkflowHandle, first_run_id: str | None) -> None:
+    """Send a session message a turn at a time until the session continues as new. The
+    continue-as-new comes once the turn's task completes and records no event of its own to wait
+    on in this run, so each turn is followed by a short pause before asking again."""
+    turn = 0
+    while (await latest.describe()).run_id == first_run_id:
+        turn += 1
+        await latest.execute_update("send_message", {"text": f"message {turn}"})
+        await asyncio.sleep(0.2)
+
+
 @shape("session_continued", "session_continued_next", server="early_can")
 async def record_session_continued(rig: Rig) -> dict[str, WorkflowHistory]:
     """A session whose history grows past the server's suggestion between turns: it continues as
@@ -730,11 +741,7 @@ async def record_session_continued(rig: Rig) -> dict[str, WorkflowHistory]:
     async with rig.worker(session_script) as queue:
         run = await start_run(rig.client, queue, None, options=RunOptions(session=True))
         latest = rig.client.get_workflow_handle(run.id)
-        turn = 0
-        while (await latest.describe()).run_id == run.result_run_id:
-            turn += 1
-            await latest.execute_update("send_message", {"text": f"message {turn}"})
-            await asyncio.sleep(0.2)  # the continue-as-new comes once the turn's task completes
+        await send_until_continued(latest, run.result_run_id)
         await latest.execute_update("send_message", {"text": "after"})
         await latest.execute_update("end_session", {})
         return {
@@ -763,11 +770,7 @@ async def record_streamed(rig: Rig) -> dict[str, WorkflowHistory]:
             return len([item async for item in follow(rig.client, run.id)])
 
         reader = asyncio.ensure_future(read())
-        turn = 0
-        while (await latest.describe()).run_id == run.result_run_id:
-            turn += 1
-            await latest.execute_update("send_message", {"text": f"message {turn}"})
-            await asyncio.sleep(0.2)  # the continue-as-new comes once the turn's task completes
+        await send_until_continued(latest, run.result_run_id)
         await latest.execute_update("send_message", {"text": "after"})
         await latest.execute_update("end_session", {})
         await asyncio.wait_for(reader, 30)
